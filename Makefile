@@ -1,0 +1,37 @@
+# kold-span: `make demo` trains on the embedded sample and predicts; `make test` runs the tests.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test demo bench-throughput bench-quality clean
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU build on local disk; any other spelling pulls a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev]"
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest tests
+
+demo: install
+	$(VENV)/bin/kold-span train configs/experiment/demo.yaml --set run=demo
+	$(VENV)/bin/kold-span predict --model checkpoints/demo/demo/model \
+	    --input data/sample/comments.txt --output checkpoints/demo/predictions.jsonl \
+	    --html checkpoints/demo/predictions.html
+	@echo "Predictions: checkpoints/demo/predictions.jsonl  (highlighted: checkpoints/demo/predictions.html)"
+
+bench-throughput: install
+	$(PY) bench/throughput.py
+
+bench-quality: install
+	$(PY) bench/quality.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,13 @@
+"""kold-span: offensive language, targets and spans, sarcasm and irony in context."""
+from kold_span.data import Annotation, DataError, Example, read_jsonl, write_jsonl
+
+__version__ = "0.1.0"
+__all__ = ["Annotation", "DataError", "Example", "Predictor", "read_jsonl", "write_jsonl"]
+
+
+def __getattr__(name: str):
+    # Predictor pulls in torch and transformers; import it only when asked for.
+    if name == "Predictor":
+        from kold_span.predictor import Predictor
+        return Predictor
+    raise AttributeError(f"module 'kold_span' has no attribute {name!r}")

@@ -1,0 +1,348 @@
+"""Validated experiment configs read from YAML files split by concern.
+
+An experiment file names its parts under `defaults:` (`data: kold_sample` reads
+`configs/data/kold_sample.yaml`) and overrides keys; `--set a.b=value` overrides
+last. Every file is checked against the schema below before any work starts, so a
+mistyped key fails with its name, the file and the allowed keys.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import yaml
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML with only true/false as booleans, so labels such as OFF, ON, yes, no stay strings."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+
+
+def yaml_load(text: str) -> Any:
+    """Parse YAML text (OFF/ON/yes/no are strings, not booleans)."""
+    return yaml.load(text, Loader=_Yaml12Loader)
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names the key and the file."""
+
+
+@dataclass
+class ScratchEncoderConfig:
+    """A small BERT-style encoder trained from scratch with a tokenizer trained on the data."""
+
+    vocab_size: int = 8000
+    hidden_size: int = 128
+    layers: int = 2
+    heads: int = 2
+    intermediate_size: int = 256
+    max_position: int = 512
+    tokenizer: str = "wordpiece"  # or "unigram"
+    morpheme_pretokenize: bool = False  # Kiwi morphemes as pre-tokens (Korean)
+    lowercase: bool = True
+
+
+@dataclass
+class EncoderConfig:
+    """Which encoder to use: a hub id / local directory, or a scratch encoder."""
+
+    name_or_path: Optional[str] = None
+    scratch: Optional[ScratchEncoderConfig] = None
+
+
+@dataclass
+class ModelConfig:
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    dropout: float = 0.1
+    max_length: int = 128
+    stride: int = 32
+
+
+@dataclass
+class TaskConfig:
+    """One training objective: a sequence label or a span type."""
+
+    name: str = ""
+    kind: str = "sequence"  # "sequence" (first-token head) or "span" (BIO token head)
+    source: str = ""  # label key for sequence tasks, span type for span tasks
+    problem: str = "single"  # sequence: "single", "multi" or "soft"
+    weight: float = 1.0
+    labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
+
+
+@dataclass
+class ContextConfig:
+    """What context enters the input: `mode: none` drops it (the ablation switch)."""
+
+    mode: str = "auto"  # auto/title/topic/post/dialogue = use the corpus's context; none = drop it
+    max_turns: Optional[int] = None  # dialogue: keep only the last N turns (0 = none)
+
+
+@dataclass
+class DataConfig:
+    reader: str = "kold"
+    train: str = ""
+    dev: Optional[str] = None
+    test: Optional[str] = None
+    dev_fraction: float = 0.1
+    test_fraction: float = 0.1
+    split_seed: int = 13
+    stratify: Optional[str] = None  # label key to stratify the carved splits on
+    filter: dict[str, Any] = field(default_factory=dict)  # keep examples whose labels match
+    reader_options: dict[str, Any] = field(default_factory=dict)
+    limit: Optional[int] = None  # read only the first N training examples (debugging)
+
+
+@dataclass
+class AlignConfig:
+    snap: str = "morpheme"  # how predicted spans are widened: morpheme, eojeol, none
+    trim: bool = True
+
+
+@dataclass
+class TrainerConfig:
+    accelerator: str = "auto"
+    devices: Union[int, str] = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
+    precision: str = "32-true"
+    max_epochs: int = 10
+    max_steps: int = -1
+    batch_size: int = 16
+    eval_batch_size: int = 64
+    accumulate_grad_batches: int = 1
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    gradient_clip_val: Optional[float] = 1.0
+    monitor: str = "dev/loss"
+    monitor_mode: str = "min"
+    early_stopping_patience: Optional[int] = None
+    num_workers: int = 0
+    log_every_n_steps: int = 10
+    check_val_every_n_epoch: int = 1
+    deterministic: bool = False
+    progress_bar: bool = True
+    overfit_batches: float = 0.0
+
+
+@dataclass
+class Config:
+    experiment: str = "default"
+    run: Optional[str] = None
+    seed: int = 13
+    output_dir: str = "checkpoints"
+    data: DataConfig = field(default_factory=DataConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tasks: list[TaskConfig] = field(default_factory=list)
+    align: AlignConfig = field(default_factory=AlignConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+SECTIONS = ("data", "model", "trainer", "context", "align", "tasks", "debug")
+TASK_KINDS = ("sequence", "span")
+PROBLEMS = ("single", "multi", "soft")
+SNAPS = ("morpheme", "eojeol", "none")
+CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_keys(raw: dict[str, Any], cls: type, where: str, prefix: str) -> None:
+    """Fail on keys not in dataclass `cls`, naming the key, file and allowed keys."""
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}'; allowed keys here: {', '.join(allowed)}")
+
+
+def _build(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
+    """Instantiate dataclass `cls` from a dict, recursively, validating keys and types."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: '{prefix.rstrip('.') or 'config'}' must be a mapping, got {raw!r}")
+    _check_keys(raw, cls, where, prefix)
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in raw:
+            continue
+        values[f.name] = _coerce(hints[f.name], raw[f.name], where, f"{prefix}{f.name}")
+    return cls(**values)
+
+
+def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
+    """Check `value` against type `hint` (dataclasses, Optional, lists, scalars)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union:
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, where, key)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: key '{key}' has invalid value {value!r}")
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, where, f"{key}.")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: key '{key}' must be a list, got {value!r}")
+        return [_coerce(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: key '{key}' must be a mapping, got {value!r}")
+        return dict(value)
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is bool and not isinstance(value, bool):
+        raise ConfigError(f"{where}: key '{key}' must be true or false, got {value!r}")
+    if hint in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{where}: key '{key}' must be a number, got {value!r}")
+    if not isinstance(value, hint):
+        raise ConfigError(f"{where}: key '{key}' must be {hint.__name__}, got {value!r}")
+    return value
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge `override` into a copy of `base` (lists and scalars replace)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _normalize_shorthands(raw: dict[str, Any]) -> dict[str, Any]:
+    """`context: none` is short for `context: {mode: none}`."""
+    if isinstance(raw.get("context"), str) or raw.get("context", 0) is None:
+        raw = dict(raw)
+        raw["context"] = {"mode": raw["context"] or "none"}
+    return raw
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config file must be a mapping of keys")
+    return raw
+
+
+def _validated(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """Validate a partial config (one file or one override) against the schema."""
+    raw = _normalize_shorthands(raw)
+    _build(Config, raw, where)
+    return raw
+
+
+def _load_file(path: Path, config_root: Path) -> dict[str, Any]:
+    """One YAML file with its `defaults:` parts merged underneath it."""
+    raw = _read_yaml(path)
+    defaults = raw.pop("defaults", {}) or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{path}: 'defaults' must map a section to a file name, e.g. data: kold_sample")
+    merged: dict[str, Any] = {}
+    for section, name in defaults.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{path}: unknown section 'defaults.{section}'; allowed: {', '.join(SECTIONS)}")
+        part_path = config_root / section / f"{name}.yaml"
+        if not part_path.exists():
+            raise ConfigError(f"{path}: 'defaults.{section}: {name}' but {part_path} does not exist")
+        part = _read_yaml(part_path)
+        # A debug file (e.g. debug/overfit.yaml) overrides keys of any section.
+        part = part if section == "debug" else {section: part}
+        merged = _merge(merged, _validated(part, str(part_path)))
+    return _merge(merged, _validated(raw, str(path)))
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """'trainer.max_epochs=3' → {'trainer': {'max_epochs': 3}} (value parsed as YAML)."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.max_epochs=3")
+    key, value = text.split("=", 1)
+    parsed = yaml_load(value) if value != "" else None
+    out: dict[str, Any] = parsed
+    for part in reversed(key.strip().split(".")):
+        out = {part: out}
+    return out
+
+
+def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> Config:
+    """Read, merge and validate an experiment config; overrides are `a.b=value` strings."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    config_root = _config_root(path)
+    raw = _load_file(path, config_root)
+    for text in overrides:
+        raw = _merge(raw, _validated(parse_override(text), f"--set {text}"))
+    config = _build(Config, _normalize_shorthands(raw), str(path))
+    check_values(config, str(path))
+    return config
+
+
+def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
+    """Validate a complete config given as a dict (e.g. saved with a model)."""
+    config = _build(Config, _normalize_shorthands(raw), where)
+    check_values(config, where)
+    return config
+
+
+def _config_root(path: Path) -> Path:
+    """The `configs/` folder that holds the sections, found above the experiment file."""
+    for parent in path.resolve().parents:
+        if (parent / "data").is_dir() and (parent / "model").is_dir():
+            return parent
+    return path.resolve().parent
+
+
+def check_values(config: Config, where: str) -> None:
+    """Value checks that types alone cannot express."""
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ConfigError(f"{where}: {message}")
+
+    need(bool(config.tasks), "at least one entry under 'tasks' is required")
+    names = [t.name for t in config.tasks]
+    need(len(set(names)) == len(names), f"task names must be unique, got {names}")
+    for i, task in enumerate(config.tasks):
+        need(bool(task.name), f"tasks[{i}].name is empty")
+        need(task.kind in TASK_KINDS, f"tasks[{i}].kind must be one of {TASK_KINDS}, got {task.kind!r}")
+        need(task.problem in PROBLEMS, f"tasks[{i}].problem must be one of {PROBLEMS}, got {task.problem!r}")
+        need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
+    need(config.align.snap in SNAPS, f"align.snap must be one of {SNAPS}, got {config.align.snap!r}")
+    need(config.context.mode in CONTEXT_MODES,
+         f"context.mode must be one of {CONTEXT_MODES}, got {config.context.mode!r}")
+    enc = config.model.encoder
+    need((enc.name_or_path is None) != (enc.scratch is None),
+         "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
+    need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
+    need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")

@@ -1,0 +1,177 @@
+"""Helpers shared by the corpus readers: finding files, CSV rows with line numbers, bad records.
+
+Bad records: every reader takes `skip_bad=False`. By default the first bad record raises
+`DataError` naming the file, line (or record key) and field. With `skip_bad=True` bad
+records are left out, a `BadRecordWarning` says how many and why, and the full list is
+kept on the reader function as `reader.last_report` (a `SkipReport`).
+A record that cannot be told apart from its neighbours any more (a CSV syntax error, two
+line-aligned files of different lengths) always raises: skipping could misalign the rest.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import inspect
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+from kold_span.corpora import Reader
+from kold_span.data import DataError, Example
+
+
+class BadRecordWarning(UserWarning):
+    """Some records of a corpus file were bad and skipped (`skip_bad=True`)."""
+
+
+@dataclass
+class SkipReport:
+    """What one reader call skipped: one reason per bad record, each naming where it was."""
+
+    reader: str
+    path: Path
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many records were skipped."""
+        return len(self.reasons)
+
+    def summary(self, limit: int = 3) -> str:
+        """One line: the count and the first few reasons."""
+        shown = "; ".join(self.reasons[:limit])
+        more = f" (and {self.count - limit} more)" if self.count > limit else ""
+        return f"{self.reader}: skipped {self.count} bad record(s) in {self.path}: {shown}{more}"
+
+
+class BadRecords:
+    """Raise on a bad record, or (when skipping) note its reason and go on."""
+
+    def __init__(self, report: SkipReport, skip_bad: bool) -> None:
+        self.report = report
+        self.skip_bad = skip_bad
+
+    def handle(self, err: DataError) -> None:
+        """Re-raise `err` unless skipping bad records; then record it."""
+        if not self.skip_bad:
+            raise err
+        self.report.reasons.append(str(err))
+
+
+def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reader]:
+    """Decorate a reader `fn(path, *, bad: BadRecords, **options)` into `fn(path, *, skip_bad=False, **options)`.
+
+    After each call the decorated function's `last_report` holds the `SkipReport`;
+    a `BadRecordWarning` is emitted when anything was skipped.
+    """
+    def wrap(fn: Callable[..., list[Example]]) -> Reader:
+        @functools.wraps(fn)
+        def reader(path: Union[str, Path], *, skip_bad: bool = False, **options) -> list[Example]:
+            report = SkipReport(name, Path(path))
+            examples = fn(Path(path), bad=BadRecords(report, skip_bad), **options)
+            reader.last_report = report  # type: ignore[attr-defined]
+            if report.count:
+                warnings.warn(report.summary(), BadRecordWarning, stacklevel=2)
+            return examples
+        reader.last_report = None  # type: ignore[attr-defined]
+        # Introspection (help, option checks) should show `skip_bad`, not the internal `bad`.
+        signature = inspect.signature(fn)
+        skip_bad = inspect.Parameter("skip_bad", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")
+        reader.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[skip_bad if p.name == "bad" else p for p in signature.parameters.values()])
+        return reader
+    return wrap
+
+
+def bad_field(where: str, field_name: str, problem: str) -> DataError:
+    """A `DataError` for one field of one record: '<where>: field <name>: <problem>'."""
+    return DataError(f"{where}: field {field_name!r}: {problem}")
+
+
+def find_file(path: Path, names: Iterable[str], corpus: str) -> Path:
+    """`path` itself when it is a file, else the first of `names` inside the directory `path`."""
+    names = list(names)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        for name in names:
+            if (path / name).is_file():
+                return path / name
+        raise FileNotFoundError(f"{corpus}: none of {names} found in directory {path}")
+    raise FileNotFoundError(f"{corpus}: no such file or directory: {path}")
+
+
+class CsvRecords:
+    """The data rows of a CSV/TSV file, iterated as (record index, line where it starts, row dict).
+
+    The index counts data records from 0, bad ones included, so ids built from it do not
+    shift when bad records are skipped; after iteration `count` is the number of records.
+    The header must contain every `required` column; a row whose number of fields differs
+    from the header is a bad record (handed to `bad`); a CSV syntax error always raises.
+    Blank lines are not records.
+    """
+
+    def __init__(self, path: Path, required: Iterable[str], bad: BadRecords, *, delimiter: str = ",",
+                 quoting: int = csv.QUOTE_MINIMAL) -> None:
+        self.path, self.required, self.bad = path, list(required), bad
+        self.delimiter, self.quoting = delimiter, quoting
+        self.count = 0
+
+    def __iter__(self) -> Iterator[tuple[int, int, dict[str, str]]]:
+        path, bad = self.path, self.bad
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = csv.reader(f, delimiter=self.delimiter, quoting=self.quoting, strict=True)
+            try:
+                header = next(rows)
+            except StopIteration:
+                raise DataError(f"{path}: empty file, expected a header with columns {self.required}") from None
+            except csv.Error as err:
+                raise DataError(f"{path}:1: unreadable header ({err})") from err
+            missing = [c for c in self.required if c not in header]
+            if missing:
+                raise DataError(f"{path}:1: header lacks column(s) {missing}; found {header}")
+            self.count = 0
+            start = rows.line_num + 1
+            while True:
+                try:
+                    row = next(rows)
+                except StopIteration:
+                    return
+                except csv.Error as err:
+                    raise DataError(f"{path}:{start}: malformed CSV ({err})") from err
+                if row:
+                    index = self.count
+                    self.count += 1
+                    if len(row) != len(header):
+                        bad.handle(DataError(f"{path}:{start}: expected {len(header)} fields "
+                                             f"({self.delimiter!r}-separated), got {len(row)}"))
+                    else:
+                        yield index, start, dict(zip(header, row))
+                start = rows.line_num + 1
+
+
+def parse_bool(value: str, where: str, field_name: str, true: str = "True", false: str = "False") -> bool:
+    """`true` → True, `false` → False, anything else a `DataError`."""
+    if value == true:
+        return True
+    if value == false:
+        return False
+    raise bad_field(where, field_name, f"expected {true!r} or {false!r}, got {value!r}")
+
+
+def majority(votes: Counter) -> Optional[str]:
+    """The most voted key; ties go to the alphabetically first key; None when there are no votes."""
+    if not votes:
+        return None
+    best = max(votes.values())
+    return min(k for k, v in votes.items() if v == best)
+
+
+def parse_int(value: str, where: str, field_name: str) -> int:
+    """A decimal integer field, or a `DataError` naming it."""
+    try:
+        return int(value)
+    except ValueError:
+        raise bad_field(where, field_name, f"expected an integer, got {value!r}") from None

@@ -1,0 +1,133 @@
+"""KoCoSa (Yu-billie/KoCoSa_sarcasm_detection): Korean dialogue sarcasm with explanations.
+
+The file is a pandas-style dict-of-dicts JSON: `{"Context": {"0": ...}, "Response": {...},
+"Sarcasm_Label": {...}, "Sarcasm_Explanation": {...}}`, all four keyed by the same record keys.
+`Context` holds one turn per line ("A: …" / "B: …"; a few lines are stage directions such as
+"(A few minutes later)" without a speaker mark); `Response` is one marked turn.
+
+Speaker-swap augmentation (KoCoSa paper): for a random half of the examples the speaker
+marks A and B are exchanged, so a model cannot learn which letter tends to answer
+sarcastically. `swap_speakers` exchanges the marks at the start of every context turn and
+of the response, the parsed speakers in meta, and the standalone letters A/B in the
+explanation (e.g. "B가 …A의 말" → "A가 …B의 말"); stage directions are left as they are.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+from kold_span.corpora import register
+from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
+from kold_span.data import DataError, Example
+
+COLUMNS = ("Context", "Response", "Sarcasm_Label", "Sarcasm_Explanation")
+SARCASM = {"Sarcasm": True, "Non-Sarcasm": False}
+_MARK = re.compile(r"^([A-Z]):")
+_SWAP = {"A": "B", "B": "A"}
+_SPEAKER_LETTER = re.compile(r"(?<![A-Za-z])[AB](?![A-Za-z])")
+
+
+@register("kocosa")
+@reports_skipped("kocosa")
+def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap: float = 0.0,
+                seed: int = 0) -> list[Example]:
+    """Read a KoCoSa JSON file (a directory means its `KoCoSa_{split}.json`).
+
+    Args:
+        path: the JSON file or the directory holding it.
+        bad: bad-record handling (given as `skip_bad=` by callers).
+        split: which file to take from a directory.
+        speaker_swap: the share of examples whose speakers are swapped (0.5 reproduces
+            the paper's augmentation; exactly round(share × n) examples, chosen with `seed`).
+        seed: seed of the choice of swapped examples.
+
+    Returns:
+        Examples with id `<file stem>-<record key>`; `context` is the list of context turns
+        (each stripped, blank lines dropped, speaker marks kept: "A: …"); `text` is the
+        stripped response with its mark; `labels["sarcasm"]` is True for "Sarcasm", False for
+        "Non-Sarcasm"; meta holds "speakers" (one letter or None per context turn),
+        "response_speaker", "explanation" and "speakers_swapped".
+    """
+    if not 0.0 <= speaker_swap <= 1.0:
+        raise ValueError(f"kocosa: speaker_swap must be between 0 and 1, got {speaker_swap!r}")
+    file = find_file(path, [f"KoCoSa_{split}.json"], "kocosa")
+    columns = _load_columns(file)
+    keys = list(dict.fromkeys(key for column in COLUMNS for key in columns[column]))
+    examples = []
+    for key in keys:
+        where = f"{file}: record {key!r}"
+        try:
+            examples.append(_example(f"{file.stem}-{key}", {c: columns[c].get(key) for c in COLUMNS}, where))
+        except DataError as err:
+            bad.handle(err)
+    if speaker_swap:
+        chosen = set(random.Random(seed).sample(range(len(examples)), round(speaker_swap * len(examples))))
+        examples = [swap_speakers(ex) if i in chosen else ex for i, ex in enumerate(examples)]
+    return examples
+
+
+def _load_columns(file: Path) -> dict[str, dict[str, Any]]:
+    """The four column dicts of the file; a missing or malformed column is a `DataError`."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{file}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
+    if not isinstance(data, dict):
+        raise DataError(f"{file}: expected a JSON object of columns {list(COLUMNS)}, got {type(data).__name__}")
+    for column in COLUMNS:
+        if not isinstance(data.get(column), dict):
+            raise DataError(f"{file}: column {column!r} missing or not an object of records")
+    return data
+
+
+def _example(example_id: str, record: dict[str, Any], where: str) -> Example:
+    """One record (column → value) → an example."""
+    for column in COLUMNS:
+        if not isinstance(record[column], str):
+            problem = "missing" if record[column] is None else f"expected a string, got {record[column]!r}"
+            raise bad_field(where, column, problem)
+    turns = [line.strip() for line in record["Context"].split("\n") if line.strip()]
+    if not turns:
+        raise bad_field(where, "Context", "no dialogue turns")
+    response = record["Response"].strip()
+    response_speaker = _speaker(response)
+    if response_speaker is None:
+        raise bad_field(where, "Response", f"expected a speaker mark like 'A: …', got {response[:30]!r}")
+    label = record["Sarcasm_Label"]
+    if label not in SARCASM:
+        raise bad_field(where, "Sarcasm_Label", f"expected one of {list(SARCASM)}, got {label!r}")
+    return Example(id=example_id, text=response, context=turns, labels={"sarcasm": SARCASM[label]},
+                   meta={"speakers": [_speaker(t) for t in turns], "response_speaker": response_speaker,
+                         "explanation": record["Sarcasm_Explanation"], "speakers_swapped": False})
+
+
+def _speaker(turn: str) -> Optional[str]:
+    """The speaker letter of a turn "A: …", or None for a line without a mark."""
+    match = _MARK.match(turn)
+    return match.group(1) if match else None
+
+
+def swap_speakers(example: Example) -> Example:
+    """A copy of a KoCoSa example with speakers A and B exchanged (marks, meta and explanation).
+
+    >>> ex = Example(id="x", text="B: 참 잘했네", context=["A: 시험 망쳤어"],
+    ...              meta={"speakers": ["A"], "response_speaker": "B", "explanation": "B가 A를 비꼼",
+    ...                    "speakers_swapped": False})
+    >>> swapped = swap_speakers(ex)
+    >>> swapped.context, swapped.text, swapped.meta["explanation"]
+    (['B: 시험 망쳤어'], 'A: 참 잘했네', 'A가 B를 비꼼')
+    """
+    def swap_mark(turn: str) -> str:
+        return _MARK.sub(lambda m: f"{_SWAP.get(m.group(1), m.group(1))}:", turn, count=1)
+
+    meta = dict(example.meta)
+    meta["speakers"] = [_SWAP.get(s, s) for s in meta.get("speakers", [])]
+    meta["response_speaker"] = _SWAP.get(meta.get("response_speaker"), meta.get("response_speaker"))
+    meta["explanation"] = _SPEAKER_LETTER.sub(lambda m: _SWAP[m.group(0)], meta.get("explanation", ""))
+    meta["speakers_swapped"] = not meta.get("speakers_swapped", False)
+    context = [swap_mark(t) for t in example.context] if isinstance(example.context, list) else example.context
+    return replace(example, text=swap_mark(example.text), context=context, labels=dict(example.labels), meta=meta)

@@ -1,0 +1,71 @@
+"""Model outputs per window → per-example labels and character spans."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from kold_span.align import tags_to_spans
+from kold_span.tasks import SPAN_TAGS, Task
+
+
+@dataclass
+class MergedExample:
+    """One example's outputs with overlapping windows merged."""
+
+    sequence_probs: dict[str, np.ndarray] = field(default_factory=dict)
+    token_offsets: list[tuple[int, int]] = field(default_factory=list)
+    token_probs: dict[str, np.ndarray] = field(default_factory=dict)  # task → [tokens, 3]
+
+
+def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
+                  probs: Sequence[dict[str, np.ndarray]]) -> MergedExample:
+    """Average sequence probabilities over windows; take each token from the window
+    where it sits farthest from an edge (most context on both sides)."""
+    merged = MergedExample()
+    for task in tasks:
+        if task.kind == "sequence":
+            merged.sequence_probs[task.name] = np.mean([p[task.name] for p in probs], axis=0)
+    best: dict[tuple[int, int], tuple[int, int, int]] = {}  # offset → (distance, window, position)
+    for w, window in enumerate(windows):
+        positions = [i for i, m in enumerate(window["text_mask"]) if m]
+        for rank, i in enumerate(positions):
+            key = tuple(window["offsets"][i])
+            distance = min(rank, len(positions) - 1 - rank)
+            if key not in best or distance > best[key][0]:
+                best[key] = (distance, w, i)
+    order = sorted(best)
+    merged.token_offsets = [tuple(k) for k in order]
+    for task in tasks:
+        if task.kind == "span":
+            rows = [probs[best[k][1]][task.name][best[k][2]] for k in order]
+            merged.token_probs[task.name] = np.array(rows).reshape(len(order), len(SPAN_TAGS))
+    return merged
+
+
+def sequence_prediction(task: Task, probs: np.ndarray) -> dict[str, Any]:
+    """{label, probs} for a sequence task; multi-label gives every label over 0.5."""
+    named = {label: round(float(p), 6) for label, p in zip(task.labels, probs)}
+    if task.problem == "multi":
+        label: Any = [task.decode_label(lab) for lab, p in zip(task.labels, probs) if p >= 0.5]
+    else:
+        label = task.decode_label(task.labels[int(np.argmax(probs))])
+    return {"label": label, "probs": named}
+
+
+def task_spans(task: Task, merged: MergedExample, text: str, snap: str = "none",
+               trim: bool = True) -> list[dict[str, Any]]:
+    """Character spans of one span task with a confidence score each."""
+    probs = merged.token_probs[task.name]
+    if not len(probs):
+        return []
+    tags = [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
+    spans = tags_to_spans(tags, merged.token_offsets, text, snap=snap, trim=trim)
+    inside = 1.0 - probs[:, 0]
+    out = []
+    for start, end in spans:
+        scores = [inside[i] for i, (s, e) in enumerate(merged.token_offsets) if s < end and e > start]
+        out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
+                    "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
+    return out

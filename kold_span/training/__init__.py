@@ -1,0 +1,1 @@
+"""Lightning training: data module, LightningModule and the `train` entry point."""

@@ -1,0 +1,136 @@
+"""Corpus splits → tokenized windows (a cached `datasets.Dataset`) → padded batches."""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from functools import partial
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+from kold_span import corpora
+from kold_span.config import Config
+from kold_span.data import Example
+from kold_span.encoding import InputEncoder, collate, encode_example
+from kold_span.tasks import Task, keep_example, label_str
+
+SPLITS = ("train", "dev", "test")
+
+
+def load_splits(config: Config) -> dict[str, list[Example]]:
+    """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified)."""
+    data = config.data
+    read = partial(corpora.read, data.reader, **data.reader_options)
+    train = [ex for ex in read(data.train) if keep_example(ex, data.filter)]
+    if data.limit:
+        train = train[:data.limit]
+    splits = {"train": train}
+    for name, fraction in (("test", data.test_fraction), ("dev", data.dev_fraction)):
+        path = getattr(data, name)
+        if path:
+            splits[name] = [ex for ex in read(path) if keep_example(ex, data.filter)]
+        elif fraction > 0:
+            splits["train"], splits[name] = carve(splits["train"], fraction, data.split_seed, data.stratify)
+        else:
+            splits[name] = []
+    if not splits["train"]:
+        raise ValueError(f"no training examples left in {data.train} after data.filter={data.filter}")
+    return splits
+
+
+def carve(examples: list[Example], fraction: float, seed: int,
+          stratify: Optional[str] = None) -> tuple[list[Example], list[Example]]:
+    """Split off `fraction` of the examples, per stratum when a label key is given."""
+    strata: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        key = label_str(ex.labels.get(stratify)) if stratify else ""
+        strata[key].append(ex)
+    rng = random.Random(seed)
+    kept, carved = [], []
+    for key in sorted(strata):
+        group = list(strata[key])
+        rng.shuffle(group)
+        n = round(len(group) * fraction)
+        carved += group[:n]
+        kept += group[n:]
+    order = {ex.id: i for i, ex in enumerate(examples)}
+    return sorted(kept, key=lambda e: order[e.id]), sorted(carved, key=lambda e: order[e.id])
+
+
+def windows_dataset(examples: Sequence[Example], tasks: Sequence[Task], encoder: InputEncoder,
+                    cache_dir: Optional[Path] = None):
+    """Tokenized windows of all examples as a `datasets.Dataset`, cached on disk by content."""
+    from datasets import Dataset
+
+    rows = Dataset.from_dict({"example_index": list(range(len(examples)))})
+
+    def featurize(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = defaultdict(list)
+        for index in batch["example_index"]:
+            for window in encode_example(encoder, tasks, examples[index], index):
+                for key, value in window.items():
+                    out[key].append(value)
+        return dict(out)
+
+    kwargs: dict[str, Any] = {}
+    if cache_dir is not None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fingerprint = _fingerprint(examples, tasks, encoder)
+        kwargs = {"cache_file_name": str(cache_dir / f"windows-{fingerprint}.arrow"),
+                  "new_fingerprint": fingerprint, "load_from_cache_file": True}
+    dataset = rows.map(featurize, batched=True, batch_size=256, remove_columns=["example_index"], **kwargs)
+    return dataset.add_column("window_index", list(range(len(dataset))))
+
+
+def _fingerprint(examples: Sequence[Example], tasks: Sequence[Task], encoder: InputEncoder) -> str:
+    """A hash of everything the windows depend on: data, tasks, tokenizer and input policy."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps([ex.text, ex.context, ex.labels, ex.spans], ensure_ascii=False, default=str).encode())
+    h.update(json.dumps([t.to_dict() for t in tasks]).encode())
+    tok = encoder.tokenizer
+    h.update(json.dumps([sorted(tok.get_vocab().items()), type(tok).__name__, tok.name_or_path,
+                         getattr(tok, "kold_morphemes", False)]).encode())
+    h.update(json.dumps([encoder.max_length, encoder.stride, encoder.context_mode, encoder.max_turns]).encode())
+    return h.hexdigest()[:24]
+
+
+class WindowsDataModule(pl.LightningDataModule):
+    """Serves padded batches of windows for train/dev/test."""
+
+    def __init__(self, splits: dict[str, list[Example]], tasks: Sequence[Task], encoder: InputEncoder,
+                 batch_size: int = 16, eval_batch_size: int = 64, num_workers: int = 0,
+                 cache_dir: Optional[Path] = None):
+        super().__init__()
+        self.splits, self.tasks, self.encoder = splits, list(tasks), encoder
+        self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
+        self.cache_dir = cache_dir
+        self.datasets: dict[str, Any] = {}
+
+    def setup(self, stage: Optional[str] = None) -> None:
+        for name in SPLITS:
+            if name not in self.datasets and self.splits.get(name):
+                self.datasets[name] = windows_dataset(self.splits[name], self.tasks, self.encoder, self.cache_dir)
+
+    def window_meta(self, split: str) -> list[dict[str, Any]]:
+        """Offsets, text masks and owners of a split's windows (for merging outputs)."""
+        self.setup()
+        return self.datasets[split].select_columns(["example_index", "offsets", "text_mask"]).to_list()
+
+    def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
+        pad_id = self.encoder.tokenizer.pad_token_id or 0
+        return DataLoader(self.datasets[split], batch_size=batch_size, shuffle=shuffle,
+                          num_workers=self.num_workers, collate_fn=partial(collate, tasks=self.tasks, pad_id=pad_id))
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("dev", self.eval_batch_size, shuffle=False) if "dev" in self.datasets else []
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", self.eval_batch_size, shuffle=False)

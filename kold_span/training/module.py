@@ -1,0 +1,82 @@
+"""The LightningModule: joint loss, AdamW with linear warm-up, dev metrics per epoch."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+
+from kold_span.config import TrainerConfig
+from kold_span.model import MultiTaskModel, probabilities
+from kold_span.tasks import Task
+
+# (window index → task → probabilities) → metrics
+Evaluator = Callable[[dict[int, dict[str, np.ndarray]]], dict[str, float]]
+
+
+class MultiTaskModule(pl.LightningModule):
+    """Trains a `MultiTaskModel` on the weighted sum of its task losses."""
+
+    def __init__(self, model: MultiTaskModel, tasks: Sequence[Task], trainer_config: TrainerConfig,
+                 dev_evaluator: Optional[Evaluator] = None):
+        super().__init__()
+        self.model = model
+        self.tasks = list(tasks)
+        self.cfg = trainer_config
+        self.dev_evaluator = dev_evaluator
+        self._dev_outputs: dict[int, dict[str, np.ndarray]] = {}
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return self.model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+
+    def _loss(self, batch: dict[str, torch.Tensor], logits: dict[str, torch.Tensor], split: str) -> torch.Tensor:
+        losses = self.model.losses(logits, batch)
+        total = sum(task.weight * losses[task.name] for task in self.tasks)
+        size = batch["input_ids"].size(0)
+        for name, value in losses.items():
+            self.log(f"{split}/{name}_loss", value, batch_size=size, sync_dist=split != "train")
+        self.log(f"{split}/loss", total, prog_bar=True, batch_size=size, sync_dist=split != "train")
+        return total
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._loss(batch, self(batch), "train")
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        logits = self(batch)
+        self._loss(batch, logits, "dev")
+        probs = {t.name: probabilities(t, logits[t.name]).float().cpu().numpy() for t in self.tasks}
+        for row, index in enumerate(batch["window_index"].tolist()):
+            self._dev_outputs[index] = {name: p[row] for name, p in probs.items()}
+
+    def on_validation_epoch_end(self) -> None:
+        outputs = self._dev_outputs
+        self._dev_outputs = {}
+        if self.dev_evaluator is None or self.trainer.sanity_checking:
+            return
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            gathered: list[Any] = [None] * torch.distributed.get_world_size()
+            torch.distributed.all_gather_object(gathered, outputs)
+            outputs = {k: v for part in gathered for k, v in part.items()}
+        for name, value in self.dev_evaluator(outputs).items():
+            # Every rank computed the same numbers from the gathered outputs.
+            self.log(f"dev/{name}", float(value), prog_bar=name.endswith(("char_f1", "macro_f1")))
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+        params = [
+            {"params": [p for n, p in self.named_parameters() if not n.endswith(no_decay)],
+             "weight_decay": self.cfg.weight_decay},
+            {"params": [p for n, p in self.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(params, lr=self.cfg.lr)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(total * self.cfg.warmup_ratio)
+
+        def linear_warmup(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / (warmup + 1)
+            return max(0.0, (total - step) / max(1, total - warmup))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,163 @@
+"""`kold-span train`: config → data → encoder → Lightning fit → exported model + metrics."""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from kold_span.config import Config
+from kold_span.data import Example, context_turns
+from kold_span.decoding import merge_windows
+from kold_span.evaluation import format_table, score
+from kold_span.tasks import Task, build_tasks
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    model_dir: Optional[Path]
+    metrics: dict[str, Any]
+
+
+def run_directory(config: Config, resume: bool) -> Path:
+    """checkpoints/<experiment>/<run>; with --resume and no run name, the newest run."""
+    base = Path(config.output_dir) / config.experiment
+    if config.run:
+        return base / config.run
+    if resume:
+        runs = sorted((p for p in base.glob("*") if (p / "checkpoints" / "last.ckpt").exists()),
+                      key=lambda p: p.stat().st_mtime)
+        if not runs:
+            raise FileNotFoundError(f"--resume: no run with checkpoints/last.ckpt under {base}")
+        return runs[-1]
+    return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def dev_evaluator(tasks: Sequence[Task], examples: list[Example], meta: list[dict[str, Any]],
+                  snap: str, trim: bool):
+    """A function scoring dev outputs (window index → task probabilities)."""
+    owners: dict[int, list[int]] = defaultdict(list)
+    for w, m in enumerate(meta):
+        owners[m["example_index"]].append(w)
+
+    def evaluate(outputs: dict[int, dict[str, np.ndarray]]) -> dict[str, float]:
+        merged = [merge_windows(tasks, [meta[w] for w in owners[i]], [outputs[w] for w in owners[i]])
+                  for i in range(len(examples))]
+        return score(tasks, examples, merged, snap, trim)
+    return evaluate
+
+
+def evaluate_predictor(predictor, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+    """Score a predictor on gold examples (all tasks)."""
+    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
+    return score(predictor.tasks, examples, merged, predictor.snap, predictor.trim)
+
+
+def tokenizer_texts(examples: list[Example]) -> list[str]:
+    """Texts and contexts a scratch tokenizer is trained on."""
+    texts = [ex.text for ex in examples]
+    texts += sorted({turn for ex in examples for turn in context_turns(ex.context)})
+    return texts
+
+
+def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResult:
+    """Train one run end to end and export its best checkpoint as a model directory."""
+    import pytorch_lightning as pl
+    import torch
+    from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+    from transformers import AutoTokenizer
+
+    from kold_span.encoders import attach_morpheme_pretokenizer, build_encoder, save_tokenizer, scratch_encoder
+    from kold_span.encoding import InputEncoder
+    from kold_span.model import MultiTaskModel
+    from kold_span.predictor import Predictor
+    from kold_span.training.datamodule import WindowsDataModule, load_splits
+    from kold_span.training.module import MultiTaskModule
+
+    started = time.time()
+    run_dir = run_directory(config, resume)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
+    pl.seed_everything(config.seed, workers=True, verbose=False)
+
+    splits = load_splits(config)
+    tasks = build_tasks(config.tasks, splits["train"])
+    scratch = config.model.encoder.scratch
+    tokenizer_dir = run_dir / "tokenizer"
+    if scratch is not None and (tokenizer_dir / "tokenizer.json").exists():
+        # Resuming or re-running: the tokenizer the checkpoints were trained with.
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        if scratch.morpheme_pretokenize:
+            attach_morpheme_pretokenizer(tokenizer)
+        encoder = scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id)
+    else:
+        tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
+        save_tokenizer(tokenizer, tokenizer_dir)
+    inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride,
+                          config.context.mode, config.context.max_turns)
+    tc = config.trainer
+    datamodule = WindowsDataModule(splits, tasks, inputs, tc.batch_size, tc.eval_batch_size, tc.num_workers,
+                                   cache_dir=Path(config.output_dir) / ".cache")
+    datamodule.setup()
+    evaluator = None
+    if splits["dev"]:
+        evaluator = dev_evaluator(tasks, splits["dev"], datamodule.window_meta("dev"), config.align.snap,
+                                  config.align.trim)
+    model = MultiTaskModel(encoder, tasks, config.model.dropout)
+    module = MultiTaskModule(model, tasks, tc, evaluator)
+
+    has_dev = bool(splits["dev"])
+    monitor = tc.monitor if has_dev else "train/loss"
+    checkpoint = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor=monitor,
+                                 mode=tc.monitor_mode if has_dev else "min", save_last=True, save_top_k=1,
+                                 auto_insert_metric_name=False)
+    callbacks: list[Any] = [checkpoint, LearningRateMonitor(logging_interval="step")]
+    if tc.early_stopping_patience and has_dev:
+        callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience))
+    loggers = [CSVLogger(run_dir, name="logs", version=""), TensorBoardLogger(run_dir, name="logs", version="")]
+    trainer = pl.Trainer(
+        accelerator=tc.accelerator, devices=tc.devices, strategy=tc.strategy, num_nodes=tc.num_nodes,
+        precision=tc.precision, max_epochs=tc.max_epochs, max_steps=tc.max_steps,
+        accumulate_grad_batches=tc.accumulate_grad_batches, gradient_clip_val=tc.gradient_clip_val,
+        callbacks=callbacks, logger=loggers, log_every_n_steps=tc.log_every_n_steps,
+        check_val_every_n_epoch=tc.check_val_every_n_epoch, deterministic=tc.deterministic,
+        enable_progress_bar=tc.progress_bar and not quiet, enable_model_summary=not quiet,
+        overfit_batches=tc.overfit_batches, num_sanity_val_steps=0, default_root_dir=str(run_dir))
+    last = run_dir / "checkpoints" / "last.ckpt"
+    trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if resume and last.exists() else None)
+    if not trainer.is_global_zero:
+        return RunResult(run_dir, None, {})
+
+    best = checkpoint.best_model_path or str(last)
+    if best and Path(best).exists():
+        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        module.load_state_dict(state)
+    predictor = Predictor(module.model.cpu(), tokenizer, tasks, max_length=config.model.max_length,
+                          stride=config.model.stride, context_mode=config.context.mode,
+                          max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
+                          morpheme_pretokenize=bool(scratch and scratch.morpheme_pretokenize))
+    model_dir = predictor.save_pretrained(run_dir / "model")
+    results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
+                               "best_checkpoint": best, "best_dev_score": _float(checkpoint.best_model_score),
+                               "monitor": monitor, "sizes": {k: len(v) for k, v in splits.items()}}
+    for split in ("dev", "test"):
+        if splits[split]:
+            results[split] = evaluate_predictor(predictor, splits[split], tc.eval_batch_size)
+    results["seconds"] = round(time.time() - started, 1)
+    (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    if not quiet and "test" in results:
+        print(f"\nTest metrics ({len(splits['test'])} examples) — {run_dir / 'metrics.json'}")
+        print(format_table(results["test"]))
+    if not quiet:
+        print(f"Model: {model_dir}")
+    return RunResult(run_dir, model_dir, results)
+
+
+def _float(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
