@@ -80,6 +80,7 @@ class TaskConfig:
     problem: str = "single"  # sequence: "single", "multi" or "soft"
     weight: float = 1.0
     labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
+    gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
 
 
 @dataclass
@@ -338,6 +339,10 @@ def check_values(config: Config, where: str) -> None:
         need(task.kind in TASK_KINDS, f"tasks[{i}].kind must be one of {TASK_KINDS}, got {task.kind!r}")
         need(task.problem in PROBLEMS, f"tasks[{i}].problem must be one of {PROBLEMS}, got {task.problem!r}")
         need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
+        if task.gate is not None:
+            gate = next((t for t in config.tasks if t.name == task.gate), None)
+            need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",
+                 f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
     need(config.align.snap in SNAPS, f"align.snap must be one of {SNAPS}, got {config.align.snap!r}")
     need(config.context.mode in CONTEXT_MODES,
          f"context.mode must be one of {CONTEXT_MODES}, got {config.context.mode!r}")

@@ -54,11 +54,19 @@ def sequence_prediction(task: Task, probs: np.ndarray) -> dict[str, Any]:
     return {"label": label, "probs": named}
 
 
+def gate_open(task: Task, tasks: Sequence[Task], merged: MergedExample) -> bool:
+    """Whether a span task's gate (a true/false task) predicts true; open without a gate."""
+    if not task.gate:
+        return True
+    gate = next(t for t in tasks if t.name == task.gate)
+    return gate.labels[int(np.argmax(merged.sequence_probs[gate.name]))] == "true"
+
+
 def task_spans(task: Task, merged: MergedExample, text: str, snap: str = "none",
-               trim: bool = True) -> list[dict[str, Any]]:
-    """Character spans of one span task with a confidence score each."""
+               trim: bool = True, tasks: Sequence[Task] = ()) -> list[dict[str, Any]]:
+    """Character spans of one span task with a confidence score each (none when gated off)."""
     probs = merged.token_probs[task.name]
-    if not len(probs):
+    if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
         return []
     tags = [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
     spans = tags_to_spans(tags, merged.token_offsets, text, snap=snap, trim=trim)

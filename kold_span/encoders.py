@@ -9,6 +9,7 @@ MiniLM on PyPI).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import Iterable, Optional
@@ -44,6 +45,10 @@ def _offline_message(name: str, err: Exception) -> str:
             f"copy DIR here and set `model.encoder.name_or_path: DIR` (or --set model.encoder.name_or_path=DIR).")
 
 
+# Written beside a saved tokenizer whose Kiwi pre-tokenizer is not serialisable (`kold-span pretrain`).
+TOKENIZER_MARKER = "kold_span_tokenizer.json"
+
+
 def load_pretrained(name_or_path: str):
     """(tokenizer, encoder) from a local directory or hub id; never hangs offline."""
     from transformers import AutoTokenizer
@@ -51,9 +56,13 @@ def load_pretrained(name_or_path: str):
     path = resolve_encoder_path(name_or_path)
     if Path(path).is_dir():
         try:
-            return AutoTokenizer.from_pretrained(path), _auto_model(path)
+            tokenizer, encoder = AutoTokenizer.from_pretrained(path), _auto_model(path)
         except (OSError, ValueError) as err:
             raise EncoderLoadError(f"cannot load encoder from directory {path}: {err}") from err
+        marker = Path(path) / TOKENIZER_MARKER
+        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("morpheme_pretokenize"):
+            attach_morpheme_pretokenizer(tokenizer)
+        return tokenizer, encoder
     if path.startswith((".", "/", "~")) or os.sep in path and not _looks_like_hub_id(path):
         raise EncoderLoadError(f"encoder directory {path!r} does not exist")
     try:

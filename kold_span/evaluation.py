@@ -18,7 +18,7 @@ def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[M
     out: dict[str, float] = {}
     for task in tasks:
         if task.kind == "span":
-            out.update(_span_scores(task, examples, merged, snap, trim))
+            out.update(_span_scores(task, tasks, examples, merged, snap, trim))
         else:
             out.update(_sequence_scores(task, examples, merged))
     return out
@@ -62,16 +62,17 @@ def _sequence_scores(task: Task, examples: Sequence[Example], merged: Sequence[M
     return out
 
 
-def _span_scores(task: Task, examples: Sequence[Example], merged: Sequence[MergedExample],
-                 snap: str, trim: bool) -> dict[str, float]:
+def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                 merged: Sequence[MergedExample], snap: str, trim: bool) -> dict[str, float]:
     golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
-    raw = [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, "none", trim))
-           for ex, m in zip(examples, merged)]
+    def predicted(snap_mode: str) -> list[set[int]]:
+        return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, snap_mode, trim, tasks))
+                for ex, m in zip(examples, merged)]
+
+    raw = predicted("none")
     out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
     if snap != "none":
-        snapped = [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, snap, trim))
-                   for ex, m in zip(examples, merged)]
-        out[f"{task.name}/char_f1_{snap}"] = metrics.mean_char_f1(snapped, golds)
+        out[f"{task.name}/char_f1_{snap}"] = metrics.mean_char_f1(predicted(snap), golds)
     micro = metrics.micro_char_prf(raw, golds)
     out[f"{task.name}/char_micro_f1"] = micro["f1"]
     true_tags, pred_tags = [], []

@@ -120,7 +120,7 @@ class Predictor:
             if task.kind == "sequence":
                 labels[task.name] = sequence_prediction(task, merged.sequence_probs[task.name])
             else:
-                spans += task_spans(task, merged, text, self.snap, self.trim)
+                spans += task_spans(task, merged, text, self.snap, self.trim, self.tasks)
         return {"labels": labels, "spans": sorted(spans, key=lambda s: (s["start"], s["type"]))}
 
     def predict(self, texts: Sequence[str], contexts: Optional[Sequence[Context]] = None,

@@ -21,6 +21,7 @@ class Task:
     problem: str = "single"
     weight: float = 1.0
     labels: tuple[str, ...] = ()
+    gate: Optional[str] = None  # span tasks: a boolean sequence task that must say true
 
     @property
     def num_outputs(self) -> int:
@@ -96,7 +97,12 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
             if not labels:
                 raise ValueError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
                                  f"check tasks[].source against the reader's label names")
-        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels))
+        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate))
+    by_name = {t.name: t for t in tasks}
+    for task in tasks:
+        if task.gate and not by_name[task.gate].is_boolean:
+            raise ValueError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                             f"its labels are {list(by_name[task.gate].labels)}")
     return tasks
 
 

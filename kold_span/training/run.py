@@ -120,7 +120,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     callbacks: list[Any] = [checkpoint, LearningRateMonitor(logging_interval="step")]
     if tc.early_stopping_patience and has_dev:
         callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience))
-    loggers = [CSVLogger(run_dir, name="logs", version=""), TensorBoardLogger(run_dir, name="logs", version="")]
+    # One version folder per session (logs/version_0, version_1 after --resume): nothing is overwritten.
+    loggers = [CSVLogger(run_dir, name="logs"), TensorBoardLogger(run_dir, name="logs")]
     trainer = pl.Trainer(
         accelerator=tc.accelerator, devices=tc.devices, strategy=tc.strategy, num_nodes=tc.num_nodes,
         precision=tc.precision, max_epochs=tc.max_epochs, max_steps=tc.max_steps,
@@ -128,7 +129,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
         callbacks=callbacks, logger=loggers, log_every_n_steps=tc.log_every_n_steps,
         check_val_every_n_epoch=tc.check_val_every_n_epoch, deterministic=tc.deterministic,
         enable_progress_bar=tc.progress_bar and not quiet, enable_model_summary=not quiet,
-        overfit_batches=tc.overfit_batches, num_sanity_val_steps=0, default_root_dir=str(run_dir))
+        overfit_batches=tc.overfit_batches, num_sanity_val_steps=0, default_root_dir=str(run_dir),
+        limit_val_batches=None if has_dev else 0)
     last = run_dir / "checkpoints" / "last.ckpt"
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if resume and last.exists() else None)
     if not trainer.is_global_zero:
@@ -141,7 +143,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     predictor = Predictor(module.model.cpu(), tokenizer, tasks, max_length=config.model.max_length,
                           stride=config.model.stride, context_mode=config.context.mode,
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
-                          morpheme_pretokenize=bool(scratch and scratch.morpheme_pretokenize))
+                          morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False))
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
                                "best_checkpoint": best, "best_dev_score": _float(checkpoint.best_model_score),

@@ -1,0 +1,69 @@
+"""Configs: split by concern, validated before any work, overrides."""
+import pytest
+
+from kold_span.config import ConfigError, load_config, parse_override
+
+DEMO = "configs/experiment/demo.yaml"
+
+
+def test_demo_config_merges_its_parts():
+    config = load_config(DEMO)
+    assert config.data.reader == "kold"  # from configs/data/kold_sample.yaml
+    assert config.model.encoder.scratch.hidden_size == 128  # from configs/model/scratch_tiny.yaml
+    assert config.trainer.accelerator == "cpu"  # from configs/trainer/cpu.yaml
+    assert config.trainer.max_epochs == 12  # the experiment's own override
+    assert [t.name for t in config.tasks] == ["OFF", "OFF_span", "TGT_span"]
+
+
+def test_labels_such_as_off_stay_strings():
+    config = load_config(DEMO)
+    assert config.tasks[0].source == "OFF"
+    assert config.data.stratify == "OFF"
+
+
+def test_set_overrides_win_and_are_typed():
+    config = load_config(DEMO, ["trainer.max_epochs=3", "context=none", "model.encoder.scratch.layers=1"])
+    assert config.trainer.max_epochs == 3
+    assert config.context.mode == "none"
+    assert config.model.encoder.scratch.layers == 1
+    assert parse_override("a.b=[1, 2]") == {"a": {"b": [1, 2]}}
+
+
+def test_mistyped_key_names_key_file_and_allowed_keys(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text("trainer:\n  max_epoch: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    message = str(err.value)
+    assert "trainer.max_epoch" in message and str(path) in message and "max_epochs" in message
+
+
+def test_mistyped_key_in_a_part_file_names_that_file():
+    with pytest.raises(ConfigError, match=r"--set trainer.lr_rate=0.1: unknown key 'trainer.lr_rate'"):
+        load_config(DEMO, ["trainer.lr_rate=0.1"])
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("trainer.max_epochs=many", "trainer.max_epochs' must be int"),
+    ("align.snap=word", "align.snap must be one of"),
+    ("context.mode=headline", "context.mode must be one of"),
+    ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
+])
+def test_bad_values_fail_before_any_work(override, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(DEMO, [override])
+
+
+def test_switching_to_a_pretrained_encoder():
+    config = load_config(DEMO, ["model.encoder.scratch=null", "model.encoder.name_or_path=klue/roberta-base"])
+    assert config.model.encoder.name_or_path == "klue/roberta-base"
+
+
+def test_missing_default_part_is_named(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "model").mkdir()
+    exp = tmp_path / "experiment"
+    exp.mkdir()
+    (exp / "x.yaml").write_text("defaults:\n  data: nowhere\n")
+    with pytest.raises(ConfigError, match="nowhere.yaml does not exist"):
+        load_config(exp / "x.yaml")

@@ -1,0 +1,61 @@
+"""Canonical examples: offsets, JSONL round trip, errors that name file and line."""
+import json
+
+import pytest
+
+from kold_span.data import (Annotation, DataError, Example, merge_spans, normalize_spans, offsets_to_spans,
+                            read_jsonl, spans_to_offsets, to_hf_dataset, write_jsonl)
+
+
+def test_offsets_to_spans_groups_consecutive_characters():
+    assert offsets_to_spans([15, 16, 17, 18, 19, 27, 28, 29, 30, 31]) == [(15, 20), (27, 32)]
+    assert offsets_to_spans([]) == []
+    assert offsets_to_spans([3, 1, 2, 2]) == [(1, 4)]
+    assert spans_to_offsets([(1, 4), (6, 7)]) == {1, 2, 3, 6}
+
+
+def test_spans_are_sorted_and_merged():
+    assert merge_spans([(5, 8), (0, 2), (7, 10), (2, 3)]) == [(0, 3), (5, 10)]
+    ex = Example(id="1", text="abcdefghij", spans={"OFF": [(5, 8), (0, 2)]})
+    assert ex.spans["OFF"] == [(0, 2), (5, 8)]
+    assert ex.span_texts("OFF") == ["ab", "fgh"]
+
+
+@pytest.mark.parametrize("bad", [[(3, 3)], [(-1, 2)], [(0, 11)], [(0, 1, 2)], [(0.5, 2)]])
+def test_invalid_spans_are_rejected(bad):
+    with pytest.raises(DataError, match="span"):
+        normalize_spans(bad, 10)
+
+
+def test_jsonl_round_trip(tmp_path):
+    examples = [
+        Example(id="a", text="너 진짜 바보냐", context="제목", labels={"OFF": True, "GRP": ["gender-men"]},
+                spans={"OFF": [(5, 8)]},
+                annotations=[Annotation("7", {"OFF": True}, {"OFF": [(5, 8)]}, {"age": 30})], meta={"k": 1}),
+        Example(id="b", text="좋은 기사", context=["A: 안녕", "B: 네"]),
+    ]
+    path = tmp_path / "x.jsonl"
+    assert write_jsonl(examples, path) == 2
+    assert list(read_jsonl(path)) == examples
+
+
+def test_read_jsonl_errors_name_file_line_and_field(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"id": "1", "text": "ok"}) + "\n" + json.dumps({"id": "2"}) + "\n")
+    with pytest.raises(DataError, match=r"bad.jsonl:2: missing field 'text'"):
+        list(read_jsonl(path))
+    path.write_text(json.dumps({"id": "1", "text": "abc", "spans": {"OFF": [[0, 9]]}}) + "\n")
+    with pytest.raises(DataError, match=r"bad.jsonl:1: .*OFF.*outside text of length 3"):
+        list(read_jsonl(path))
+    path.write_text("{not json\n")
+    with pytest.raises(DataError, match=r"bad.jsonl:1: invalid JSON"):
+        list(read_jsonl(path))
+
+
+def test_hf_dataset_has_explicit_features():
+    ds = to_hf_dataset([Example(id="a", text="abc", context="t", labels={"OFF": True}, spans={"OFF": [(0, 2)]}),
+                        Example(id="b", text="de")])
+    assert ds.features["spans_OFF"].feature.length == 2
+    assert ds[0]["spans_OFF"] == [[0, 2]]
+    assert ds[1]["context"] == []
+    assert json.loads(ds[0]["labels_json"]) == {"OFF": True}

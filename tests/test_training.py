@@ -1,0 +1,180 @@
+"""End to end: train a tiny joint model, export it, load it, predict, evaluate (CLI too)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kold_span import corpora
+from kold_span.cli import main
+from kold_span.config import load_config
+from kold_span.predictor import Predictor
+from kold_span.training.run import evaluate_predictor, train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
+FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+
+
+def tiny_config(tmp_path, *overrides):
+    return load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r", *overrides])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The overfit run: 16 fixture examples, both heads (shared by the tests below)."""
+    out = tmp_path_factory.mktemp("tiny")
+    config = tiny_config(out, "data.limit=16")
+    result = train(config, quiet=True)
+    return config, result
+
+
+def test_overfit_both_heads_learn(trained):
+    config, result = trained
+    predictor = Predictor.from_pretrained(result.model_dir)
+    examples = corpora.read("kold", FIXTURE)[:16]
+    scores = evaluate_predictor(predictor, examples)
+    assert scores["OFF/accuracy"] == 1.0
+    assert scores["OFF_span/char_f1"] >= 0.9, scores
+
+
+def test_run_directory_holds_model_metrics_and_logs(trained):
+    _, result = trained
+    run = result.run_dir
+    assert (run / "model" / "model.safetensors").exists()
+    assert (run / "model" / "config.json").exists()
+    assert (run / "checkpoints" / "last.ckpt").exists()
+    assert (run / "logs" / "version_0" / "metrics.csv").exists()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["sizes"]["train"] == 16
+
+
+def test_save_load_predict_is_identical(trained, tmp_path):
+    _, result = trained
+    first = Predictor.from_pretrained(result.model_dir)
+    texts = [ex.text for ex in corpora.read("kold", FIXTURE)]
+    before = first.predict(texts, batch_size=4)
+    first.save_pretrained(tmp_path / "again")
+    after = Predictor.from_pretrained(tmp_path / "again").predict(texts, batch_size=7)
+    assert before == after
+
+
+def test_spans_point_into_the_input_text(trained):
+    _, result = trained
+    predictor = Predictor.from_pretrained(result.model_dir)
+    text = "이 쓰레기 같은 정치인들 진짜 한심하다"
+    [out] = predictor.predict([text], contexts=["국회 소식"])
+    for span in out["spans"]:
+        assert text[span["start"]:span["end"]] == span["text"]
+        assert 0 <= span["score"] <= 1
+    assert set(out["labels"]["OFF"]["probs"]) == {"false", "true"}
+    assert isinstance(out["labels"]["OFF"]["label"], bool)
+
+
+def test_long_comment_is_scored_to_the_last_character(trained):
+    _, result = trained
+    predictor = Predictor.from_pretrained(result.model_dir)
+    insult = "진짜 한심하다"
+    text = " ".join(["오늘 경기 정말 재밌었어요"] * 40 + [insult])
+    merged = predictor.merged_outputs([text], [None])[0]
+    covered = {i for s, e in merged.token_offsets for i in range(s, e)}
+    assert covered == {i for i, ch in enumerate(text) if not ch.isspace()}
+    assert len(text) > 3 * predictor.encoder.max_length
+
+
+def write_inputs(tmp_path):
+    comments = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "너 진짜 한심하다"]
+    (tmp_path / "in.txt").write_text("\n".join(comments) + "\n", encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text("\n".join(json.dumps({"id": f"c{i}", "comment": c, "title": "제목"},
+                                                            ensure_ascii=False) for i, c in enumerate(comments)),
+                                       encoding="utf-8")
+    for name, delimiter in (("in.csv", ","), ("in.tsv", "\t")):
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f, delimiter=delimiter)
+            writer.writerow(["guid", "title", "comment"])
+            writer.writerows([[f"g{i}", "제목", c] for i, c in enumerate(comments)])
+    return comments
+
+
+@pytest.mark.parametrize("name, ids", [("in.txt", ["1", "2", "3"]), ("in.jsonl", ["c0", "c1", "c2"]),
+                                       ("in.csv", ["g0", "g1", "g2"]), ("in.tsv", ["g0", "g1", "g2"])])
+def test_predict_cli_each_input_format(trained, tmp_path, name, ids):
+    _, result = trained
+    comments = write_inputs(tmp_path)
+    out = tmp_path / "out.jsonl"
+    code = main(["predict", "--model", str(result.model_dir), "--input", str(tmp_path / name),
+                 "--output", str(out), "--html", str(tmp_path / "out.html"), "--quiet", "--batch-size", "2"])
+    assert code == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == ids
+    assert [r["text"] for r in rows] == comments
+    assert all("OFF" in r["labels"] for r in rows)
+    html = (tmp_path / "out.html").read_text(encoding="utf-8")
+    assert html.count('class="spans"') == 3
+    assert all(f"#{i} " in html for i in ids)
+
+
+def test_predict_cli_bad_row_is_an_error_naming_the_line(trained, tmp_path, capsys):
+    _, result = trained
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"comment": "좋은 기사"}\n{"title": "no comment"}\n{"comment": "바보"}\n', encoding="utf-8")
+    args = ["predict", "--model", str(result.model_dir), "--input", str(bad), "--output", str(tmp_path / "o.jsonl"),
+            "--quiet"]
+    assert main(args) == 2
+    assert "bad.jsonl:2" in capsys.readouterr().err
+    assert main(args + ["--skip-bad"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 1 bad line" in captured.err and "bad.jsonl:2" in captured.err
+    rows = (tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(r)["id"] for r in rows] == ["1", "3"]
+
+
+def test_evaluate_cli_scores_predictions(trained, tmp_path):
+    _, result = trained
+    gold = tmp_path / "gold.jsonl"
+    assert main(["convert", "kold", str(FIXTURE), str(gold)]) == 0
+    pred = tmp_path / "pred.jsonl"
+    assert main(["predict", "--model", str(result.model_dir), "--input", str(gold), "--output", str(pred),
+                 "--quiet"]) == 0
+    out = tmp_path / "scores.json"
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(pred), "--out", str(out)]) == 0
+    scores = json.loads(out.read_text())
+    assert 0 <= scores["span/OFF/char_f1"] <= 1
+    assert "label/OFF/f1" in scores
+    # Gold against itself is perfect.
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold), "--out", str(out)]) == 0
+    perfect = json.loads(out.read_text())
+    assert perfect["span/OFF/char_f1"] == 1.0 and perfect["label/OFF/f1"] == 1.0
+
+
+def test_train_cli_rejects_a_mistyped_key(capsys):
+    assert main(["train", str(TINY), "--set", "trainer.max_epoch=1"]) == 2
+    assert "unknown key 'trainer.max_epoch'" in capsys.readouterr().err
+
+
+def test_resume_continues_from_the_last_checkpoint(tmp_path):
+    first = train(tiny_config(tmp_path, "trainer.max_epochs=2", "data.limit=8"), quiet=True)
+    second = train(tiny_config(tmp_path, "trainer.max_epochs=4", "data.limit=8"), resume=True, quiet=True)
+    assert second.run_dir == first.run_dir
+    import torch
+
+    ckpt = torch.load(second.run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["epoch"] == 3  # epochs 0-1 in the first session, 2-3 after resuming
+    assert (second.run_dir / "logs" / "version_0" / "metrics.csv").exists()
+    assert (second.run_dir / "logs" / "version_1" / "metrics.csv").exists()
+
+
+def test_ddp_with_two_cpu_processes(tmp_path):
+    """Two gloo processes train a few steps and export one model."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "kold_span.cli", "train", str(TINY), "--set", f"output_dir={tmp_path}",
+           f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=1", "trainer.devices=2",
+           "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
+    metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
+    assert "OFF_span/char_f1" in metrics["dev"]
