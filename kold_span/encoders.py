@@ -101,7 +101,10 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    norm = [normalizers.NFKC()] + ([normalizers.Lowercase()] if config.lowercase else [])
+    # With Kiwi pre-tokens, skip NFKC: it rewrites compatibility jamo (ㅋ → ᄏ), so the
+    # tokenizer would analyse another string than the one spans are snapped on.
+    norm = ([] if config.morpheme_pretokenize else [normalizers.NFKC()]) + \
+        ([normalizers.Lowercase()] if config.lowercase else [])
     if config.tokenizer == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
         trainer = trainers.WordPieceTrainer(vocab_size=config.vocab_size, special_tokens=SPECIAL_TOKENS,
@@ -114,7 +117,8 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     else:
         raise EncoderLoadError(f"model.encoder.scratch.tokenizer must be 'wordpiece' or 'unigram', "
                                f"got {config.tokenizer!r}")
-    tok.normalizer = normalizers.Sequence(norm)
+    if norm:
+        tok.normalizer = normalizers.Sequence(norm)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     texts = list(texts)
     if config.morpheme_pretokenize:

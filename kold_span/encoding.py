@@ -37,51 +37,61 @@ class InputEncoder:
             turns = turns[len(turns) - self.max_turns:] if self.max_turns > 0 else []
         return (TURN_SEPARATOR.join(turns) if turns else None), True
 
-    def _cut_context(self, context: str, keep: int, from_left: bool) -> Optional[str]:
-        """Keep `keep` tokens of the context: the first ones, or the last ones for dialogues."""
-        if keep <= 0:
-            return None
-        offsets = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        if len(offsets) <= keep:
-            return context
-        return context[offsets[-keep][0]:] if from_left else context[:offsets[keep - 1][1]]
+    def _template(self, pair: bool) -> tuple[list[int], list[int], list[int]]:
+        """The special tokens around (context, text): prefix, middle and suffix ids."""
+        cache = self.__dict__.setdefault("_templates", {})
+        if pair not in cache:
+            enc = self.tokenizer("a", "b") if pair else self.tokenizer("a")
+            ids, seq = enc["input_ids"], enc.sequence_ids()
+            content = [i for i, s in enumerate(seq) if s is not None]
+            last = 1 if pair else 0
+            first_last = [i for i, s in enumerate(seq) if s == last]
+            first_ctx = [i for i, s in enumerate(seq) if s == 0]
+            prefix = ids[:content[0]]
+            middle = ids[first_ctx[-1] + 1:first_last[0]] if pair else []
+            suffix = ids[first_last[-1] + 1:]
+            cache[pair] = (prefix, middle, suffix)
+        return cache[pair]
+
+    def _tokens(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
 
     def encode(self, text: str, context: Context = None) -> list[dict[str, Any]]:
         """All windows of one example: input ids, masks, text offsets and a text-token mask."""
-        tok = self.tokenizer
         ctx, is_dialogue = self.context_string(context)
+        text_ids, text_offsets = self._tokens(text)
+        ctx_ids: list[int] = []
         if ctx is not None:
-            budget = self.max_length - tok.num_special_tokens_to_add(pair=True)
-            text_len = len(tok(text, add_special_tokens=False)["input_ids"])
-            ctx_len = len(tok(ctx, add_special_tokens=False)["input_ids"])
-            keep = min(ctx_len, max(budget - text_len, budget // 4))
-            ctx = self._cut_context(ctx, keep, is_dialogue)
-        if ctx is None:
-            budget = self.max_length - tok.num_special_tokens_to_add(pair=False)
-            stride = max(0, min(self.stride, budget // 2 - 1))
-            enc = tok(text, truncation=True, max_length=self.max_length, stride=stride,
-                      return_overflowing_tokens=True, return_offsets_mapping=True)
-            text_seq = 0
-        else:
-            ctx_tokens = len(tok(ctx, add_special_tokens=False)["input_ids"])
-            room = self.max_length - tok.num_special_tokens_to_add(pair=True) - ctx_tokens
-            stride = max(0, min(self.stride, room // 2 - 1))
-            enc = tok(ctx, text, truncation="only_second", max_length=self.max_length, stride=stride,
-                      return_overflowing_tokens=True, return_offsets_mapping=True)
-            text_seq = 1
-        windows = []
-        for w in range(len(enc["input_ids"])):
-            seq_ids = enc.sequence_ids(w)
-            text_mask = [1 if s == text_seq else 0 for s in seq_ids]
-            first_text = text_mask.index(1) if 1 in text_mask else len(text_mask)
+            ctx_ids, _ = self._tokens(ctx)
+            prefix, middle, suffix = self._template(pair=True)
+            budget = self.max_length - len(prefix) - len(middle) - len(suffix)
+            keep = min(len(ctx_ids), max(budget - len(text_ids), budget // 4))
+            # Titles keep their beginning; dialogues keep their latest turns.
+            ctx_ids = ctx_ids[len(ctx_ids) - keep:] if is_dialogue else ctx_ids[:keep]
+        if not ctx_ids:
+            prefix, middle, suffix = self._template(pair=False)
+        room = self.max_length - len(prefix) - len(ctx_ids) - len(middle) - len(suffix)
+        if room < 1:
+            raise ValueError(f"model.max_length={self.max_length} leaves no room for the text")
+        stride = max(0, min(self.stride, room // 2))
+        windows, start = [], 0
+        while True:
+            piece = slice(start, start + room)
+            head = prefix + ctx_ids + middle
+            ids = head + text_ids[piece] + suffix
+            n_text = len(text_ids[piece])
+            text_mask = [0] * len(head) + [1] * n_text + [0] * len(suffix)
             windows.append({
-                "input_ids": list(enc["input_ids"][w]),
-                "attention_mask": [1] * len(seq_ids),
-                "token_type_ids": [0 if (text_seq == 0 or i < first_text) else 1 for i in range(len(seq_ids))],
-                "offsets": [list(o) if m else [0, 0] for o, m in zip(enc["offset_mapping"][w], text_mask)],
+                "input_ids": ids,
+                "attention_mask": [1] * len(ids),
+                "token_type_ids": [0] * len(head) + [1 if ctx_ids else 0] * (n_text + len(suffix)),
+                "offsets": [[0, 0]] * len(head) + [list(o) for o in text_offsets[piece]] + [[0, 0]] * len(suffix),
                 "text_mask": text_mask,
             })
-        return windows
+            if start + room >= len(text_ids):
+                return windows
+            start += room - stride
 
 
 def span_targets(task: Task, example: Example, window: dict[str, Any]) -> list[int]:

@@ -13,11 +13,12 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from kold_span.data import Context, Example
+from kold_span.data import Context, Example, context_turns
 from kold_span.decoding import MergedExample, merge_windows, sequence_prediction, task_spans
 from kold_span.encoders import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
 from kold_span.encoding import InputEncoder, collate
 from kold_span.model import MultiTaskModel, probabilities
+from kold_span.morphemes import prefetch_for
 from kold_span.tasks import Task
 
 CONFIG_NAME = "config.json"
@@ -91,6 +92,8 @@ class Predictor:
     def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
                        batch_size: int = 32) -> list[MergedExample]:
         """Per-example outputs with long texts' windows merged."""
+        prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
+                     snap=self.snap == "morpheme")
         windows, owners = [], []
         for i, (text, context) in enumerate(zip(texts, contexts)):
             for window in self.encoder.encode(text, context):

@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader
 
 from kold_span import corpora
 from kold_span.config import Config
-from kold_span.data import Example
+from kold_span.data import Example, context_turns
 from kold_span.encoding import InputEncoder, collate, encode_example
+from kold_span.morphemes import prefetch_for
 from kold_span.tasks import Task, keep_example, label_str
 
 SPLITS = ("train", "dev", "test")
@@ -70,6 +71,9 @@ def windows_dataset(examples: Sequence[Example], tasks: Sequence[Task], encoder:
 
     def featurize(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = defaultdict(list)
+        batch_examples = [examples[i] for i in batch["example_index"]]
+        prefetch_for(encoder.tokenizer, [t for ex in batch_examples for t in [ex.text, *context_turns(ex.context)]],
+                     snap=False)
         for index in batch["example_index"]:
             for window in encode_example(encoder, tasks, examples[index], index):
                 for key, value in window.items():

@@ -121,7 +121,9 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if tc.early_stopping_patience and has_dev:
         callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience))
     # One version folder per session (logs/version_0, version_1 after --resume): nothing is overwritten.
-    loggers = [CSVLogger(run_dir, name="logs"), TensorBoardLogger(run_dir, name="logs")]
+    version = f"version_{len(list((run_dir / 'logs').glob('version_*')))}"
+    loggers = [CSVLogger(run_dir, name="logs", version=version),
+               TensorBoardLogger(run_dir, name="logs", version=version)]
     trainer = pl.Trainer(
         accelerator=tc.accelerator, devices=tc.devices, strategy=tc.strategy, num_nodes=tc.num_nodes,
         precision=tc.precision, max_epochs=tc.max_epochs, max_steps=tc.max_steps,

@@ -1,0 +1,151 @@
+"""Baseline scores on the real corpora: majority label, TF-IDF n-grams (± context), span lexicon.
+
+Each corpus's shared training side is split 80/20 (seeded, stratified on its label) and
+`kold_span.baselines.run_baselines` scores every applicable baseline on the 20%.
+Toxic Spans is also scored train → trial (the released trial file).
+
+    .venv/bin/python bench/baselines.py                      # all corpora
+    .venv/bin/python bench/baselines.py --corpora irosva kocosa --data /path/to/data
+
+The data directory defaults to $KOLD_SPAN_DATA, else ../shared/data beside the project.
+Results are printed as a table and written as JSON (default bench/results/baselines.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kold_span import corpora  # noqa: E402
+from kold_span.baselines import run_baselines  # noqa: E402
+from kold_span.training.datamodule import carve  # noqa: E402
+
+LABEL_BASELINES = ("majority", "ngram", "ngram_context")
+IROSVA_VARIANTS = ("es", "mx", "cu")
+
+
+def default_data_dir() -> Path:
+    """$KOLD_SPAN_DATA, else ../shared/data relative to the project root."""
+    return Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data")
+
+
+def split(examples: list, label: str, args: argparse.Namespace) -> tuple[list, list]:
+    """The seeded, stratified train/test split of one corpus."""
+    return carve(examples, args.test_fraction, args.seed, stratify=label)
+
+
+def bench_toxic_spans(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Lexicon span tagger: 80/20 of tsd_train, and tsd_train → tsd_trial."""
+    train_all = corpora.read("toxic_spans", data / "toxic_spans" / "tsd_train.csv")
+    trial = corpora.read("toxic_spans", data / "toxic_spans" / "tsd_trial.csv")
+    train, test = split(train_all, "toxic", args)
+    return {"split": run_baselines(train, test, label=None, span_type="OFF"),
+            "trial": run_baselines(train_all, trial, label=None, span_type="OFF")}
+
+
+def bench_irosva(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Irony per variant (es, mx, cu), text only and with the topic as context, and their mean."""
+    results: dict[str, Any] = {}
+    for variant in IROSVA_VARIANTS:
+        examples = corpora.read("irosva", data / "irosva", variant=variant)
+        train, test = split(examples, "irony", args)
+        results[variant] = run_baselines(train, test, "irony", ngram_options=ngram)
+    results["average"] = {name: {"macro_f1": statistics.mean(results[v][name]["macro_f1"] for v in IROSVA_VARIANTS)}
+                          for name in LABEL_BASELINES}
+    return results
+
+
+def bench_kocosa(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Sarcasm of the response, alone and with the dialogue context."""
+    train, test = split(corpora.read("kocosa", data / "kocosa" / "KoCoSa_dev.json"), "sarcasm", args)
+    return run_baselines(train, test, "sarcasm", ngram_options=ngram)
+
+
+def bench_beep(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Hate (hate/offensive/none) of the comment, alone and with the news title."""
+    train, test = split(corpora.read("beep", data / "beep"), "hate", args)
+    return run_baselines(train, test, "hate", ngram_options=ngram)
+
+
+def bench_unsmile(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Multi-label target groups (no context)."""
+    train, test = split(corpora.read("unsmile", data / "unsmile" / "unsmile_train_v1.0.tsv"), "groups", args)
+    return run_baselines(train, test, "groups", problem="multi", ngram_options=ngram)
+
+
+def bench_multipico(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """Majority irony label of the reply, alone and with the post; annotator ties left out."""
+    examples = [ex for ex in corpora.read("multipico", data / "multipico") if ex.labels.get("irony") is not None]
+    train, test = split(examples, "irony", args)
+    return run_baselines(train, test, "irony", ngram_options=ngram)
+
+
+BENCHES: dict[str, Callable[[Path, argparse.Namespace, dict], dict[str, Any]]] = {
+    "toxic_spans": bench_toxic_spans,
+    "irosva": bench_irosva,
+    "kocosa": bench_kocosa,
+    "beep": bench_beep,
+    "unsmile": bench_unsmile,
+    "multipico": bench_multipico,
+}
+
+
+def table_rows(corpus: str, result: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(corpus/part, baseline, scores) rows of the printed table."""
+    if corpus == "toxic_spans":
+        return [(f"{corpus}/{part}", "lexicon", f"char_f1={result[part]['lexicon']['char_f1']:.4f} "
+                 f"(lexicon {result[part]['lexicon']['lexicon_size']} words, n_test={result[part]['n_test']})")
+                for part in ("split", "trial")]
+    parts = ({f"{corpus}/{v}": result[v] for v in (*IROSVA_VARIANTS, "average")} if corpus == "irosva"
+             else {corpus: result})
+    keys = ("accuracy", "balanced_accuracy", "macro_f1", "micro_f1", "f1")
+    rows = []
+    for part, scores in parts.items():
+        for name in LABEL_BASELINES:
+            if name in scores:
+                shown = " ".join(f"{k}={scores[name][k]:.4f}" for k in keys if k in scores[name])
+                rows.append((part, name, shown))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the selected corpora, print a table, write the JSON; returns the results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir(), help="directory of the corpora")
+    parser.add_argument("--corpora", nargs="+", choices=list(BENCHES), default=list(BENCHES))
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--test-fraction", type=float, default=0.2)
+    parser.add_argument("--max-features", type=int, default=100_000, help="vocabulary cap of each TF-IDF vectorizer")
+    parser.add_argument("--min-df", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "baselines.json")
+    args = parser.parse_args(argv)
+    if not args.data.is_dir():
+        parser.error(f"--data {args.data} is not a directory (set KOLD_SPAN_DATA or pass --data)")
+    ngram = {"max_features": args.max_features, "min_df": args.min_df}
+    results: dict[str, Any] = {"settings": {"seed": args.seed, "test_fraction": args.test_fraction,
+                                            "ngram_options": ngram, "python": platform.python_version()},
+                               "seconds": {}, "corpora": {}}
+    for corpus in args.corpora:
+        start = time.perf_counter()
+        results["corpora"][corpus] = BENCHES[corpus](args.data, args, ngram)
+        results["seconds"][corpus] = round(time.perf_counter() - start, 1)
+        for part, name, shown in table_rows(corpus, results["corpora"][corpus]):
+            print(f"{part:<22} {name:<14} {shown}", flush=True)
+        print(f"{'':<22} ({results['seconds'][corpus]} s)", flush=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

