@@ -23,6 +23,7 @@ def _train(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from kold_span.perspectives import parse_perspective
     from kold_span.predict_io import HtmlWriter, iter_inputs
     from kold_span.predictor import Predictor
 
@@ -42,7 +43,8 @@ def _predict(args: argparse.Namespace) -> int:
                 pending[ex.id] = ex  # only the current chunk is held (see Predictor.predict_examples)
                 yield ex
 
-        for prediction in predictor.predict_examples(remember(), batch_size=args.batch_size):
+        perspective = parse_perspective(args.perspective) if args.perspective else None
+        for prediction in predictor.predict_examples(remember(), args.batch_size, perspective):
             example = pending.pop(prediction["id"])
             out.write(json.dumps({"id": prediction["id"], "text": example.text, **{
                 k: v for k, v in prediction.items() if k != "id"}}, ensure_ascii=False) + "\n")
@@ -110,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-column", help="column holding the context (default: title or context)")
     p.add_argument("--id-column", help="column holding the id (default: id or guid; else the line number)")
     p.add_argument("--skip-bad", action="store_true", help="skip bad rows (each one is reported)")
+    p.add_argument("--perspective", metavar="TRAITS",
+                   help='annotator-conditioned models: predict for an annotator, e.g. "gender=Female,age=23"')
     p.add_argument("--device", default="cpu")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_predict)
@@ -135,7 +139,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DataError, FileNotFoundError, KeyError) as err:
+    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -92,6 +92,14 @@ class ContextConfig:
 
 
 @dataclass
+class PerspectiveConfig:
+    """One example per (item, annotator), the annotator's traits verbalised as context."""
+
+    label: str = ""  # the annotation label each expanded example is trained on
+    traits: list[str] = field(default_factory=list)  # e.g. [gender, age]; [] = no traits
+
+
+@dataclass
 class DataConfig:
     reader: str = "kold"
     train: str = ""
@@ -104,6 +112,7 @@ class DataConfig:
     filter: dict[str, Any] = field(default_factory=dict)  # keep examples whose labels match
     reader_options: dict[str, Any] = field(default_factory=dict)
     limit: Optional[int] = None  # read only the first N training examples (debugging)
+    perspective: Optional[PerspectiveConfig] = None
 
 
 @dataclass
@@ -351,3 +360,5 @@ def check_values(config: Config, where: str) -> None:
          "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
     need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
     need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")
+    if config.data.perspective is not None:
+        need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")

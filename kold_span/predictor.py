@@ -19,6 +19,7 @@ from kold_span.encoders import attach_morpheme_pretokenizer, encoder_from_config
 from kold_span.encoding import InputEncoder, collate
 from kold_span.model import MultiTaskModel, probabilities
 from kold_span.morphemes import prefetch_for
+from kold_span.perspectives import verbalise, with_perspective
 from kold_span.tasks import Task
 
 CONFIG_NAME = "config.json"
@@ -33,13 +34,15 @@ class Predictor:
     def __init__(self, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task], *,
                  max_length: int = 128, stride: int = 32, context_mode: str = "auto",
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
-                 morpheme_pretokenize: bool = False, device: Union[str, torch.device] = "cpu"):
+                 morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
+                 device: Union[str, torch.device] = "cpu"):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
         self.encoder = InputEncoder(tokenizer, max_length, stride, context_mode, max_turns)
         self.snap, self.trim = snap, trim
         self.morpheme_pretokenize = morpheme_pretokenize
+        self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
         self.device = torch.device(device)
 
     # -- saving and loading -------------------------------------------------------------
@@ -57,6 +60,7 @@ class Predictor:
             "align": {"snap": self.snap, "trim": self.trim},
             "max_length": enc.max_length, "stride": enc.stride,
             "morpheme_pretokenize": self.morpheme_pretokenize,
+            "perspective": self.perspective,
             "encoder": self.model.encoder.config.to_dict(),
         }
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -85,7 +89,8 @@ class Predictor:
         return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
                    context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
                    snap=config["align"]["snap"], trim=config["align"]["trim"],
-                   morpheme_pretokenize=bool(config.get("morpheme_pretokenize")), device=device)
+                   morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
+                   perspective=config.get("perspective"), device=device)
 
     # -- prediction ---------------------------------------------------------------------
     @torch.inference_mode()
@@ -127,26 +132,38 @@ class Predictor:
         return {"labels": labels, "spans": sorted(spans, key=lambda s: (s["start"], s["type"]))}
 
     def predict(self, texts: Sequence[str], contexts: Optional[Sequence[Context]] = None,
-                batch_size: int = 32) -> list[dict[str, Any]]:
-        """Predict labels and spans for texts (with optional contexts)."""
+                batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+        """Predict labels and spans for texts (with optional contexts).
+
+        `perspective` (annotator-conditioned models only) gives the annotator's traits,
+        e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
+        """
         contexts = list(contexts) if contexts is not None else [None] * len(texts)
         if len(contexts) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
+        if perspective is not None:
+            if not self.perspective:
+                raise ValueError("this model was not trained annotator-conditioned (data.perspective); "
+                                 "it cannot take a perspective")
+            segment = verbalise(perspective, self.perspective["traits"])
+            contexts = [with_perspective(c, segment) for c in contexts]
         merged = self.merged_outputs(texts, contexts, batch_size)
         return [self.format(text, m) for text, m in zip(texts, merged)]
 
-    def predict_examples(self, examples: Iterable[Example], batch_size: int = 32) -> Iterator[dict[str, Any]]:
+    def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
+                         perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
         """Predict examples in chunks (memory stays flat); yields {id, labels, spans}."""
         chunk: list[Example] = []
         for example in examples:
             chunk.append(example)
             if len(chunk) >= batch_size * 8:
-                yield from self._predict_chunk(chunk, batch_size)
+                yield from self._predict_chunk(chunk, batch_size, perspective)
                 chunk = []
         if chunk:
-            yield from self._predict_chunk(chunk, batch_size)
+            yield from self._predict_chunk(chunk, batch_size, perspective)
 
-    def _predict_chunk(self, chunk: list[Example], batch_size: int) -> Iterator[dict[str, Any]]:
-        outputs = self.predict([e.text for e in chunk], [e.context for e in chunk], batch_size)
+    def _predict_chunk(self, chunk: list[Example], batch_size: int,
+                       perspective: Optional[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        outputs = self.predict([e.text for e in chunk], [e.context for e in chunk], batch_size, perspective)
         for example, output in zip(chunk, outputs):
             yield {"id": example.id, **output}

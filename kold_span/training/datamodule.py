@@ -17,6 +17,7 @@ from kold_span.config import Config
 from kold_span.data import Example, context_turns
 from kold_span.encoding import InputEncoder, collate, encode_example
 from kold_span.morphemes import prefetch_for
+from kold_span.perspectives import expand_by_annotator
 from kold_span.tasks import Task, keep_example, label_str
 
 SPLITS = ("train", "dev", "test")
@@ -40,6 +41,12 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
             splits[name] = []
     if not splits["train"]:
         raise ValueError(f"no training examples left in {data.train} after data.filter={data.filter}")
+    if data.perspective is not None:
+        # Split by item first, so one item's annotators never straddle train and test.
+        splits = {name: expand_by_annotator(exs, data.perspective.label, data.perspective.traits)
+                  for name, exs in splits.items()}
+        if not splits["train"]:
+            raise ValueError(f"data.perspective: no annotation carries the label {data.perspective.label!r}")
     return splits
 
 

@@ -1,6 +1,7 @@
 """`kold-span train`: config → data → encoder → Lightning fit → exported model + metrics."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import defaultdict
@@ -14,6 +15,7 @@ from kold_span.config import Config
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score
+from kold_span.perspectives import trait_phrase
 from kold_span.tasks import Task, build_tasks
 
 
@@ -56,6 +58,21 @@ def evaluate_predictor(predictor, examples: list[Example], batch_size: int = 64)
     """Score a predictor on gold examples (all tasks)."""
     merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
     return score(predictor.tasks, examples, merged, predictor.snap, predictor.trim)
+
+
+def scores_by_trait(predictor, examples: list[Example], traits: Sequence[str],
+                    batch_size: int = 64) -> dict[str, dict[str, dict[str, float]]]:
+    """PERSEID-style breakdown: the test scores of each annotator group, per trait."""
+    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for trait in traits:
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, ex in enumerate(examples):
+            groups[str(trait_phrase(trait, ex.meta.get("traits", {}).get(trait)))].append(i)
+        out[trait] = {value: {"n": len(idx), **score(predictor.tasks, [examples[i] for i in idx],
+                                                     [merged[i] for i in idx], predictor.snap, predictor.trim)}
+                      for value, idx in sorted(groups.items())}
+    return out
 
 
 def tokenizer_texts(examples: list[Example]) -> list[str]:
@@ -145,7 +162,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     predictor = Predictor(module.model.cpu(), tokenizer, tasks, max_length=config.model.max_length,
                           stride=config.model.stride, context_mode=config.context.mode,
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
-                          morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False))
+                          morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False),
+                          perspective=dataclasses.asdict(config.data.perspective) if config.data.perspective else None)
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
                                "best_checkpoint": best, "best_dev_score": _float(checkpoint.best_model_score),
@@ -153,6 +171,9 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     for split in ("dev", "test"):
         if splits[split]:
             results[split] = evaluate_predictor(predictor, splits[split], tc.eval_batch_size)
+    if config.data.perspective and splits["test"]:
+        results["test_by_trait"] = scores_by_trait(predictor, splits["test"], config.data.perspective.traits,
+                                                   tc.eval_batch_size)
     results["seconds"] = round(time.time() - started, 1)
     (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not quiet and "test" in results:
