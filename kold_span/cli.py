@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="output .jsonl")
     p.add_argument("--option", nargs="*", metavar="KEY=VALUE", help="reader options, e.g. min_annotators=2")
     p.set_defaults(func=_convert)
+
+    from kold_span import agreement_report
+    p = sub.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
+    agreement_report.add_arguments(p)
+    p.set_defaults(func=agreement_report.main_from_args)
     return parser
 
 

@@ -1,0 +1,218 @@
+"""Quality on the real corpora: toolkit configurations, baselines and published anchors side by side.
+
+For each corpus the shared training side is split (seeded, stratified) into train and a held-out
+test part, or `--test PATH` names a test file in the corpus's own format (the official test
+sides are run that way, independently). The toolkit trains on train (its dev split carved from
+train, seeded), and is scored on test next to the majority, TF-IDF n-gram and span-lexicon
+baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
+the encoder's, the weight chosen on dev.
+
+    python bench/quality.py --corpora kocosa irosva_es --seeds 13 14 15
+    python bench/quality.py --corpora toxic_spans --test ../shared/data/toxic_spans/tsd_trial.csv
+
+Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kold_span import corpora  # noqa: E402
+from kold_span.baselines import HybridScorer, NgramBaseline, decode_probs, label_scores, run_baselines  # noqa: E402
+from kold_span.config import load_config  # noqa: E402
+from kold_span.data import Example, write_jsonl  # noqa: E402
+from kold_span.tasks import label_str  # noqa: E402
+from report import machine_line, write_section  # noqa: E402
+
+EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
+
+
+@dataclass
+class Corpus:
+    """How to read one corpus and which label, metric and published anchor it has."""
+
+    reader: str
+    path: str
+    label: Optional[str]
+    metric: str  # the headline metric, as `task/metric` in the toolkit's test scores
+    baseline_metric: str
+    anchor: str
+    experiment: str
+    options: dict[str, Any] = field(default_factory=dict)
+    problem: str = "single"
+    span_type: Optional[str] = None
+
+
+CORPORA = {
+    "toxic_spans": Corpus("toxic_spans", "toxic_spans/tsd_train.csv", None, "OFF_span/char_f1", "lexicon/char_f1",
+                          "best SemEval-2021 system 0.7083", "toxic_spans_minilm.yaml", span_type="OFF"),
+    **{f"irosva_{v}": Corpus("irosva", "irosva", "irony", "irony/macro_f1", "macro_f1",
+                             {"es": "best 0.7167", "mx": "best 0.6803", "cu": "best 0.6596"}[v]
+                             + "; LDSE baseline avg 0.6579", "irosva.yaml", {"variant": v})
+       for v in ("es", "mx", "cu")},
+    "kocosa": Corpus("kocosa", "kocosa", "sarcasm", "sarcasm/balanced_accuracy", "balanced_accuracy",
+                     "KLUE-RoBERTa-base 0.740 bal. acc. (10k dialogues); GPT-3.5 zero-shot 0.535", "kocosa.yaml"),
+    "beep": Corpus("beep", "beep", "hate", "hate/macro_f1", "macro_f1", "the paper's BERT benchmark", "beep.yaml"),
+    "unsmile": Corpus("unsmile", "unsmile/unsmile_train_v1.0.tsv", "groups", "groups/macro_f1", "macro_f1",
+                      "KcBERT-base macro 0.76 / micro 0.77", "unsmile.yaml", problem="multi"),
+    "multipico": Corpus("multipico", "multipico", "irony", "irony/macro_f1", "macro_f1", "—", "multipico.yaml"),
+}
+
+
+def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
+    from kold_span.training.datamodule import carve
+
+    stratify = spec.label if spec.label and spec.problem == "single" else None
+    return carve(examples, fraction, seed, stratify=stratify)
+
+
+def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[dict[str, float]]:
+    """The encoder's label probabilities per example (a task's `probs` dict)."""
+    outputs = predictor.predict([e.text for e in examples], [e.context for e in examples], batch_size=64)
+    return [o["labels"][task_name]["probs"] for o in outputs]
+
+
+def hybrid_row(spec: Corpus, predictor, train_dev: list[Example], test: list[Example], task_name: str,
+               ngram: NgramBaseline) -> dict[str, Any]:
+    """Fuse encoder and n-gram probabilities; the weight is chosen on the run's dev split."""
+    dev = [e for e in train_dev if e.labels.get(spec.label) is not None]
+    test = [e for e in test if e.labels.get(spec.label) is not None]
+    scorer = HybridScorer(problem=spec.problem)
+
+    def gold(examples):
+        return [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
+                else label_str(e.labels[spec.label]) for e in examples]
+
+    weight = scorer.choose_weight(encoder_probs(predictor, dev, task_name), ngram.predict_proba(dev), gold(dev),
+                                  metric=spec.baseline_metric if spec.baseline_metric != "macro_f1" else "macro_f1")
+    fused = scorer.predict_proba(encoder_probs(predictor, test, task_name), ngram.predict_proba(test))
+    predicted = [decode_probs(p, spec.problem) for p in fused]
+    return {"weight": weight, **label_scores(gold(test), predicted, spec.problem)}
+
+
+def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, Any]:
+    from kold_span.predictor import Predictor
+    from kold_span.training.datamodule import load_splits
+    from kold_span.training.run import train
+
+    started = time.time()
+    examples = corpora.read(spec.reader, args.data / spec.path, **spec.options)
+    if args.test:
+        train_side, test = examples, corpora.read(spec.reader, Path(args.test), **spec.options)
+    else:
+        train_side, test = split(examples, spec, args.test_fraction, args.split_seed)
+    if args.limit:
+        train_side = train_side[:args.limit]
+    work = args.out / name
+    write_jsonl(train_side, work / "train.jsonl")
+    write_jsonl(test, work / "test.jsonl")
+    result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
+                              "metric": spec.metric, "test_file": args.test or "held-out part of the shared side"}
+    result["baselines"] = run_baselines(train_side, test, spec.label, spec.problem, spec.span_type)
+    ngram = NgramBaseline(spec.label, spec.problem).fit(
+        [e for e in train_side if e.labels.get(spec.label) is not None]) if spec.label else None
+    runs = []
+    for seed in args.seeds:
+        overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
+                     f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}-seed{seed}",
+                     "trainer.progress_bar=false", *args.set]
+        config = load_config(EXPERIMENTS / spec.experiment, overrides)
+        metrics_path = Path(config.output_dir) / config.experiment / config.run / "metrics.json"
+        if metrics_path.exists() and not args.retrain:
+            metrics = json.loads(metrics_path.read_text())
+        else:
+            metrics = train(config, quiet=True).metrics
+        run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds")}
+        if ngram is not None:
+            predictor = Predictor.from_pretrained(metrics_path.parent / "model")
+            dev = load_splits(config)["dev"]
+            run["hybrid"] = hybrid_row(spec, predictor, dev, test, config.tasks[0].name, ngram)
+        runs.append(run)
+        print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
+    result["runs"] = runs
+    result["seconds"] = round(time.time() - started, 1)
+    return result
+
+
+def mean_std(values: list[float]) -> str:
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def render(results: dict[str, Any], command: str) -> str:
+    lines = [
+        "## Quality on the public corpora",
+        "",
+        f"Command: `{command}` — {machine_line()}.",
+        "Test: a seeded, stratified held-out part of each shared training side unless a test file is named.",
+        "Toolkit rows are mean ± std over the seeds listed; baselines are deterministic.",
+        "",
+        "| corpus | metric | toolkit (encoder) | hybrid (encoder ⊕ n-gram) | n-gram | n-gram + context | "
+        "majority / lexicon | published anchor | seeds | minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        spec = CORPORA[name]
+        base = r["baselines"]
+        metric_key = spec.baseline_metric
+        toolkit = mean_std([run["test"].get(spec.metric) for run in r["runs"]])
+        hybrid = mean_std([run.get("hybrid", {}).get(metric_key) for run in r["runs"]]) if spec.label else "—"
+        ngram = f"{base['ngram'][metric_key]:.4f}" if "ngram" in base else "—"
+        ngram_ctx = f"{base['ngram_context'][metric_key]:.4f}" if "ngram_context" in base else "—"
+        simple = (f"{base['lexicon']['char_f1']:.4f} (lexicon)" if "lexicon" in base
+                  else f"{base['majority'][metric_key]:.4f}")
+        lines.append(f"| {name} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | {hybrid} | "
+                     f"{ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
+                     f"{r['seconds'] / 60:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path,
+                        default=Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data"))
+    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[13, 14, 15])
+    parser.add_argument("--test", help="a test file in the corpus's own format (one corpus at a time)")
+    parser.add_argument("--test-fraction", type=float, default=0.2)
+    parser.add_argument("--split-seed", type=int, default=42)
+    parser.add_argument("--limit", type=int, help="train on at most N examples (smoke runs)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
+    parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
+                        help="JSON that accumulates every corpus's results (the docs table is built from it)")
+    parser.add_argument("--retrain", action="store_true", help="retrain runs that already have metrics")
+    parser.add_argument("--no-docs", action="store_true")
+    args = parser.parse_args()
+    if args.test and len(args.corpora) != 1:
+        parser.error("--test names one corpus's test file: pass exactly one --corpora")
+
+    results_path = args.results
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    for name in args.corpora:
+        results[name] = run_corpus(name, CORPORA[name], args)
+        results_path.parent.mkdir(parents=True, exist_ok=True)
+        results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    if not args.no_docs:
+        write_section("quality", render(results, "python bench/quality.py " + " ".join(sys.argv[1:])))
+    print(render(results, " ".join(sys.argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
