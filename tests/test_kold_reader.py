@@ -6,7 +6,8 @@ import pytest
 
 from kold_span import corpora
 from kold_span.corpora.kold import majority_offsets, parse_groups, parse_target
-from kold_span.corpora.report import ReadReport
+from kold_span.corpora._common import BadRecordWarning
+from kold_span.corpora.kold import read_kold
 from kold_span.data import DataError
 
 FIXTURE = "tests/fixtures/kold_small.json"
@@ -86,12 +87,12 @@ def test_malformed_records_name_index_guid_and_field():
 
 
 def test_skip_bad_reports_how_many_and_why():
-    report = ReadReport("bad")
-    with pytest.warns(UserWarning, match="skipped 2 bad record"):
-        examples = corpora.read("kold", "tests/fixtures/kold_bad.json", skip_bad=True, report=report)
+    with pytest.warns(BadRecordWarning, match="skipped 2 bad record"):
+        examples = corpora.read("kold", "tests/fixtures/kold_bad.json", skip_bad=True)
     assert examples == []
-    assert len(report.skipped) == 2
-    assert "outside comment of length" in report.skipped[1]
+    report = read_kold.last_report
+    assert report.count == 2
+    assert "outside comment of length" in report.reasons[1]
 
 
 def test_disagreement_with_stated_span_is_reported(tmp_path):
@@ -99,10 +100,9 @@ def test_disagreement_with_stated_span_is_reported(tmp_path):
     records[0]["OFF_span"] = "something else"
     path = tmp_path / "kold.json"
     path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
-    report = ReadReport(str(path))
-    with pytest.warns(UserWarning, match="1 record"):
-        corpora.read("kold", path, report=report)
-    assert report.disagreements == {"OFF": [records[0]["guid"]]}
+    with pytest.warns(BadRecordWarning, match="1 record"):
+        corpora.read("kold", path)
+    assert read_kold.last_report.disagreements == {"OFF_span": [records[0]["guid"]]}
 
 
 def test_jsonl_input_gives_the_same_examples(tmp_path):

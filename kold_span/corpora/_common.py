@@ -28,22 +28,35 @@ class BadRecordWarning(UserWarning):
 
 @dataclass
 class SkipReport:
-    """What one reader call skipped: one reason per bad record, each naming where it was."""
+    """What one reader call skipped (one reason per bad record, each naming where it was), and
+    the records whose derived fields disagree with what the file itself states."""
 
     reader: str
     path: Path
     reasons: list[str] = field(default_factory=list)
+    disagreements: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
         """How many records were skipped."""
         return len(self.reasons)
 
+    def disagree(self, field_name: str, example_id: str) -> None:
+        """Note that an example's derived `field_name` differs from the file's own value."""
+        self.disagreements.setdefault(field_name, []).append(example_id)
+
     def summary(self, limit: int = 3) -> str:
-        """One line: the count and the first few reasons."""
-        shown = "; ".join(self.reasons[:limit])
-        more = f" (and {self.count - limit} more)" if self.count > limit else ""
-        return f"{self.reader}: skipped {self.count} bad record(s) in {self.path}: {shown}{more}"
+        """The count and the first few reasons, then one line per disagreeing field."""
+        lines = []
+        if self.count:
+            shown = "; ".join(self.reasons[:limit])
+            more = f" (and {self.count - limit} more)" if self.count > limit else ""
+            lines.append(f"{self.reader}: skipped {self.count} bad record(s) in {self.path}: {shown}{more}")
+        for name, ids in sorted(self.disagreements.items()):
+            listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
+            lines.append(f"{self.reader}: {len(ids)} record(s) in {self.path} whose derived {name} differs "
+                         f"from the file's own: {listed}")
+        return "\n".join(lines)
 
 
 class BadRecords:
@@ -72,7 +85,7 @@ def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reade
             report = SkipReport(name, Path(path))
             examples = fn(Path(path), bad=BadRecords(report, skip_bad), **options)
             reader.last_report = report  # type: ignore[attr-defined]
-            if report.count:
+            if report.count or report.disagreements:
                 warnings.warn(report.summary(), BadRecordWarning, stacklevel=2)
             return examples
         reader.last_report = None  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
-from kold_span.corpora.report import ReadReport
+from kold_span.corpora._common import BadRecords, reports_skipped
 from kold_span.data import Annotation, DataError, Example, Span, offsets_to_spans
 
 REQUIRED = ("comment", "raw_labels")
@@ -186,34 +186,29 @@ def _squeeze(text: str) -> str:
 
 
 @register("kold")
-def read_kold(path: Path, min_annotators: int = 2, skip_bad: bool = False,
-              report: Optional[ReadReport] = None) -> list[Example]:
+@reports_skipped("kold")
+def read_kold(path: Path, *, bad: BadRecords, min_annotators: int = 2) -> list[Example]:
     """Read KOLD JSON/JSONL into examples with majority gold spans.
 
     Args:
         path: `kold_v1.json` (JSON list) or a JSONL file of the same records.
         min_annotators: a character is gold when at least this many annotators marked it.
-        skip_bad: skip malformed records (counted in `report`) instead of failing.
-        report: filled with skipped records and gold/stated span disagreements.
+        skip_bad: skip malformed records instead of failing; `read_kold.last_report` lists
+            them, and the records whose gold span text differs from `OFF_span`/`TGT_span`.
     Returns:
         Examples with `text`=comment, `context`=title, labels OFF/TGT/GRP and spans OFF/TGT.
     """
-    report = report if report is not None else ReadReport(str(path))
     examples = []
     for index, (where, record) in enumerate(load_records(Path(path))):
         guid = record.get("guid", "?") if isinstance(record, dict) else "?"
         try:
             example = parse_record(record, min_annotators)
         except DataError as err:
-            message = f"{where} (guid {guid}): {err}"
-            if not skip_bad:
-                raise DataError(message) from err
-            report.skip(message)
+            bad.handle(DataError(f"{where} (guid {guid}): {err}"))
             continue
         example.meta["index"] = index
         for name in _SPAN_FIELDS:
             if not span_text_agrees(example, name):
-                report.disagree(name, example.id)
+                bad.report.disagree(f"{name}_span", example.id)
         examples.append(example)
-    report.warn()
     return examples
