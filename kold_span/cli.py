@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from kold_span import ablate, agreement_report
 from kold_span.config import ConfigError
 from kold_span.data import DataError
 
@@ -133,10 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", nargs="*", metavar="KEY=VALUE", help="reader options, e.g. min_annotators=2")
     p.set_defaults(func=_convert)
 
-    from kold_span import agreement_report
     p = sub.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
     agreement_report.add_arguments(p)
     p.set_defaults(func=agreement_report.main_from_args)
+
+    p = sub.add_parser("ablate", help="train a grid of config variants × seeds and compare their test metrics")
+    ablate.add_arguments(p)
+    p.set_defaults(func=ablate.main_from_args)
     return parser
 
 

@@ -1,8 +1,10 @@
 """A trained model is a directory: config + safetensors weights + tokenizer.
 
->>> from kold_span import Predictor                       # doctest: +SKIP
->>> p = Predictor.from_pretrained("checkpoints/demo/demo/model")
->>> p.predict(["이 쓰레기 같은 정치인들"], contexts=["국회 본회의 통과"])[0]["spans"]
+Usage (after `make demo`)::
+
+    from kold_span import Predictor
+    predictor = Predictor.from_pretrained("checkpoints/demo/demo/model")
+    predictor.predict(["이 쓰레기 같은 정치인들"], contexts=["국회 본회의 통과"])[0]["spans"]
 """
 from __future__ import annotations
 
