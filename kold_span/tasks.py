@@ -124,5 +124,7 @@ def label_vocabulary(examples: list[Example], source: str, problem: str = "singl
 
 
 def keep_example(example: Example, data_filter: dict[str, Any]) -> bool:
-    """Whether an example passes `data.filter` (all listed labels equal the given values)."""
-    return all(example.labels.get(key) == value for key, value in data_filter.items())
+    """Whether an example passes `data.filter`: every listed label (or `meta.KEY`) equals its value."""
+    def value_of(key: str) -> Any:
+        return example.meta.get(key[5:]) if key.startswith("meta.") else example.labels.get(key)
+    return all(value_of(key) == value for key, value in data_filter.items())
