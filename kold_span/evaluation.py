@@ -9,7 +9,7 @@ from kold_span import metrics
 from kold_span.align import spans_to_tags
 from kold_span.data import Example, spans_to_offsets
 from kold_span.decoding import MergedExample, sequence_prediction, task_spans
-from kold_span.tasks import Task, label_str, soft_distribution
+from kold_span.tasks import SPAN_TAGS, Task, label_str, soft_distribution
 
 
 def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
@@ -78,15 +78,18 @@ def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
     true_tags, pred_tags = [], []
     for ex, m in zip(examples, merged):
         gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
-        true_tags.append([t or "O" for t in gold])
-        probs = m.token_probs[task.name]
-        pred_tags.append(["OBI"[int(i)] if i == 0 else "OBI"[int(i)] + "-SPAN" for i in probs.argmax(-1)]
-                         if len(probs) else [])
-        true_tags[-1] = [t if t == "O" else f"{t[0]}-SPAN" for t in true_tags[-1]]
+        true_tags.append([_typed(t or "O") for t in gold])
+        pred_tags.append([_typed(SPAN_TAGS[int(i)]) for i in m.token_probs[task.name].argmax(-1)]
+                         if len(m.token_offsets) else [])
     if any(true_tags):
         prf = metrics.seqeval_prf(true_tags, pred_tags)
         out[f"{task.name}/seqeval_f1"] = prf["f1"]
     return out
+
+
+def _typed(tag: str) -> str:
+    """seqeval needs typed IOB2 tags: B → B-SPAN."""
+    return tag if tag == "O" else f"{tag}-SPAN"
 
 
 def format_table(scores: dict[str, Any]) -> str:
