@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from kold_span import ablate, agreement_report
+from kold_span import ablate, agreement_report, pretrain
 from kold_span.config import ConfigError
 from kold_span.data import DataError
 
@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
     agreement_report.add_arguments(p)
     p.set_defaults(func=agreement_report.main_from_args)
+
+    p = sub.add_parser("pretrain", help="masked-LM pretraining of a scratch encoder on unlabeled texts")
+    pretrain.add_arguments(p)
+    p.set_defaults(func=pretrain.main_from_args)
 
     p = sub.add_parser("ablate", help="train a grid of config variants × seeds and compare their test metrics")
     ablate.add_arguments(p)
