@@ -146,6 +146,7 @@ class TrainerConfig:
     deterministic: bool = False
     progress_bar: bool = True
     overfit_batches: float = 0.0
+    threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
 
 
 @dataclass

@@ -98,6 +98,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     from kold_span.training.module import MultiTaskModule
 
     started = time.time()
+    if config.trainer.threads:
+        torch.set_num_threads(config.trainer.threads)
     run_dir = run_directory(config, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
