@@ -91,6 +91,7 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
+    parser.add_argument("--section", default="throughput", help="section of docs/BENCHMARKS.md to (re)write")
     args = parser.parse_args()
 
     examples, source = load_comments(args.data, args.n)
@@ -128,12 +129,12 @@ def main() -> int:
     print(json.dumps(result, indent=1, ensure_ascii=False))
     if not args.no_docs:
         command = "python bench/throughput.py " + " ".join(sys.argv[1:])
-        write_section("throughput", render(result, command.strip()))
+        write_section(args.section, render(result, command.strip()))
     return 0
 
 
 def render(r: dict, command: str) -> str:
-    return f"""## Throughput: one joint model vs a classifier + a tagger
+    return f"""## Throughput: one joint model vs a classifier + a tagger (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers)
 
 Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads.
 Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: BERT,
