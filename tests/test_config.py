@@ -11,7 +11,7 @@ def test_demo_config_merges_its_parts():
     assert config.data.reader == "kold"  # from configs/data/kold_sample.yaml
     assert config.model.encoder.scratch.hidden_size == 128  # from configs/model/scratch_tiny.yaml
     assert config.trainer.accelerator == "cpu"  # from configs/trainer/cpu.yaml
-    assert config.trainer.max_epochs == 12  # the experiment's own override
+    assert config.trainer.max_epochs == 8  # the experiment's own override
     assert [t.name for t in config.tasks] == ["OFF", "OFF_span", "TGT_span"]
 
 

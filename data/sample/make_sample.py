@@ -32,10 +32,10 @@ SMALL_PATH = ROOT / "tests" / "fixtures" / "kold_small.json"
 BAD_PATH = ROOT / "tests" / "fixtures" / "kold_bad.json"
 
 SEED = 20220216
-N_RECORDS = 420
-N_OFFENSIVE = 189  # 45 %
+N_RECORDS = 900
+N_OFFENSIVE = 405  # 45 %
 # How the offensive records split by target type.
-N_BY_KIND = {"group": 85, "individual": 53, "others": 19, "untargeted": 32}
+N_BY_KIND = {"group": 182, "individual": 114, "others": 41, "untargeted": 68}
 SPAN_SEPARATOR = "|"  # joins the texts of several gold spans in OFF_span / TGT_span
 
 Span = tuple[int, int]  # end-exclusive inside this script
@@ -165,6 +165,7 @@ INDIVIDUAL_TARGETS: dict[str, list[str]] = {
     "sports": ["저 심판", "그 감독", "저 선수", "해설위원"],
     "any": ["이 기자", "기자", "윗댓", "댓글 쓴 놈", "저 사람", "진행자", "글쓴이"],
 }
+DEROGATORY = {"댓글 쓴 놈"}  # never used in a benign comment
 OTHERS_TARGETS = ["이 방송국", "언론", "정부", "국회", "저 소속사", "구단", "이 회사", "경찰", "기상청", "교육청"]
 
 # Offensive phrases that follow a target (+ particle): the offensive span.
@@ -191,33 +192,144 @@ PROFANITY = [
     "아 씨발", "씨발 진짜", "존나 짜증나네", "개빡치네", "ㅅㅂ", "ㅆㅂ 뭐야 이게", "좆같네",
     "개같은 상황", "미친 진짜", "염병", "ㅈㄴ 어이없네", "아오 빡쳐", "개짜증", "좆같은 세상",
 ]
+# Their benign twins: benign comments are also written in the shapes of the offensive ones
+# ("저 배우는 진짜 멋있다" beside "저 배우는 진짜 한심하다"), so the word order gives nothing away.
+PRAISE_PREDICATES = [
+    "진짜 멋있다", "멋지네", "대단하다", "든든하기 짝이 없다", "성실하다", "열심히 하네", "말 잘하네", "연기 잘하네",
+    "센스 있네", "믿음직하다", "똑똑하다", "똑 부러지는 소리만 하네", "준비를 많이 했네", "실력이 좋다", "최고다",
+    "화이팅", "힘내라", "늘 응원한다", "고생 많았다", "노력하는 게 보인다", "차분하다", "친절하다", "부지런하다",
+    "감동이다", "훈훈하다", "멋있는 거 아님?", "어떻게 저렇게 잘하냐", "천재 아니냐", "존경스럽다", "배울 점이 많다",
+    "기대된다", "하는 일마다 잘 된다", "정말 수고했다", "인간적이다", "든든하다", "꾸준하다",
+]
+BENIGN_IMPERATIVES = {"화이팅", "힘내라"}
+KIND_MODIFIERS = ["멋진", "고마운", "성실한", "친절한", "대단한", "든든한", "열정적인", "부지런한", "착한", "용감한",
+                  "똑똑한", "유쾌한", "따뜻한", "믿음직한"]
+EXCLAMATIONS = ["와 대박", "대박 진짜", "우와", "헐 대박", "아 좋다", "오 괜찮네", "와 신난다", "아 행복해", "와 감동",
+                "아싸", "오예", "와 진짜 좋다", "헐 신기해", "역시 최고"]
 
-PREFIXES = ["", "", "", "솔직히 ", "기사 보니까 ", "아니 ", "와 ", "이번에도 ", "어휴 ", "하... ",
-            "ㅋㅋㅋ ", "진심 ", "근데 "]
-BENIGN_PREFIXES = ["", "", "와 ", "오 ", "음 ", "진심 ", "ㅎㅎ "]
-BENIGN_SUFFIXES = ["", "", " ㅎㅎ", "!", "~", " ㅋㅋ", ".", "!!"]
-SUFFIXES = ["", "", "", " ㅋㅋ", " ㅋㅋㅋㅋ", "..", "!!", " 진짜로", ". 어이가 없네", " 어휴", ".",
-            " ㅉㅉ", "~", "?"]
+# Framing shared by benign and offensive comments, so that none of it hints at the label.
+PREFIXES = ["", "", "", "", "", "솔직히 ", "아니 ", "와 ", "이번에도 ", "어휴 ", "하... ", "ㅋㅋㅋ ", "진심 ",
+            "근데 ", "음 ", "오 ", "ㅎㅎ "]
+SUFFIXES = ["", "", "", "", " ㅋㅋ", " ㅋㅋㅋㅋ", "..", "!!", " 진짜로", ".", "~", "?", " ㅎㅎ", "!", " 어휴"]
+JOINERS = [". ", " ", " ", "... ", "ㅋㅋ ", ", "]
 ADVERBS = ["", "", "진짜 ", "또 ", "하여튼 ", "맨날 ", "다 "]
 AFTER_GROUP = ["", " ㅋㅋ", " 또 시작이네", " 또 나왔네", "..", " 어휴", " 많네 요즘"]
 
+# Neutral building blocks. A benign comment is one or two neutral clauses; an offensive
+# comment is built from the same clauses plus an insult, so only the insult tells them apart.
+# Nouns by topic: they fill the noun slots of the clause patterns below.
+TOPIC_NOUNS: dict[str, list[str]] = {
+    "politics": ["이번 예산안", "새 정책", "선거 결과", "청문회", "후보 토론회", "공약", "지방선거", "여론조사",
+                 "국정감사", "법안 처리", "투표율", "복지 예산", "세금 개편", "청년 정책", "본회의", "지역 공약",
+                 "사전투표", "개표 방송", "정책 설명회", "주민 투표", "교통 공약", "출마 선언", "의정 활동 보고"],
+    "race": ["외국인 고용 허가", "다문화 지원", "관광객 증가", "난민 심사", "농촌 일손", "이민 정책", "명동 상권",
+             "한국어 교육", "비자 제도", "통역 서비스", "지역 축제", "외국인 주민 센터", "세계 음식 축제",
+             "유학생 기숙사", "쌀국수 맛집", "인도 카레", "국제 학교", "이주민 상담소", "공항 입국 심사"],
+    "gender": ["육아휴직", "여성가족부 개편", "임금 격차", "군 복무 보상", "출산 정책", "돌봄 지원", "강연 일정",
+               "축제 일정", "직장 어린이집", "경력 단절 지원", "아빠 육아 예능", "유연 근무제", "산후 조리원",
+               "보육 수당", "남녀 공용 화장실", "신혼부부 대출"],
+    "religion": ["성탄 미사", "사찰 관람료", "템플스테이", "사원 건축", "부활절 행사", "종교 행사", "연등회",
+                 "교회 바자회", "주민 간담회", "문화재 보존", "산사 음악회", "성가대 공연", "절밥", "크리스마스 트리",
+                 "라마단 기간", "봉사 활동"],
+    "celebrity": ["새 앨범", "타이틀곡", "뮤직비디오", "콘서트 티켓", "드라마 결말", "예능 회차", "팬미팅",
+                  "무대 의상", "첫 방송", "시상식", "신곡 안무", "영화 개봉", "음원 차트", "월드 투어", "팬 사인회",
+                  "자컨 영상", "라디오 출연", "드라마 촬영지", "화보 촬영", "연기 변신"],
+    "sports": ["이번 경기", "역전골", "선발 투수", "결승전", "개막전", "응원가", "양궁 단체전", "골키퍼 선방",
+               "이적 시장", "하이라이트 영상", "다음 시즌", "홈 경기", "마라톤 대회", "유니폼 디자인", "연장전",
+               "승부차기", "신인 드래프트", "전지훈련", "올스타전", "경기장 먹거리", "배구 중계"],
+    "weather": ["오늘 날씨", "주말 날씨", "내일 비 소식", "이번 한파", "봄꽃 개화", "장마", "미세먼지", "출근길 눈",
+                "일교차", "태풍 경로", "아침 기온", "단풍 소식", "첫눈", "황사", "열대야", "벚꽃 축제", "가을 하늘",
+                "일기 예보", "폭염 특보"],
+    "tech": ["새 스마트폰", "카메라 성능", "배터리 용량", "전기차 충전소", "반도체 수출", "노트북 가격",
+             "앱 업데이트", "무선 이어폰", "AI 번역기", "자율주행 기술", "태블릿", "충전 속도", "스마트워치",
+             "게임기 신제품", "로봇 청소기", "화면 크기", "요금제", "사진 보정 기능", "와이파이 속도"],
+    "economy": ["아파트값", "전세 시장", "최저임금", "금리 인상", "주식 시장", "청년 일자리", "월세",
+                "장바구니 물가", "환율", "연말 정산", "창업 지원", "기름값", "적금 금리", "중고차 시세",
+                "전통 시장", "편의점 도시락", "택배비", "재테크 정보"],
+    "society": ["지하철 요금", "무임승차 제도", "출근길 지하철", "이동권 문제", "병원 진료", "방역 수칙",
+                "직장 문화", "세대 차이", "동네 도서관", "버스 노선", "주차 문제", "분리수거", "저상 버스",
+                "엘리베이터 설치", "경로당", "백신 접종", "재택근무", "층간 소음", "자전거 도로"],
+    "daily": ["시골 풍경", "할머니 밥상", "오늘 브이로그", "영상 편집", "점심 메뉴", "김치찌개", "동네 빵집",
+              "주말 나들이", "강아지 산책", "캠핑 장비", "커피 맛집", "집밥 레시피", "떡볶이", "퇴근길 노을",
+              "고양이 영상", "텃밭 가꾸기", "빨래 꿀팁", "자취 요리", "등산 코스", "배경 음악", "손편지",
+              "수박 화채"],
+}
+# Everyday nouns for any topic: a long tail of words that each occur only once or twice, in benign
+# and offensive comments alike, so that an unfamiliar word does not look like an insult.
+EVERYDAY_NOUNS = [
+    "비빔밥", "냉면", "삼겹살", "치킨", "짜장면", "김밥", "순두부찌개", "칼국수", "만두", "호떡", "붕어빵", "팥빙수",
+    "라면", "돈가스", "초밥", "샌드위치", "샐러드", "파스타", "피자", "햄버거", "감자탕", "닭갈비", "불고기", "잡채",
+    "전복죽", "식혜", "수정과", "아이스크림", "케이크", "마카롱", "도넛", "식빵", "우동", "오므라이스", "보쌈", "족발",
+    "해장국", "된장찌개", "미역국", "계란말이", "고구마", "옥수수", "귤", "딸기", "복숭아", "포도", "참외", "녹차",
+    "라떼", "밀크티", "떡국", "한강 공원", "제주도", "부산 바다", "강릉", "경주", "전주 한옥마을", "설악산", "지리산",
+    "남산 타워", "동물원", "수족관", "놀이공원", "박물관", "미술관", "시장 골목", "버스 터미널", "기차역", "공항",
+    "해수욕장", "계곡", "캠핑장", "수영장", "헬스장", "공원 산책로", "편의점", "대형 마트", "문구점", "꽃집", "세탁소",
+    "약국", "동네 병원", "우체국", "놀이터", "영화관", "노래방", "볼링장", "찜질방", "온천", "휴게소", "가을 운동회",
+    "졸업식", "입학식", "결혼식", "돌잔치", "생일 파티", "집들이", "이사", "대청소", "김장", "벼룩시장", "불꽃놀이",
+    "연말 공연", "뮤지컬", "연극", "전시회", "북 콘서트", "독서 모임", "동창회", "자격증 시험", "수능", "기말고사",
+    "방학 숙제", "여름 방학", "겨울 휴가", "건강 검진", "치과 예약", "이삿짐", "택배 상자", "우산", "운동화",
+    "겨울 패딩", "선글라스", "자전거", "킥보드", "화분", "다이어리", "달력", "손목시계", "보조 배터리", "키보드",
+    "모니터", "냉장고", "세탁기", "에어컨", "선풍기", "전기장판", "가습기", "공기청정기", "밥솥", "커피 머신",
+    "블루투스 스피커", "필름 카메라", "만화책", "소설책", "웹툰", "라디오 사연", "보드게임", "퍼즐", "뜨개질",
+    "그림 그리기", "요가", "필라테스", "수영 강습", "피아노 학원", "기타 연습", "사진 전시", "동네 축제", "플리마켓",
+    "벚꽃길", "단풍길", "일출", "노을", "별자리", "무지개", "눈사람", "고양이", "강아지 간식", "햄스터", "금붕어",
+    "앵무새", "반려 식물", "텃밭 상추", "방울토마토", "화단", "손수건", "머그컵", "캘린더 앱", "지도 앱", "드라이브 코스",
+]
+GENERAL_NOUNS = ["이 기사", "오늘 뉴스", "이번 소식", "이 영상", "요약 정리", "댓글 분위기"]
+# Predicates that follow a noun + 은/는/이/가 (or no particle) ...
+NOUN_PREDICATES = [
+    "좋네요", "괜찮네요", "기대되네요", "궁금하네요", "걱정되네요", "신기하네요", "반갑네요", "좀 아쉽네요",
+    "대단하네요", "중요하죠", "마음에 드네요", "생각보다 괜찮네요", "잘 됐으면 좋겠어요", "나쁘지 않네요",
+    "확실히 달라졌네요", "예전보다 나아졌네요", "흥미롭네요", "관심이 가네요", "기대 이상이네요", "딱 적당하네요",
+    "많이 바뀌었네요", "늘 화제네요",
+]
+# ... and those that only follow a noun + 은/는.
+TOPIC_PREDICATES = ["더 지켜봐야겠네요", "꼼꼼히 봐야겠어요", "정말 중요한 문제죠", "다음 주에 다시 확인해 봐야겠어요",
+                    "가족들이랑 같이 봤어요", "저도 궁금했어요"]
+# Patterns around a noun ({n}; {은}, {이}, {을} pick the particle that fits it; {p}, {q} a predicate above).
+NOUN_FRAMES = [
+    "{n}{이} {p}", "{n}{은} {p}", "{n} {p}", "{n}{이} {p}", "{n}{은} {q}", "{n}{은} {q}",
+    "{n} 소식 반갑네요", "{n} 얘기 잘 봤습니다", "{n} 관련 정보 감사합니다", "{n} 좀 더 자세히 알려주세요",
+    "{n} 어떻게 될지 궁금하네요", "{n} 기사 잘 읽었습니다", "{n} 보니까 기분 좋아지네요", "{n} 때문에 요즘 바쁘네요",
+    "{n} 정리 감사합니다", "{n} 얘기는 늘 흥미롭네요", "{n} 덕분에 주말이 즐거웠어요", "{n} 기다리는 중입니다",
+    "{n} 정보 찾고 있었는데 딱이네요", "{n} 후기 궁금해요", "{n} 관련해서 질문 있어요", "{n} 어떻게 생각하세요?",
+    "{n}에 대해 더 알고 싶네요", "{n}{을} 응원합니다", "{n}{을} 다시 보니 새롭네요", "{n} 보러 가고 싶다",
+    "{n}{이} 제일 궁금했어요",
+]
+# Whole neutral sentences.
 NEUTRAL_ANY = [
     "좋은 기사 감사합니다", "내용 잘 봤습니다", "이건 좀 더 지켜봐야 할 듯", "다들 건강 조심하세요",
-    "응원합니다!", "와 대박이네요", "우리 동네도 그랬으면 좋겠다", "정확한 사실 확인이 먼저인 것 같아요",
-    "양쪽 얘기 다 들어봐야죠", "이런 뉴스 보면 마음이 복잡하네요", "ㅋㅋㅋ 웃기네 이거",
-    "오늘도 수고 많으셨습니다", "댓글 보러 왔습니다", "첫 댓글!", "요약 잘 해주셔서 이해가 쉽네요",
-    "결과가 어떻게 될지 궁금하다", "기자님 취재 고생하셨어요", "좀 더 자세한 설명이 있었으면",
-    "그래도 조금씩 나아지고 있는 듯", "이런 소식 반갑네요", "생각해 볼 만한 문제네요",
+    "응원합니다", "와 대박이네요", "우리 동네도 그랬으면 좋겠다", "정확한 사실 확인이 먼저인 것 같아요",
+    "양쪽 얘기 다 들어봐야죠", "이런 뉴스 보면 마음이 복잡하네요", "오늘도 수고 많으셨습니다", "댓글 보러 왔습니다",
+    "첫 댓글", "요약 잘 해주셔서 이해가 쉽네요", "결과가 어떻게 될지 궁금하다", "기자님 취재 고생하셨어요",
+    "좀 더 자세한 설명이 있었으면", "그래도 조금씩 나아지고 있는 듯", "이런 소식 반갑네요", "생각해 볼 만한 문제네요",
     "주말에 가족들이랑 얘기해 봐야겠다", "벌써 이런 시기가 왔구나", "다음 소식도 기다릴게요",
-    "이게 사실이라면 놀랍네요", "제목만 보고 판단하면 안 될 듯", "다들 좋은 하루 보내세요",
-    "와 시간 진짜 빠르다", "공감 누르고 갑니다", "이 문제는 의견이 갈릴 수밖에 없겠네",
+    "이게 사실이라면 놀랍네요", "제목만 보고 판단하면 안 될 듯", "다들 좋은 하루 보내세요", "와 시간 진짜 빠르다",
+    "공감 누르고 갑니다", "이 문제는 의견이 갈릴 수밖에 없겠네", "혹시 이거 어디서 볼 수 있나요",
+    "출처가 어디인가요", "이거 저만 몰랐나요", "오늘 퇴근하고 봐야겠다", "알림 설정해 놨어요", "구독하고 갑니다",
+    "정리가 깔끔하네요", "저도 같은 생각이에요", "이런 정보는 널리 알려졌으면", "부모님께도 보여드려야겠어요",
+    "다음 편 언제 올라오나요", "설명 들으니까 이해가 되네요", "반대 의견도 궁금하네요", "시간 가는 줄 몰랐네요",
+    "오랜만에 웃고 갑니다", "차분하게 잘 정리해 주셨네요", "숫자로 보니까 확 와닿네요", "질문 하나 드려도 될까요",
+    "다들 주말 잘 보내세요", "점심 먹으면서 보는 중", "친구한테 공유했어요",
+]
+# Harmless uses of the words inside the insults ("쓰레기", "지능", "밥맛", "한국", "가라" ...), so that
+# the model has to learn whole insult expressions, not single words of them.
+NEUTRAL_ECHOES = [
+    "인공지능 기술 발전 속도가 대단하네요", "수준 높은 경기였어요", "머리 스타일 바꾸니까 잘 어울리네요",
+    "정신 건강도 꼭 챙기세요", "얼굴 보니까 반갑네요", "밥맛 좋은 계절이네요", "바닥 난방 켜야겠어요",
+    "쓰레기 분리배출 날짜 확인하세요", "한국어 공부하는 유학생들 멋있어요", "고향에 돌아가는 길 조심하세요",
+    "주말에 밖에 나가서 산책했어요", "오늘 토론 주제가 흥미롭네요", "개념 정리가 잘 돼 있네요",
+    "입맛 없을 때 딱이네요", "걱정이 싹 사라졌어요", "나라 경제가 좋아졌으면", "모르고 지나칠 뻔했네요",
+    "싫다는 사람도 있겠지만 저는 좋네요", "양심적인 가게라서 자주 가요", "내일 기온이 뚝 떨어진다네요",
+    "비 올 것 같네요", "감기가 의심되면 병원 가세요", "구제 옷 가게 구경했어요", "가방에 뭐가 들었는지 궁금하네요",
+    "토요일에 나온다네요", "한국 영화 요즘 재밌네요", "자기 전에 보기 좋은 영상", "다 같이 응원해요",
+    "진짜 오랜만에 들어보는 노래", "정신없이 바빴던 한 주였어요", "우리나라 선수들 최고예요", "집에 가라는 말이 반갑네요",
 ]
 NEUTRAL_BY_TOPIC: dict[str, list[str]] = {
     "politics": ["예산은 제때 처리했으면 좋겠네요", "투표 꼭 합시다", "정책 내용을 좀 더 알려주세요",
-                 "여야가 좀 협치했으면", "공약 이행 여부를 꼭 따져봐야죠"],
+                 "여야가 좀 협치했으면", "공약 이행 여부를 꼭 따져봐야죠", "사전투표 하고 왔어요"],
     "race": ["외국인 노동자분들 덕분에 돌아가는 농가도 많죠", "다문화 아이들 잘 적응했으면 좋겠어요",
-             "조선족 동포분들도 다 같은 이웃이죠", "관광객 늘어나면 상인분들 숨통 트이겠네요",
-             "심사는 원칙대로 하면 되는 거고"],
+             "관광객 늘어나면 상인분들 숨통 트이겠네요", "심사는 원칙대로 하면 되는 거고", "서로 문화를 존중하면 되죠"],
     "gender": ["육아휴직 쓰는 아빠들 많아져서 보기 좋네요", "남녀 모두 공정하게 대우받는 사회가 됐으면",
                "찬반 의견 다 들어보고 결정했으면", "군 복무 보상은 다른 방식도 고민해 봤으면"],
     "religion": ["종교의 자유는 존중해야죠", "온라인 미사 덕분에 집에서 편하게 봤어요",
@@ -225,51 +337,98 @@ NEUTRAL_BY_TOPIC: dict[str, list[str]] = {
     "celebrity": ["사실관계 확인될 때까지 기다려 봅시다", "이번 앨범 노래 진짜 좋아요",
                   "타이틀곡 하루 종일 듣는 중", "예능은 그냥 재밌게 보면 되지"],
     "sports": ["역전골 소름 돋았다", "선수들 고생 많았어요", "직관 가고 싶다", "양궁은 역시 믿고 본다",
-               "와 이 골은 진짜 미쳤다", "미친 듯이 뛰어다니더라 ㅋㅋ 체력 대단"],
-    "weather": ["우산 꼭 챙기세요", "출근길 미끄럼 조심하세요", "벌써 꽃 피는구나", "비 피해 없길 바랍니다"],
-    "tech": ["가격 동결이면 살 만하네", "충전소 좀 더 늘려주세요", "국산 반도체 화이팅",
-             "카메라 성능 궁금하네요"],
-    "economy": ["집값 안정됐으면 좋겠다", "노사가 잘 합의했으면", "서민들 살기 힘드네요"],
-    "society": ["장애인분들 이동권도 중요한 문제죠", "어르신들 의견도 들어봐야죠",
-                "확진자분들 빨리 회복하세요", "세대 차이는 서로 이해하면 되죠"],
-    "daily": ["할머니 너무 정정하시다", "영상 편집 깔끔하네요", "다음 편도 기대할게요", "시골 풍경 힐링된다"],
+               "체력 진짜 대단하다", "부상 없이 시즌 마무리했으면"],
+    "weather": ["우산 꼭 챙기세요", "출근길 미끄럼 조심하세요", "벌써 꽃 피는구나", "비 피해 없길 바랍니다",
+                "옷 따뜻하게 입으세요"],
+    "tech": ["가격 동결이면 살 만하네", "충전소 좀 더 늘려주세요", "국산 반도체 화이팅", "디자인 깔끔하네요"],
+    "economy": ["집값 안정됐으면 좋겠다", "노사가 잘 합의했으면", "서민들 살기 힘드네요", "월급 빼고 다 오르네요"],
+    "society": ["장애인분들 이동권도 중요한 문제죠", "어르신들 의견도 들어봐야죠", "확진자분들 빨리 회복하세요",
+                "세대 차이는 서로 이해하면 되죠"],
+    "daily": ["할머니 너무 정정하시다", "영상 편집 깔끔하네요", "다음 편도 기대할게요", "시골 풍경 힐링된다",
+              "배고파지는 영상이네요"],
 }
+# Groups mentioned neutrally in benign comments: the same (non-slur) mentions the offensive comments
+# target, and respectful ones, so that a mention alone does not make a comment offensive.
+NEUTRAL_GROUPS: dict[str, list[str]] = {
+    "race": ["외국인 노동자", "다문화 가정", "조선족 동포분들", "중국인 관광객", "중국인들", "흑인들", "인도인들",
+             "베트남 사람들", "난민들", "외국인 유학생"],
+    "gender": ["여자들", "남자들", "여성 직장인들", "아빠들", "성소수자분들", "동성애자들", "워킹맘들"],
+    "religion": ["목사님", "목사들", "무슬림들", "신부님", "스님들", "신자분들", "성당 신자들"],
+    "society": ["어르신들", "장애인분들", "장애인들", "환자들", "확진자분들", "공무원분들", "공무원들", "청년들", "MZ세대"],
+    "politics": ["진보 정당", "보수 정당", "지지자분들", "진보 쪽", "보수 쪽"],
+    "celebrity": ["연예인들", "팬분들"],
+    "sports": ["축구 팬들", "흑인 선수들", "선수들"],
+    "economy": ["노조원들", "집주인들", "세입자들", "자영업자분들"],
+}
+GROUP_FRAMES = [
+    "{g} 지원 늘어나면 좋겠네요", "{g} 얘기도 들어봐야죠", "{g} 관련 기사 잘 봤습니다", "{g}도 다 같은 이웃이죠",
+    "{g} 입장도 이해가 되네요", "{g}{을} 위한 정책이 더 필요해요", "{g} 인터뷰 내용 공감돼요",
+    "{g}{이} 살기 좋은 나라가 됐으면", "{g} 의견도 존중해야죠", "{g} 많이 힘드셨겠어요", "{g} 덕분에 돌아가는 일도 많죠",
+    "{g}{은} 요즘 어떻게 생각할까요", "{g} 응원합니다", "{g} 얘기 나와서 반갑네요", "{g}{이} 많이 늘었네요",
+]
+# Individuals and organisations mentioned neutrally (the offensive target lists minus the one
+# derogatory mention).
+PERSON_FRAMES = [
+    "{x} 발언 기사 잘 봤습니다", "{x} 말에 공감합니다", "{x} 설명이 깔끔하네요", "{x} 응원합니다",
+    "{x} 인터뷰 잘 봤어요", "{x} 말도 일리가 있네요", "{x} 다음 행보가 궁금하네요", "{x}{이} 한 말 기억에 남네요",
+    "{x} 덕분에 많이 배웠어요", "{x} 입장 발표 기다려 봅시다", "{x}{은} 이번에 잘했네요", "{x} 고생 많으셨어요",
+    "{x} 답변 명확해서 좋았어요", "{x} 의견 궁금하네요",
+]
+# Where and when: open neutral clauses ("퇴근길에 장마 소식 반갑네요") and the context of offensive ones.
+SCENES = ["어제", "오늘 아침", "퇴근길에", "지난주에", "우리 동네에서", "회사에서", "집에서", "친구랑", "주말에",
+          "점심시간에", "버스 기다리면서", "출근하면서", "운동하고 와서", "밥 먹으면서", "카페에서", "새벽에",
+          "휴가 때", "부모님이랑", "아이랑", "동생이랑", "라디오로", "유튜브로", "아까", "방금", "저녁에",
+          "퇴근하고", "학교 마치고", "명절에", "지하철에서", "오랜만에"]
+# Connective clauses ("결승전 보러 갔는데 ..."): open benign clauses, and lead to the insult in offensive ones.
+CONNECTIVES = ["{n} 보다가", "{n} 보러 갔는데", "{n} 볼 때마다", "{n} 찾아보면", "{n} 듣고 나니까", "{n} 끝나고 나서",
+               "{n} 기다리다가", "{n} 검색해 봤는데", "{n} 정리하다가", "{n} 읽어 보면", "{n} 얘기 듣다가",
+               "{n} 준비하면서", "{n} 확인해 보니까", "{n} 챙겨 보는데", "{n} 생각하면"]
+TIMES = ["어제", "오늘 아침", "지난주에", "주말에", "새벽에", "아까", "방금", "저녁에", "명절에", "오랜만에", "올해도"]
+# Lead-ins that put a topic noun before the insulted mention in offensive comments.
+CONTEXT_LEADS = ["{n} 기사 보니까", "{n} 얘기 나오니까", "{n} 소식 듣고 든 생각인데", "{n} 영상 보다가 느낀 건데",
+                 "{n} 관련 뉴스 보면", "{s} {n} 기사 봤는데", "{s} {n} 얘기 듣고 나서", "{s} {n} 검색해 보니"]
+# What the target did, between the mention and the insult ("저 의원 청문회 얘기하는 거 보니까 한심하다").
+DOING_LEADS = ["{n} 얘기하는 거 보니까", "{n} 관련 발언 보니까", "{n} 설명하는 거 보니까", "{n} 두고 한 말 보니까",
+               "{t} {n} 얘기하던데", "{t} {n} 홍보하는 거 봤는데", "{n} 소개하면서 웃는 거 보니", "{n} 질문에 답하는 거 보면"]
 
-DEMO_COMMENTS = [
-    "오늘 경기 정말 재밌었어요 다음에도 응원할게요",
-    "이런 쓰레기 같은 기사는 왜 쓰는 거냐",
-    "정보 감사합니다 많은 도움이 됐어요",
-    "저 국회의원은 진짜 머리가 텅 비었나 보다",
-    "주말에 비 온다니까 우산 챙기세요",
-    "ㅋㅋㅋ 꼴페미들 또 난리 났네 한심하다",
-    "새로 나온 폰 디자인 예쁘네요",
-    "아 씨발 출근길 지하철 또 지연이냐",
-    "조선족들은 그냥 다 돌려보내야 된다",
-    "할머니 건강하시길 바랍니다",
-    "개독들 하는 짓 보면 토가 나온다",
-    "선수들 부상 없이 시즌 잘 마무리했으면",
-    "이 기자 양심 있으면 정정보도 해라 멍청아",
-    "결과 발표 기다리고 있습니다",
-    "틀딱들은 제발 집에 좀 있어라",
-    "다문화 가정 지원 늘어나는 건 좋은 일이죠",
-    "저 유튜버 말하는 거 들어보면 무식함이 티가 나네",
-    "충전소 설치 소식 반갑네요",
-    "한남들 수준 하고는 ㅉㅉ",
-    "방송국 놈들 시청률에 미쳐서 조작이나 하고",
-    "음식 사진 보니까 배고프다",
-    "좌빨들 나라 말아먹는 소리 그만해라",
-    "봄이라 그런지 날씨가 너무 좋네요",
-    "존나 어이없네 진짜 이게 말이 되냐",
-    "심판 판정은 좀 아쉬웠지만 잘 싸웠다",
-    "무슬림들 다 쫓아내자는 사람들 보면 무섭다",
-    "장관님 답변이 명확해서 좋았습니다",
-    "저 배우 얼굴만 봐도 역겨움",
-    "오랜만에 훈훈한 뉴스네요",
-    "수꼴 영감들 그만 좀 우겨라",
-    "이번 정책 취지는 공감합니다",
-    "병신 같은 소리 하지 말고 기사나 제대로 읽어",
-    "다들 감기 조심하세요",
-    "외노자 놈들 때문에 동네 분위기 험악해졌다",
+# Demo comments for `make demo`'s predict step: (comment, its insult or None), never a sample comment.
+# Offensive lines use insults of the lexicons above (the only ones the demo model can know) in
+# sentence frames the generator never makes; benign lines recombine the sample's neutral words.
+DEMO_COMMENTS: list[tuple[str, Optional[str]]] = [
+    ("주말 날씨 좋으면 강아지 산책 가야겠어요", None),
+    ("점심 먹다가 뉴스 봤는데 그 의원은 구제불능이다", "구제불능이다"),
+    ("외국인 유학생 지원도 늘어나면 좋겠네요", None),
+    ("저 MC 진행할 때마다 밥맛 떨어진다", "밥맛 떨어진다"),
+    ("그 의원 청년 정책 발언 기사 잘 봤습니다", None),
+    ("시상식 끝나고 저 배우 수상 소감 들어보니 뻔뻔하기 짝이 없다", "뻔뻔하기 짝이 없다"),
+    ("새 스마트폰 카메라 성능이 기대 이상이네요", None),
+    ("골키퍼 선방은 좋았는데 저 심판은 제정신이냐", "제정신이냐"),
+    ("선수들 고생 많았어요 다음 시즌도 응원합니다", None),
+    ("아 씨발 주말 날씨 또 비 오네", "아 씨발"),
+    ("장애인분들 이동권 문제 기사 잘 읽었습니다", None),
+    ("한심한 정부가 장바구니 물가 잡는다고 난리네", "한심한"),
+    ("비 소식 있으니 우산 꼭 챙기세요", None),
+    ("윗댓 같은 사람들 보면 지능이 의심된다", "지능이 의심된다"),
+    ("타이틀곡 첫 방송 무대 후기 궁금해요", None),
+    ("콘서트 티켓 다 팔렸다는데 그 유튜버는 주제도 모르고 나대네", "주제도 모르고 나대네"),
+    ("어르신들 의견도 듣고 지하철 요금 결정했으면", None),
+    ("이 기자 기사 쓰는 수준 진짜 바닥이다", "수준 진짜 바닥이다"),
+    ("저 배우 다음 드라마도 기대되네요", None),
+    ("명동 상권 살아나도 조선족들은 자기 나라로 돌아가라", "자기 나라로 돌아가라"),
+    ("사원 건축 얘기는 주민 간담회에서 더 들어봐야죠", None),
+    ("꼴페미들 강연 한다는데 역겹다", "역겹다"),
+    ("기상청 일기 예보 덕분에 출근길 눈 조심했어요", None),
+    ("ㅆㅂ 뭐야 이게 앱 업데이트하고 더 느려졌네", "ㅆㅂ 뭐야 이게"),
+    ("전세 시장 안정됐으면 좋겠다", None),
+    ("틀딱들 지하철 요금 얘기할 때마다 꼴값 떤다", "꼴값 떤다"),
+    ("육아휴직 쓰는 아빠들 응원합니다", None),
+    ("개념 없는 이 방송국 예능 회차 또 재방송이네", "개념 없는"),
+    ("동네 빵집 커피 맛집 정보 감사합니다", None),
+    ("그 감독 인터뷰 들어보면 머리에 뭐가 들었냐", "머리에 뭐가 들었냐"),
+    ("이 기자 설명이 깔끔해서 이해가 쉽네요", None),
+    ("존나 짜증나네 출근길 지하철 오늘도 만원이야", "존나 짜증나네"),
+    ("다문화 가정 아이들 한국어 교육 지원 반갑네요", None),
+    ("개독 목사들 헌금 얘기만 하는 거 진짜 쓰레기 같네", "쓰레기 같네"),
 ]
 
 # --------------------------------------------------------------------------------------
@@ -392,9 +551,92 @@ def assemble(pieces: list[tuple[str, Optional[str]]]) -> tuple[str, list[Span], 
     return text, off, tgt
 
 
+def fill(template: str, word: str) -> str:
+    """Put `word` into the {n}/{g}/{x} slot of `template`, with particles that fit it."""
+    final = has_final_consonant(word)
+    text = template.replace("{n}", word).replace("{g}", word).replace("{x}", word)
+    return (text.replace("{은}", "은" if final else "는").replace("{이}", "이" if final else "가")
+            .replace("{을}", "을" if final else "를"))
+
+
+_DECKS: dict[str, list[Any]] = {}  # see `deal`; emptied by `generate_sample`
+
+
+def deal(rng: random.Random, key: str, pool: Sequence[Any]) -> Any:
+    """The next item of a shuffled deck of `pool` (reshuffled when used up), so that every
+    building block of the sample gets used, not only the lucky ones."""
+    deck = _DECKS.get(key)
+    if not deck:
+        deck = _DECKS[key] = rng.sample(list(pool), len(pool))
+    return deck.pop()
+
+
+def topic_noun(rng: random.Random, topic: str) -> str:
+    """A noun of `topic`, or an everyday or general one."""
+    roll = rng.random()
+    if roll < 0.1:
+        return deal(rng, "noun", GENERAL_NOUNS)
+    if roll < 0.4 or topic not in TOPIC_NOUNS:
+        return deal(rng, "everyday", EVERYDAY_NOUNS)
+    return deal(rng, f"noun:{topic}", TOPIC_NOUNS[topic])
+
+
+def neutral_clause(rng: random.Random, topic: str) -> str:
+    """One neutral clause: a noun pattern, or a whole neutral sentence."""
+    if rng.random() < 0.6:
+        clause = fill(rng.choice(NOUN_FRAMES), topic_noun(rng, topic))
+        clause = clause.replace("{p}", deal(rng, "pred", NOUN_PREDICATES)).replace("{q}", rng.choice(TOPIC_PREDICATES))
+        roll = rng.random()
+        if roll < 0.25:
+            return deal(rng, "scene", SCENES) + " " + clause
+        if roll < 0.45:  # "개막전 보러 갔는데 좋네요"
+            return connective(rng, topic) + " " + deal(rng, "pred", NOUN_PREDICATES)
+        return clause
+    roll = rng.random()
+    if roll < 0.2:
+        return deal(rng, "echo", NEUTRAL_ECHOES)
+    if topic in NEUTRAL_BY_TOPIC and roll < 0.6:
+        return deal(rng, f"sentence:{topic}", NEUTRAL_BY_TOPIC[topic])
+    return deal(rng, "sentence", NEUTRAL_ANY)
+
+
+def connective(rng: random.Random, topic: str) -> str:
+    """A connective clause about a topic noun ("개막전 보러 갔는데")."""
+    return deal(rng, "connective", CONNECTIVES).replace("{n}", topic_noun(rng, topic))
+
+
+def neutral_mention(rng: random.Random, topic: str) -> str:
+    """A group, person or organisation to say something nice about."""
+    roll = rng.random()
+    if roll < 0.35:
+        pool = NEUTRAL_GROUPS.get(topic) or [g for gs in NEUTRAL_GROUPS.values() for g in gs]
+        return deal(rng, f"group:{topic}", pool)
+    if roll < 0.8:
+        people = [p for p in INDIVIDUAL_TARGETS.get(topic, []) * 2 + INDIVIDUAL_TARGETS["any"] if p not in DEROGATORY]
+        return deal(rng, f"person:{topic}", people)
+    return deal(rng, "organisation", OTHERS_TARGETS)
+
+
+def mention_clause(rng: random.Random, topic: str) -> str:
+    """A neutral clause about a group, a person or an organisation."""
+    roll = rng.random()
+    if roll < 0.55:
+        pool = NEUTRAL_GROUPS.get(topic) or [g for gs in NEUTRAL_GROUPS.values() for g in gs]
+        return fill(rng.choice(GROUP_FRAMES), deal(rng, f"group:{topic}", pool))
+    if roll < 0.85:
+        people = [p for p in INDIVIDUAL_TARGETS.get(topic, []) * 2 + INDIVIDUAL_TARGETS["any"] if p not in DEROGATORY]
+        return fill(rng.choice(PERSON_FRAMES), deal(rng, f"person:{topic}", people))
+    return fill(rng.choice(PERSON_FRAMES), deal(rng, "organisation", OTHERS_TARGETS))
+
+
+def join_clause(rng: random.Random, clause: str) -> str:
+    """`clause` followed by a separator for the next one."""
+    return clause + (" " if clause[-1] in "!?." else rng.choice(JOINERS))
+
+
 def target_then_insult(rng: random.Random, mention: str, insult: str) -> list[tuple[str, Optional[str]]]:
     """`mention` + particle + adverb + `insult`, choosing words that fit the insult's mood."""
-    if insult in IMPERATIVES:
+    if insult in IMPERATIVES or insult in BENIGN_IMPERATIVES:
         glue = rng.choice(["", "은" if has_final_consonant(mention) else "는"]) + " " + rng.choice(["", "그냥 ", "제발 "])
     else:
         adverb = rng.choice(ADVERBS)
@@ -402,58 +644,100 @@ def target_then_insult(rng: random.Random, mention: str, insult: str) -> list[tu
     return [(mention, "tgt"), (glue, None), (insult, "off")]
 
 
-def targeted_pieces(rng: random.Random, mention: str, topic: str,
-                    allow_modifier: bool) -> list[tuple[str, Optional[str]]]:
-    """A comment insulting `mention`, in one of several word orders."""
-    preds = INSULT_PREDICATES + (RACE_PREDICATES if topic == "race" else [])
+def targeted_pieces(rng: random.Random, mention: str, topic: str, allow_modifier: bool,
+                    benign: bool = False) -> list[tuple[str, Optional[str]]]:
+    """A comment insulting `mention`, in one of several word orders, around neutral clauses; with
+    `benign`, its twin that praises `mention` instead (the 'off' pieces are then not offensive)."""
+    if benign:
+        preds, key, modifiers = PRAISE_PREDICATES, "praise", KIND_MODIFIERS
+    else:
+        preds = INSULT_PREDICATES + (RACE_PREDICATES * 3 if topic == "race" else [])
+        key, modifiers = ("insult:race" if topic == "race" else "insult"), INSULT_MODIFIERS
+
+    def insult() -> str:
+        return deal(rng, key, preds)
+
     pre, post = rng.choice(PREFIXES), rng.choice(SUFFIXES)
-    shapes = ["target_first"] * 4 + ["inverted", "two_insults", "after_neutral"] + (["modifier"] * 2 if allow_modifier else [])
+    shapes = (["target_first"] * 3 + ["after_neutral"] * 3 + ["context", "doing", "doing", "neutral_after", "inverted",
+              "two_insults"] + (["modifier"] * 3 if allow_modifier else []))
     shape = rng.choice(shapes)
     if shape == "target_first":
-        return [(pre, None), *target_then_insult(rng, mention, rng.choice(preds)), (post, None)]
+        return [(pre, None), *target_then_insult(rng, mention, insult()), (post, None)]
+    if shape == "after_neutral":
+        return [(join_clause(rng, neutral_clause(rng, topic)), None),
+                *target_then_insult(rng, mention, insult()), (post, None)]
+    if shape == "context":
+        if rng.random() < 0.5:
+            lead = connective(rng, topic)
+        else:
+            lead = rng.choice(CONTEXT_LEADS).replace("{n}", topic_noun(rng, topic))
+            lead = lead.replace("{s}", deal(rng, "scene", SCENES))
+        return [(pre + lead + " ", None), *target_then_insult(rng, mention, insult()), (post, None)]
+    if shape == "doing":
+        word = insult()
+        adverb = "" if word in IMPERATIVES or word in BENIGN_IMPERATIVES else rng.choice(ADVERBS)
+        adverb = "" if word.startswith(adverb.strip() or "\0") else adverb
+        if rng.random() < 0.5:
+            lead = connective(rng, topic)
+        else:
+            lead = rng.choice(DOING_LEADS).replace("{n}", topic_noun(rng, topic)).replace("{t}", rng.choice(TIMES))
+        return [(pre, None), (mention, "tgt"), (" " + lead + " " + adverb, None), (word, "off"), (post, None)]
+    if shape == "neutral_after":
+        clause = neutral_clause(rng, topic)
+        return [(pre, None), *target_then_insult(rng, mention, insult()),
+                (rng.choice([". ", " ", "... ", "ㅋㅋ "]) + clause, None)]
     if shape == "inverted":
-        return [(pre, None), (rng.choice(preds), "off"), (", ", None), (mention, "tgt"),
+        return [(pre, None), (insult(), "off"), (", ", None), (mention, "tgt"),
                 (particle(rng, mention) + rng.choice(["", "", " ㅋㅋ", ".."]), None)]
     if shape == "two_insults":
-        first, second = rng.sample(preds, 2)
+        first, second = insult(), insult()
+        while second == first:
+            second = insult()
         return [(pre, None), *target_then_insult(rng, mention, first),
                 (rng.choice([". ", " ", "... ", "ㅋㅋ "]) + rng.choice(["진짜 ", "그냥 ", "", "아무튼 "]), None),
                 (second, "off"), (post, None)]
-    if shape == "after_neutral":
-        neutral = rng.choice(NEUTRAL_ANY + NEUTRAL_BY_TOPIC.get(topic, []))
-        joiner = " " if neutral[-1] in "!?." else rng.choice([". ", " ", "\u2026 ", "ㅋㅋ "])
-        return [(neutral + joiner, None),
-                *target_then_insult(rng, mention, rng.choice(preds)), (post, None)]
-    return [(pre, None), (rng.choice(INSULT_MODIFIERS), "off"), (" ", None), (mention, "tgt"),
+    lead = join_clause(rng, neutral_clause(rng, topic)) if rng.random() < 0.3 else pre
+    return [(lead, None), (deal(rng, "modifier" + key, modifiers), "off"), (" ", None), (mention, "tgt"),
             (rng.choice(AFTER_GROUP), None)]
 
 
-def untargeted_pieces(rng: random.Random, topic: str) -> list[tuple[str, Optional[str]]]:
-    """Profanity with no target, around a neutral clause."""
-    neutral = rng.choice(NEUTRAL_ANY + NEUTRAL_BY_TOPIC.get(topic, []))
-    shape = rng.choice(["before", "after", "alone", "two"])
+def untargeted_pieces(rng: random.Random, topic: str, benign: bool = False) -> list[tuple[str, Optional[str]]]:
+    """Profanity with no target, around a neutral clause; with `benign`, an exclamation instead."""
+    neutral = neutral_clause(rng, topic)
+    lexicon, key = (EXCLAMATIONS, "exclamation") if benign else (PROFANITY, "profanity")
+    shape = rng.choice(["before", "before", "after", "after", "alone", "two"])
     if shape == "before":
-        return [(rng.choice(PROFANITY), "off"), (rng.choice([" ", ". ", "... "]) + neutral, None)]
+        return [(rng.choice(PREFIXES), None), (deal(rng, key, lexicon), "off"),
+                (rng.choice([" ", ". ", "... ", ", "]) + neutral + rng.choice(SUFFIXES), None)]
     if shape == "after":
-        return [(neutral + (" " if neutral[-1] in "!?." else rng.choice([" ", ". ", ".. "])), None),
-                (rng.choice(PROFANITY), "off"),
+        return [(rng.choice(PREFIXES) + join_clause(rng, neutral), None), (deal(rng, key, lexicon), "off"),
                 (rng.choice(SUFFIXES), None)]
     if shape == "alone":
-        return [(rng.choice(PREFIXES), None), (rng.choice(PROFANITY), "off"), (rng.choice(SUFFIXES), None)]
-    first, second = rng.sample(PROFANITY, 2)
-    return [(first, "off"), (" 이게 뭐냐 ", None), (second, "off"), (rng.choice(SUFFIXES), None)]
+        return [(rng.choice(PREFIXES), None), (deal(rng, key, lexicon), "off"), (rng.choice(SUFFIXES), None)]
+    first, second = deal(rng, key, lexicon), deal(rng, key, lexicon)
+    while second == first:
+        second = deal(rng, key, lexicon)
+    return [(first, "off"), (" " + rng.choice(["이게 뭐냐", "또 이러네", "아침부터"]) + " ", None), (second, "off"),
+            (rng.choice(SUFFIXES), None)]
 
 
 def neutral_comment(rng: random.Random, topic: str) -> str:
-    """A benign comment, sometimes two clauses, sometimes mentioning a group respectfully."""
-    pool = NEUTRAL_ANY + NEUTRAL_BY_TOPIC.get(topic, []) * 2
-    text = rng.choice(pool)
+    """A benign comment: one or two neutral clauses, often mentioning a group or person neutrally,
+    or the benign twin of an offensive comment."""
     roll = rng.random()
-    if roll < 0.35:
-        text += (" " if text[-1] in "!?." else rng.choice([". ", " ", "! ", "ㅎㅎ "])) + rng.choice(pool)
-    elif roll < 0.55:
-        text = rng.choice(BENIGN_PREFIXES) + text + rng.choice(BENIGN_SUFFIXES)
-    return text.strip()
+    if roll < 0.3:
+        return assemble(targeted_pieces(rng, neutral_mention(rng, topic), topic, allow_modifier=True, benign=True))[0]
+    if roll < 0.38:
+        return assemble(untargeted_pieces(rng, topic, benign=True))[0]
+    first = mention_clause(rng, topic) if rng.random() < 0.35 else neutral_clause(rng, topic)
+    roll = rng.random()
+    if roll < 0.25:
+        text = join_clause(rng, first) + neutral_clause(rng, topic)
+    elif roll < 0.35:
+        text = join_clause(rng, neutral_clause(rng, topic)) + first
+    else:
+        text = first
+    return (rng.choice(PREFIXES) + text + rng.choice(SUFFIXES)).strip()
 
 
 def perturb(rng: random.Random, comment: str, span: Span) -> Optional[Span]:
@@ -539,8 +823,8 @@ def _word_offsets(text: str) -> list[tuple[int, str]]:
 
 def pick_group_mention(rng: random.Random, grp: str) -> tuple[str, str, list[str]]:
     """(topic, mention, GRP names) of a group mention standing for `grp`."""
-    return rng.choice([(topic, mention, grps) for topic, pool in GROUP_TARGETS.items()
-                       for mention, grps in pool if grp in grps])
+    return deal(rng, f"mention:{grp}", [(topic, mention, grps) for topic, pool in GROUP_TARGETS.items()
+                                        for mention, grps in pool if grp in grps])
 
 
 def pick_title(rng: random.Random, kind: str, topic: Optional[str] = None) -> tuple[str, str, str]:
@@ -549,6 +833,8 @@ def pick_title(rng: random.Random, kind: str, topic: Optional[str] = None) -> tu
         return rng.choice([t for t in TITLES if t[1] == topic])
     if kind == "individual":
         return rng.choice([t for t in TITLES if t[1] in INDIVIDUAL_TARGETS] * 2 + TITLES)
+    if kind in ("none", "untargeted"):  # every topic equally often, so each one's words get used
+        return pick_title(rng, kind, rng.choice(sorted({t[1] for t in TITLES})))
     return rng.choice(TITLES)
 
 
@@ -562,6 +848,7 @@ def generate_sample(rng: random.Random) -> list[dict[str, Any]]:
     kinds = [k for k, n in N_BY_KIND.items() for _ in range(n)] + ["none"] * (N_RECORDS - N_OFFENSIVE)
     assert len(kinds) == N_RECORDS and sum(N_BY_KIND.values()) == N_OFFENSIVE
     rng.shuffle(kinds)
+    _DECKS.clear()
     # Every GRP group gets its turn as the main target of group comments.
     group_turns = [g for _ in range(N_BY_KIND["group"] // len(GROUPS) + 1) for g in rng.sample(list(GROUPS), len(GROUPS))]
     seen: set[str] = set()
@@ -581,10 +868,11 @@ def generate_sample(rng: random.Random) -> list[dict[str, Any]]:
             elif kind == "group":
                 comment, off, tgt = assemble(targeted_pieces(rng, mention, topic, allow_modifier=True))
             elif kind == "individual":
-                mention = rng.choice(INDIVIDUAL_TARGETS.get(topic, []) + INDIVIDUAL_TARGETS["any"])
+                people = INDIVIDUAL_TARGETS.get(topic, []) + INDIVIDUAL_TARGETS["any"]
+                mention = deal(rng, f"individual:{topic}", people)
                 comment, off, tgt = assemble(targeted_pieces(rng, mention, topic, allow_modifier=False))
             else:
-                mention = rng.choice(OTHERS_TARGETS)
+                mention = deal(rng, "others", OTHERS_TARGETS)
                 comment, off, tgt = assemble(targeted_pieces(rng, mention, topic, allow_modifier=True))
             if comment not in seen:
                 break
@@ -927,21 +1215,49 @@ def summary(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def insult_lexicon() -> list[str]:
+    """Every insult expression the generator uses (the offensive spans of the sample)."""
+    return INSULT_PREDICATES + RACE_PREDICATES + INSULT_MODIFIERS + PROFANITY
+
+
+def check_demo(sample: list[dict[str, Any]]) -> list[str]:
+    """The demo lines: new, offensive ones with a lexicon insult, benign ones without any."""
+    lexicon = insult_lexicon()
+    demo = [c for c, _ in DEMO_COMMENTS]
+    assert len(set(demo)) == len(demo) >= 30, "demo comments must be distinct"
+    assert not set(demo) & {r["comment"] for r in sample}, "a demo comment copies a sample comment"
+    for comment, insult in DEMO_COMMENTS:
+        assert comment == comment.strip() and "\n" not in comment, comment
+        if insult is None:
+            assert not [w for w in lexicon if w in comment], f"benign demo comment with an insult: {comment!r}"
+        else:
+            assert insult in lexicon and insult in comment, f"{insult!r} is not a lexicon insult of {comment!r}"
+    for r in sample:  # benign sample comments never contain an insult expression
+        assert r["OFF"] or not [w for w in lexicon if w in r["comment"]], r["comment"]
+    # Benign lines recombine the sample's words: at least two thirds of their words, or of the
+    # words' first two characters (the stem, roughly), occur in the sample.
+    text = "\n".join(r["comment"] for r in sample)
+    for comment, insult in DEMO_COMMENTS:
+        unseen = [w for w in comment.split() if w not in text and w[:2] not in text]
+        assert insult is not None or 3 * len(unseen) <= len(comment.split()), f"{comment!r}: new words {unseen}"
+    return demo
+
+
 def main() -> None:
     rng = random.Random(SEED)
     sample = generate_sample(rng)
-    demo = [c.strip() for c in DEMO_COMMENTS]
-    sample_comments = {r["comment"] for r in sample}
-    assert len(set(demo)) == len(demo) >= 30 and not (set(demo) & sample_comments)
+    demo = check_demo(sample)
     fixtures = build_fixtures()
     bad = build_bad()
     write_json(SAMPLE_PATH, sample)
     COMMENTS_PATH.write_text("\n".join(demo) + "\n", encoding="utf-8")
     write_json(SMALL_PATH, fixtures)
     write_json(BAD_PATH, bad)
+    n_off = sum(insult is not None for _, insult in DEMO_COMMENTS)
     print(f"{SAMPLE_PATH.relative_to(ROOT)}\n{summary(sample)}\n")
     print(f"{SMALL_PATH.relative_to(ROOT)}\n{summary(fixtures)}\n")
-    print(f"{COMMENTS_PATH.relative_to(ROOT)}: {len(demo)} lines; {BAD_PATH.relative_to(ROOT)}: {len(bad)} records")
+    print(f"{COMMENTS_PATH.relative_to(ROOT)}: {len(demo)} lines ({n_off} with an insult); "
+          f"{BAD_PATH.relative_to(ROOT)}: {len(bad)} records")
 
 
 if __name__ == "__main__":
