@@ -127,7 +127,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-features", type=int, default=100_000, help="vocabulary cap of each TF-IDF vectorizer")
     parser.add_argument("--min-df", type=int, default=2)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "baselines.json")
+    parser.add_argument("--docs", action="store_true", help="also write the table into docs/BENCHMARKS.md")
+    parser.add_argument("--docs-only", action="store_true",
+                        help="rewrite the docs/BENCHMARKS.md table from --output without running anything")
     args = parser.parse_args(argv)
+    if args.docs_only:
+        results = json.loads(args.output.read_text(encoding="utf-8"))
+        write_docs(results)
+        return results
     if not args.data.is_dir():
         parser.error(f"--data {args.data} is not a directory (set KOLD_SPAN_DATA or pass --data)")
     ngram = {"max_features": args.max_features, "min_df": args.min_df}
@@ -144,7 +151,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
+    if args.docs:
+        write_docs(results)
     return results
+
+
+def write_docs(results: dict[str, Any]) -> None:
+    """The baseline table as the `baselines` section of docs/BENCHMARKS.md."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from report import machine_line, write_section
+
+    settings = results["settings"]
+    lines = ["## Baselines on the public corpora", "",
+             f"Command: `python bench/baselines.py` — {machine_line()}. Split: seed {settings['seed']}, "
+             f"{settings['test_fraction']:.0%} of each shared training side held out (stratified on the label); "
+             f"TF-IDF options {settings['ngram_options']}. Seconds per corpus: {results['seconds']}.", "",
+             "| corpus / part | baseline | scores |", "|---|---|---|"]
+    for corpus, result in results["corpora"].items():
+        lines += [f"| {part} | {name} | {shown} |" for part, name, shown in table_rows(corpus, result)]
+    write_section("baselines", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
