@@ -129,8 +129,8 @@ def spans_to_offsets(spans: Iterable[Span]) -> set[int]:
     return {i for s, e in spans for i in range(s, e)}
 
 
-def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
-    """Stream canonical examples from a JSONL file; errors name the file and line."""
+def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
+    """("file:line", parsed object) for each non-blank line of a JSONL file."""
     path = Path(path)
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -138,10 +138,15 @@ def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
                 continue
             where = f"{path}:{lineno}"
             try:
-                record = json.loads(line)
+                yield where, json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
-            yield Example.from_dict(record, where)
+
+
+def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
+    """Stream canonical examples from a JSONL file; errors name the file and line."""
+    for where, record in iter_json_lines(path):
+        yield Example.from_dict(record, where)
 
 
 def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:

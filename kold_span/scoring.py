@@ -1,13 +1,12 @@
 """`kold-span evaluate`: gold examples against a predictions file, every label and span type."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kold_span import metrics
-from kold_span.data import DataError, Example, read_jsonl, spans_to_offsets
+from kold_span.data import DataError, Example, iter_json_lines, read_jsonl, spans_to_offsets
 from kold_span.tasks import label_str
 
 
@@ -23,30 +22,22 @@ class EvaluationReport:
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     """id → {labels: {name: value}, spans: {type: [(start, end)]}} from predict output or examples."""
     out: dict[str, dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: invalid JSON ({err.msg})") from err
-            if not isinstance(record, dict) or "id" not in record:
-                raise DataError(f"{where}: expected an object with an 'id' field")
-            labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v)
-                      for k, v in (record.get("labels") or {}).items()}
-            raw_spans = record.get("spans") or {}
-            spans: dict[str, list[tuple[int, int]]] = {}
-            if isinstance(raw_spans, list):  # `kold-span predict` output
-                for s in raw_spans:
-                    try:
-                        spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
-                    except (KeyError, TypeError, ValueError) as err:
-                        raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
-            else:
-                spans = {k: [tuple(s) for s in v] for k, v in raw_spans.items()}
-            out[str(record["id"])] = {"labels": labels, "spans": spans}
+    for where, record in iter_json_lines(path):
+        if not isinstance(record, dict) or "id" not in record:
+            raise DataError(f"{where}: expected an object with an 'id' field")
+        labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v)
+                  for k, v in (record.get("labels") or {}).items()}
+        raw_spans = record.get("spans") or {}
+        spans: dict[str, list[tuple[int, int]]] = {}
+        if isinstance(raw_spans, list):  # `kold-span predict` output
+            for s in raw_spans:
+                try:
+                    spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
+                except (KeyError, TypeError, ValueError) as err:
+                    raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
+        else:
+            spans = {k: [tuple(s) for s in v] for k, v in raw_spans.items()}
+        out[str(record["id"])] = {"labels": labels, "spans": spans}
     return out
 
 

@@ -1,6 +1,5 @@
 """KOLD reader: gold aggregation, label parsing, errors."""
 import json
-import warnings
 
 import pytest
 

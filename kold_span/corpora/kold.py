@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, reports_skipped
-from kold_span.data import Annotation, DataError, Example, Span, offsets_to_spans
+from kold_span.data import Annotation, DataError, Example, Span, iter_json_lines, offsets_to_spans
 
 REQUIRED = ("comment", "raw_labels")
 TARGET_TYPES = ("individual", "group", "others", "untargeted")
@@ -33,15 +33,7 @@ def load_records(path: Path) -> list[tuple[str, Any]]:
         except json.JSONDecodeError as err:
             raise DataError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
         return [(f"{path}: record {i}", r) for i, r in enumerate(records)]
-    pairs = []
-    for lineno, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            pairs.append((f"{path}:{lineno}", json.loads(line)))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
-    return pairs
+    return list(iter_json_lines(path))
 
 
 def inclusive_spans(starts: Any, ends: Any, text_len: int, field: str) -> list[Span]:
