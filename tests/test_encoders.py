@@ -50,3 +50,24 @@ def test_packaged_minilm_loads_offline(monkeypatch):
 def test_unknown_package_is_named():
     with pytest.raises(EncoderLoadError, match="not installed"):
         resolve_encoder_path("package:no_such_pkg/model")
+
+
+def test_joint_model_fine_tunes_the_packaged_pretrained_encoder(tmp_path, monkeypatch):
+    """The pretrained path end to end, offline: train a few steps, export, load, predict."""
+    from pathlib import Path
+
+    from kold_span.config import load_config
+    from kold_span.predictor import Predictor
+    from kold_span.training.run import train
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "tests/fixtures/configs/tiny.yaml", [
+        f"output_dir={tmp_path}", f"data.train={root / 'tests/fixtures/kold_small.json'}", "run=minilm",
+        "model.encoder.scratch=null", f"model.encoder.name_or_path={MINILM}", "data.limit=8",
+        "trainer.max_epochs=1", "trainer.batch_size=4", "trainer.lr=0.00005"])
+    result = train(config, quiet=True)
+    predictor = Predictor.from_pretrained(result.model_dir)
+    assert predictor.model.encoder.config.hidden_size == 384
+    [out] = predictor.predict(["you are a complete idiot"])
+    assert set(out["labels"]["OFF"]["probs"]) == {"false", "true"}
