@@ -16,7 +16,11 @@ import re
 from typing import Iterable, Optional, Sequence
 
 from kold_span.data import Span, merge_spans
-from kold_span.morphemes import morpheme_offsets
+from kold_span.morphemes import morpheme_offsets, morpheme_tags
+
+# Grammatical morphemes (particles, endings, affixes, copula, auxiliaries, punctuation): a
+# predicted span made only of these marks no offensive word and is dropped when snapping.
+FUNCTION_TAGS = ("J", "E", "XS", "XP", "VCP", "VX", "SF", "SP", "SS", "SE", "SO")
 
 IGNORE_INDEX = -100
 SCHEMES = ("BIO", "IO")
@@ -106,7 +110,8 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
         tags: one tag per token ("O", "B", "I", "B-OFF", ...; None = ignored).
         offsets: the same token offsets that were tagged.
         text: the text the offsets point into (of the tagged segment).
-        snap: "none", "morpheme" or "eojeol"; see `snap_spans`.
+        snap: "none", "morpheme" or "eojeol"; see `snap_spans`. With "morpheme", spans made
+            only of grammatical morphemes (a lone ending or particle) are dropped.
         trim: strip leading/trailing whitespace from each span.
         span_type: keep only tags of this type; None keeps every B/I tag.
         segment_mask: optional; False tokens are ignored like None tags.
@@ -147,7 +152,25 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
             spans.append((min(s for s, _ in nonempty), max(e for _, e in nonempty)))
     if trim:
         spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
-    return merge_spans(snap_spans(spans, text, snap))
+    spans = snap_spans(spans, text, snap)
+    if snap == "morpheme":
+        spans = drop_function_only(spans, text)
+    return merge_spans(spans)
+
+
+def drop_function_only(spans: Iterable[Span], text: str) -> list[Span]:
+    """Drop spans whose morphemes are all grammatical (e.g. a lone ending 다 or particle 는).
+
+    Example:
+        >>> drop_function_only([(20, 21), (17, 21)], "이 기자 기사 쓰는 수준 진짜 바닥이다")
+        [(17, 21)]
+    """
+    kept = []
+    for start, end in spans:
+        tags = [tag for s, e, tag in morpheme_tags(text) if s < end and start < e]
+        if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags):
+            kept.append((start, end))
+    return kept
 
 
 def trim_span(span: Span, text: str) -> Optional[Span]:

@@ -15,7 +15,7 @@ def kiwi():
     return _KIWI
 
 
-_CACHE: dict[str, tuple[tuple[int, int], ...]] = {}
+_CACHE: dict[str, tuple[tuple[int, int, str], ...]] = {}
 _CACHE_LIMIT = 200_000
 
 
@@ -27,16 +27,21 @@ def prefetch(texts: Iterable[str]) -> None:
     if len(_CACHE) + len(todo) > _CACHE_LIMIT:
         _CACHE.clear()
     for text, tokens in zip(todo, kiwi().tokenize(todo)):
-        _CACHE[text] = tuple((t.start, t.start + t.len) for t in tokens)
+        _CACHE[text] = tuple((t.start, t.start + t.len, t.tag) for t in tokens)
 
 
-def morpheme_offsets(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of every Kiwi morpheme; contracted morphemes may share offsets."""
+def morpheme_tags(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, part-of-speech tag) of every Kiwi morpheme (Sejong tags: NNG, JKS, EF, …)."""
     if text not in _CACHE:
         if not text:
             return ()
         prefetch([text])
     return _CACHE[text]
+
+
+def morpheme_offsets(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of every Kiwi morpheme; contracted morphemes may share offsets."""
+    return tuple((s, e) for s, e, _ in morpheme_tags(text))
 
 
 def prefetch_for(tokenizer, texts: Iterable[str], snap: bool = True) -> None:

@@ -72,7 +72,7 @@ def encode(tokenizer, text: str) -> list[tuple[int, int]]:
 
 def test_docstring_examples():
     result = doctest.testmod(align)
-    assert result.attempted == 4 and result.failed == 0
+    assert result.attempted >= 5 and result.failed == 0
 
 
 def test_bio_labels_order():
@@ -275,3 +275,11 @@ def test_any_spans_round_trip_to_covering_token_spans(text, data):
     # and nothing beyond the tokens that touch a span (plus whitespace between them)
     touching = {i for ts, te in offsets for s, e in spans if ts < e and s < te for i in range(ts, te)}
     assert all(i in touching or text[i].isspace() for i in covered)
+
+
+def test_morpheme_snapping_drops_spans_of_grammatical_morphemes_only():
+    text = "이 기자 기사 쓰는 수준 진짜 바닥이다"
+    offsets = [(0, 1), (2, 4), (5, 7), (8, 10), (11, 13), (14, 16), (17, 19), (19, 20), (20, 21)]
+    tags = ["O", "O", "O", "O", "B", "I", "I", "O", "B"]  # "수준 진짜 바닥" and a lone ending "다"
+    assert tags_to_spans(tags, offsets, text, snap="none") == [(11, 19), (20, 21)]
+    assert tags_to_spans(tags, offsets, text, snap="morpheme") == [(11, 19)]
