@@ -167,6 +167,8 @@ def render(results: dict[str, Any], command: str) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
+        if name.startswith("_"):
+            continue
         spec = CORPORA[name]
         base = r["baselines"]
         metric_key = spec.baseline_metric
@@ -198,14 +200,20 @@ def main() -> int:
                         help="JSON that accumulates every corpus's results (the docs table is built from it)")
     parser.add_argument("--retrain", action="store_true", help="retrain runs that already have metrics")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the docs table from --results without training anything")
     args = parser.parse_args()
     if args.test and len(args.corpora) != 1:
         parser.error("--test names one corpus's test file: pass exactly one --corpora")
 
     results_path = args.results
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    if args.render_only:
+        write_section("quality", render(results, results.get("_command", "python bench/quality.py")))
+        return 0
     for name in args.corpora:
         results[name] = run_corpus(name, CORPORA[name], args)
+        results["_command"] = "python bench/quality.py " + " ".join(sys.argv[1:])
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:
