@@ -1,9 +1,10 @@
-"""The `kold-span` command line: train, predict, evaluate, convert."""
+"""The `kold-span` command line: train, predict, evaluate, convert, agreement, pretrain, ablate."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -35,18 +36,18 @@ def _predict(args: argparse.Namespace) -> int:
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     html = HtmlWriter(Path(args.html)) if args.html else None
-    pending: dict[str, Any] = {}
+    pending: deque = deque()  # examples read but not yet written; predictions come back in order
     count = 0
     with output.open("w", encoding="utf-8") as out, tqdm(desc="predict", unit=" comments",
                                                          disable=args.quiet) as bar:
         def remember():
             for ex in examples:
-                pending[ex.id] = ex  # only the current chunk is held (see Predictor.predict_examples)
+                pending.append(ex)  # only the current chunk is held (see Predictor.predict_examples)
                 yield ex
 
         perspective = parse_perspective(args.perspective) if args.perspective else None
         for prediction in predictor.predict_examples(remember(), args.batch_size, perspective):
-            example = pending.pop(prediction["id"])
+            example = pending.popleft()
             out.write(json.dumps({"id": prediction["id"], "text": example.text, **{
                 k: v for k, v in prediction.items() if k != "id"}}, ensure_ascii=False) + "\n")
             if html:

@@ -178,3 +178,14 @@ def test_ddp_with_two_cpu_processes(tmp_path):
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
     assert "OFF_span/char_f1" in metrics["dev"]
+
+
+def test_predict_cli_keeps_rows_with_repeated_ids_apart(trained, tmp_path):
+    _, result = trained
+    path = tmp_path / "dup.jsonl"
+    path.write_text('{"id": "x", "comment": "좋은 기사"}\n{"id": "x", "comment": "너 진짜 바보"}\n', encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    assert main(["predict", "--model", str(result.model_dir), "--input", str(path), "--output", str(out),
+                 "--quiet"]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["text"] for r in rows] == ["좋은 기사", "너 진짜 바보"]
