@@ -762,9 +762,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main_from_args(args: argparse.Namespace) -> int:
     """Run the report from parsed arguments and print a short summary; 0 on success, 2 on bad input."""
-    from kold_span.cli import _parse_option
+    from kold_span.config import parse_key_value
 
-    reader_options = dict(_parse_option(o) for o in args.option or [])
+    reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:
         reader_options["skip_bad"] = True
     start = time.perf_counter()

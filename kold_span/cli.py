@@ -6,10 +6,10 @@ import json
 import sys
 from collections import deque
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from kold_span import ablate, agreement_report, pretrain
-from kold_span.config import ConfigError
+from kold_span.config import ConfigError, parse_key_value
 from kold_span.data import DataError
 
 
@@ -79,19 +79,10 @@ def _convert(args: argparse.Namespace) -> int:
     from kold_span import corpora
     from kold_span.data import write_jsonl
 
-    options = dict(_parse_option(o) for o in args.option or [])
+    options = dict(parse_key_value(o, "--option") for o in args.option or [])
     n = write_jsonl(corpora.read(args.name, Path(args.src), **options), Path(args.out))
     print(f"wrote {n} examples to {args.out}")
     return 0
-
-
-def _parse_option(text: str) -> tuple[str, Any]:
-    from kold_span.config import yaml_load
-
-    if "=" not in text:
-        raise ConfigError(f"--option {text!r}: expected KEY=VALUE")
-    key, value = text.split("=", 1)
-    return key, yaml_load(value)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -185,7 +185,7 @@ def _check_keys(raw: dict[str, Any], cls: type, where: str, prefix: str) -> None
             raise ConfigError(f"{where}: unknown key '{prefix}{key}'; allowed keys here: {', '.join(allowed)}")
 
 
-def _build(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
+def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
     """Instantiate dataclass `cls` from a dict, recursively, validating keys and types."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: '{prefix.rstrip('.') or 'config'}' must be a mapping, got {raw!r}")
@@ -216,7 +216,7 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
                 errors.append(str(err))
         raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: key '{key}' has invalid value {value!r}")
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value, where, f"{key}.")
+        return build_dataclass(hint, value, where, f"{key}.")
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"{where}: key '{key}' must be a list, got {value!r}")
@@ -238,12 +238,12 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
     return value
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_dicts(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge `override` into a copy of `base` (lists and scalars replace)."""
     out = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_dicts(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -257,7 +257,7 @@ def _normalize_shorthands(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path) -> dict[str, Any]:
     try:
         raw = yaml_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
@@ -270,13 +270,13 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _validated(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """Validate a partial config (one file or one override) against the schema."""
     raw = _normalize_shorthands(raw)
-    _build(Config, raw, where)
+    build_dataclass(Config, raw, where)
     return raw
 
 
 def _load_file(path: Path, config_root: Path) -> dict[str, Any]:
     """One YAML file with its `defaults:` parts merged underneath it."""
-    raw = _read_yaml(path)
+    raw = read_yaml(path)
     defaults = raw.pop("defaults", {}) or {}
     if not isinstance(defaults, dict):
         raise ConfigError(f"{path}: 'defaults' must map a section to a file name, e.g. data: kold_sample")
@@ -287,11 +287,11 @@ def _load_file(path: Path, config_root: Path) -> dict[str, Any]:
         part_path = config_root / section / f"{name}.yaml"
         if not part_path.exists():
             raise ConfigError(f"{path}: 'defaults.{section}: {name}' but {part_path} does not exist")
-        part = _read_yaml(part_path)
+        part = read_yaml(part_path)
         # A debug file (e.g. debug/overfit.yaml) overrides keys of any section.
         part = part if section == "debug" else {section: part}
-        merged = _merge(merged, _validated(part, str(part_path)))
-    return _merge(merged, _validated(raw, str(path)))
+        merged = merge_dicts(merged, _validated(part, str(part_path)))
+    return merge_dicts(merged, _validated(raw, str(path)))
 
 
 def parse_override(text: str) -> dict[str, Any]:
@@ -306,6 +306,14 @@ def parse_override(text: str) -> dict[str, Any]:
     return out
 
 
+def parse_key_value(text: str, flag: str = "--set") -> tuple[str, Any]:
+    """'min_annotators=2' → ('min_annotators', 2), the value parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"{flag} {text!r}: expected KEY=VALUE")
+    key, value = text.split("=", 1)
+    return key, yaml_load(value)
+
+
 def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> Config:
     """Read, merge and validate an experiment config; overrides are `a.b=value` strings."""
     path = Path(path)
@@ -314,15 +322,15 @@ def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) ->
     config_root = _config_root(path)
     raw = _load_file(path, config_root)
     for text in overrides:
-        raw = _merge(raw, _validated(parse_override(text), f"--set {text}"))
-    config = _build(Config, _normalize_shorthands(raw), str(path))
+        raw = merge_dicts(raw, _validated(parse_override(text), f"--set {text}"))
+    config = build_dataclass(Config, _normalize_shorthands(raw), str(path))
     check_values(config, str(path))
     return config
 
 
 def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     """Validate a complete config given as a dict (e.g. saved with a model)."""
-    config = _build(Config, _normalize_shorthands(raw), where)
+    config = build_dataclass(Config, _normalize_shorthands(raw), where)
     check_values(config, where)
     return config
 

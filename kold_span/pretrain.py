@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-from kold_span.config import ConfigError, ScratchEncoderConfig, _build, _merge, _read_yaml, parse_override
+from kold_span.config import ConfigError, ScratchEncoderConfig, build_dataclass, merge_dicts, read_yaml, parse_override
 from kold_span.data import DataError
 
 METRICS_FILE = "pretrain_metrics.json"
@@ -83,13 +83,13 @@ def load_pretrain_config(path: Union[str, Path], overrides: Iterable[str] = ()) 
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
-    raw = _read_yaml(path)
-    _build(PretrainConfig, raw, str(path))
+    raw = read_yaml(path)
+    build_dataclass(PretrainConfig, raw, str(path))
     for text in overrides:
         override = parse_override(text)
-        _build(PretrainConfig, override, f"--set {text}")
-        raw = _merge(raw, override)
-    config = _build(PretrainConfig, raw, str(path))
+        build_dataclass(PretrainConfig, override, f"--set {text}")
+        raw = merge_dicts(raw, override)
+    config = build_dataclass(PretrainConfig, raw, str(path))
     check_pretrain_config(config, str(path))
     return config
 
