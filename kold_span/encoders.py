@@ -82,13 +82,19 @@ def load_pretrained(name_or_path: str):
 
 
 def _auto_model(path: str, **kwargs):
-    """AutoModel without the pooler where the architecture allows (the heads never use it)."""
+    """AutoModel without the pooler where the architecture allows (the heads never use it).
+
+    Returned in training mode: `from_pretrained` switches dropout off, and Lightning keeps the
+    modes it finds, so a pretrained encoder would otherwise be fine-tuned without dropout.
+    The predictor switches to eval mode itself.
+    """
     from transformers import AutoModel
 
     try:
-        return AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
+        model = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
     except TypeError:
-        return AutoModel.from_pretrained(path, **kwargs)
+        model = AutoModel.from_pretrained(path, **kwargs)
+    return model.train()
 
 
 def _looks_like_hub_id(text: str) -> bool:

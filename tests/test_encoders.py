@@ -45,6 +45,8 @@ def test_packaged_minilm_loads_offline(monkeypatch):
     assert encoder.config.hidden_size == 384 and encoder.config.num_hidden_layers == 6
     enc = tokenizer("you are an idiot", return_offsets_mapping=True)
     assert tokenizer.convert_ids_to_tokens(enc["input_ids"])[0] == "[CLS]"
+    # from_pretrained hands back an eval-mode model; fine-tuning needs dropout on.
+    assert encoder.training and all(m.training for m in encoder.modules())
 
 
 def test_unknown_package_is_named():
