@@ -123,7 +123,7 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, A
     runs = []
     for seed in args.seeds:
         overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-                     f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}-seed{seed}",
+                     f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + args.tag if args.tag else ''}-seed{seed}",
                      "trainer.progress_bar=false", *args.set]
         config = load_config(EXPERIMENTS / spec.experiment, overrides)
         metrics_path = Path(config.output_dir) / config.experiment / config.run / "metrics.json"
@@ -156,22 +156,50 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
-def render(results: dict[str, Any], command: str) -> str:
+def row_label(key: str) -> str:
+    name, _, tag = key.partition(":")
+    return f"{name} [{tag}]" if tag else name
+
+
+def irosva_average(results: dict[str, Any], tag: str = "") -> Optional[dict[str, Any]]:
+    """The IroSvA average row (the mean of the three variants), per seed, when all three ran."""
+    keys = [f"irosva_{v}" + (f":{tag}" if tag else "") for v in ("es", "mx", "cu")]
+    if not all(k in results for k in keys):
+        return None
+    rows = [results[k] for k in keys]
+    seeds = sorted(set.intersection(*({run["seed"] for run in r["runs"]} for r in rows)))
+
+    def per_seed(get):
+        return [statistics.mean(get(next(run for run in r["runs"] if run["seed"] == seed)) for r in rows)
+                for seed in seeds]
+
+    def base(kind):
+        return statistics.mean(r["baselines"][kind]["macro_f1"] for r in rows)
+
+    return {"toolkit": per_seed(lambda run: run["test"]["irony/macro_f1"]),
+            "hybrid": per_seed(lambda run: run["hybrid"]["macro_f1"]),
+            "ngram": base("ngram"), "ngram_context": base("ngram_context"), "majority": base("majority"),
+            "n_train": sum(r["n_train"] for r in rows), "n_test": sum(r["n_test"] for r in rows),
+            "seeds": len(seeds), "minutes": sum(run.get("seconds") or 0 for r in rows for run in r["runs"]) / 60}
+
+
+def render(results: dict[str, Any], command: str = "") -> str:
     lines = [
         "## Quality on the public corpora",
         "",
-        f"Command: `{command}` — {machine_line()}.",
-        "Test: a seeded, stratified held-out part of each shared training side unless a test file is named.",
+        f"Machine: {machine_line()}; the command of each row is listed under the table.",
+        "Test: a seeded, stratified held-out part (20%) of each shared training side unless a test file is named.",
         "Toolkit rows are mean ± std over the seeds listed; baselines are deterministic.",
         "",
         "| corpus | metric | toolkit (encoder) | hybrid (encoder ⊕ n-gram) | n-gram | n-gram + context | "
         "majority / lexicon | published anchor | seeds | training minutes (all seeds) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in results.items():
-        if name.startswith("_"):
+    commands: dict[str, str] = {}
+    for key, r in results.items():
+        if key.startswith("_"):
             continue
-        spec = CORPORA[name]
+        spec = CORPORA[key.split(":")[0]]
         base = r["baselines"]
         metric_key = spec.baseline_metric
         toolkit = mean_std([run["test"].get(spec.metric) for run in r["runs"]])
@@ -180,9 +208,21 @@ def render(results: dict[str, Any], command: str) -> str:
         ngram_ctx = f"{base['ngram_context'][metric_key]:.4f}" if "ngram_context" in base else "—"
         simple = (f"{base['lexicon']['char_f1']:.4f} (lexicon)" if "lexicon" in base
                   else f"{base['majority'][metric_key]:.4f}")
-        lines.append(f"| {name} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | {hybrid} | "
-                     f"{ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
+        lines.append(f"| {row_label(key)} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | "
+                     f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
                      f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
+        commands[row_label(key)] = r.get("command") or results.get("_command", command)
+    average = irosva_average(results)
+    if average:
+        lines.append(f"| irosva average ({average['n_train']}/{average['n_test']}) | macro_f1 | "
+                     f"{mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | {average['ngram']:.4f} | "
+                     f"{average['ngram_context']:.4f} | {average['majority']:.4f} | best average 0.6832; "
+                     f"LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
+    lines += ["", "Commands:", ""]
+    by_command: dict[str, list[str]] = {}
+    for label, cmd in commands.items():
+        by_command.setdefault(cmd, []).append(label)
+    lines += [f"- {', '.join(labels)}: `{cmd}`" for cmd, labels in by_command.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -200,6 +240,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
                         help="JSON that accumulates every corpus's results (the docs table is built from it)")
+    parser.add_argument("--tag", help="name this configuration's rows (e.g. mlm for a pretrained encoder): "
+                        "results are kept under CORPUS:TAG beside the untagged rows")
     parser.add_argument("--retrain", action="store_true", help="retrain runs that already have metrics")
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--render-only", action="store_true",
@@ -214,8 +256,13 @@ def main() -> int:
         write_section("quality", render(results, results.get("_command", "python bench/quality.py")))
         return 0
     for name in args.corpora:
-        results[name] = run_corpus(name, CORPORA[name], args)
-        results["_command"] = "python bench/quality.py " + " ".join(sys.argv[1:])
+        key = f"{name}:{args.tag}" if args.tag else name
+        result = run_corpus(name, CORPORA[name], args)
+        result["command"] = "python bench/quality.py " + " ".join(sys.argv[1:])
+        # Read the file again before writing: another benchmark process may have added a corpus.
+        results = json.loads(results_path.read_text()) if results_path.exists() else {}
+        results[key] = result
+        results["_command"] = result["command"]
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:

@@ -1,0 +1,38 @@
+"""The quality benchmark's table logic (no training): IroSvA average and tagged rows."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+quality = pytest.importorskip("quality")
+
+
+def corpus_result(seeds_scores, ngram, command="cmd"):
+    return {"n_train": 10, "n_test": 5, "command": command,
+            "baselines": {kind: {"macro_f1": ngram} for kind in ("ngram", "ngram_context", "majority")},
+            "runs": [{"seed": seed, "seconds": 60, "test": {"irony/macro_f1": score},
+                      "hybrid": {"macro_f1": score + 0.1}} for seed, score in seeds_scores]}
+
+
+def test_irosva_average_is_the_mean_of_the_three_variants_per_seed():
+    results = {"irosva_es": corpus_result([(1, 0.6), (2, 0.7)], 0.5),
+               "irosva_mx": corpus_result([(1, 0.3), (2, 0.4)], 0.6),
+               "irosva_cu": corpus_result([(1, 0.9), (2, 0.1), (3, 0.5)], 0.7)}
+    average = quality.irosva_average(results)
+    # seed 1: (0.6 + 0.3 + 0.9) / 3 = 0.6; seed 2: (0.7 + 0.4 + 0.1) / 3 = 0.4; seed 3 is not in every variant
+    assert average["toolkit"] == pytest.approx([0.6, 0.4])
+    assert average["hybrid"] == pytest.approx([0.7, 0.5])
+    assert average["ngram"] == pytest.approx(0.6)
+    assert average["seeds"] == 2 and average["n_train"] == 30
+    assert quality.irosva_average({"irosva_es": results["irosva_es"]}) is None
+
+
+def test_tagged_rows_render_beside_untagged_ones_with_their_commands():
+    results = {"irosva_es": corpus_result([(1, 0.6)], 0.5, "python bench/quality.py A"),
+               "irosva_es:mlm": corpus_result([(1, 0.8)], 0.5, "python bench/quality.py B")}
+    table = quality.render(results)
+    assert "| irosva_es (10/5) | macro_f1 | 0.6000 |" in table
+    assert "| irosva_es [mlm] (10/5) | macro_f1 | 0.8000 |" in table
+    assert "- irosva_es: `python bench/quality.py A`" in table
+    assert "- irosva_es [mlm]: `python bench/quality.py B`" in table
