@@ -83,22 +83,39 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
     return [o["labels"][task_name]["probs"] for o in outputs]
 
 
-def hybrid_row(spec: Corpus, predictor, train_dev: list[Example], test: list[Example], task_name: str,
-               ngram: NgramBaseline) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities; the weight is chosen on the run's dev split."""
-    dev = [e for e in train_dev if e.labels.get(spec.label) is not None]
-    test = [e for e in test if e.labels.get(spec.label) is not None]
-    scorer = HybridScorer(problem=spec.problem)
+def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
+               task_name: str) -> dict[str, Any]:
+    """Fuse encoder and n-gram probabilities.
+
+    The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
+    split with n-gram models fitted on its train split only (fitted on train + dev they would look
+    perfect on dev and always win). The chosen n-gram is then refitted on train + dev, the same
+    data the n-gram baseline row is fitted on, before scoring test.
+    """
+    def labelled(examples):
+        return [e for e in examples if e.labels.get(spec.label) is not None]
+
+    train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(test)
 
     def gold(examples):
         return [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
                 else label_str(e.labels[spec.label]) for e in examples]
 
-    weight = scorer.choose_weight(encoder_probs(predictor, dev, task_name), ngram.predict_proba(dev), gold(dev),
-                                  metric=spec.baseline_metric if spec.baseline_metric != "macro_f1" else "macro_f1")
-    fused = scorer.predict_proba(encoder_probs(predictor, test, task_name), ngram.predict_proba(test))
+    variants = [False] + ([True] if any(e.context for e in train) else [])
+    dev_encoder = encoder_probs(predictor, dev, task_name)
+    best = None
+    for use_context in variants:
+        ngram = NgramBaseline(spec.label, spec.problem, use_context=use_context).fit(train)
+        scorer = HybridScorer(problem=spec.problem)
+        weight = scorer.choose_weight(dev_encoder, ngram.predict_proba(dev), gold(dev), metric=spec.baseline_metric)
+        if best is None or scorer.dev_scores_[weight] > best[0]:
+            best = (scorer.dev_scores_[weight], use_context, scorer)
+    dev_score, use_context, scorer = best
+    final = NgramBaseline(spec.label, spec.problem, use_context=use_context).fit(train + dev)
+    fused = scorer.predict_proba(encoder_probs(predictor, test, task_name), final.predict_proba(test))
     predicted = [decode_probs(p, spec.problem) for p in fused]
-    return {"weight": weight, **label_scores(gold(test), predicted, spec.problem)}
+    return {"weight": scorer.weight, "ngram_context": use_context, "dev_score": dev_score,
+            **label_scores(gold(test), predicted, spec.problem)}
 
 
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, Any]:
@@ -133,13 +150,8 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, A
             metrics = train(config, quiet=True).metrics
         run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds")}
         if spec.label:
-            # The n-gram half is fitted on the run's own train split: fitted on train + dev it
-            # would look perfect on dev and always win the weight choice.
-            splits = load_splits(config)
-            ngram = NgramBaseline(spec.label, spec.problem).fit(
-                [e for e in splits["train"] if e.labels.get(spec.label) is not None])
             predictor = Predictor.from_pretrained(metrics_path.parent / "model")
-            run["hybrid"] = hybrid_row(spec, predictor, splits["dev"], test, config.tasks[0].name, ngram)
+            run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name)
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs

@@ -27,12 +27,12 @@ def machine_line() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def write_section(name: str, body: str) -> None:
-    """Replace (or append) the section `name` of docs/BENCHMARKS.md."""
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
+def write_section(name: str, body: str, doc: Path = DOC) -> None:
+    """Replace (or append) the section `name` of `doc` (docs/BENCHMARKS.md by default)."""
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    text = doc.read_text(encoding="utf-8") if doc.exists() else HEADER
     begin, end = f"<!-- begin {name} -->", f"<!-- end {name} -->"
     block = f"{begin}\n{body.rstrip()}\n{end}"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    doc.write_text(text, encoding="utf-8")

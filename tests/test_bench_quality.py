@@ -36,3 +36,25 @@ def test_tagged_rows_render_beside_untagged_ones_with_their_commands():
     assert "| irosva_es [mlm] (10/5) | macro_f1 | 0.8000 |" in table
     assert "- irosva_es: `python bench/quality.py A`" in table
     assert "- irosva_es [mlm]: `python bench/quality.py B`" in table
+
+
+class UninformedPredictor:
+    """A stand-in encoder that always says 50/50."""
+
+    def predict(self, texts, contexts, batch_size=64):
+        return [{"labels": {"irony": {"probs": {"true": 0.5, "false": 0.5}}}} for _ in texts]
+
+
+def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_label():
+    from kold_span.data import Example
+
+    def make(i, ironic):
+        topic = "sarcastic topic" if ironic else "plain topic"
+        return Example(str(i), "the same message", context=topic, labels={"irony": ironic})
+
+    splits = {"train": [make(i, i % 2 == 0) for i in range(40)], "dev": [make(i, i % 2 == 0) for i in range(40, 60)]}
+    test = [make(i, i % 2 == 0) for i in range(60, 80)]
+    row = quality.hybrid_row(quality.CORPORA["irosva_es"], UninformedPredictor(), splits, test, "irony")
+    assert row["ngram_context"] is True
+    assert row["macro_f1"] == 1.0 and row["dev_score"] == 1.0
+    assert row["weight"] < 0.5  # the uninformed encoder gets the smaller share

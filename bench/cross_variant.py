@@ -1,0 +1,139 @@
+"""IroSvA cross-variant transfer: train on one Spanish variant, test on each (3 × 3 matrix).
+
+Uses the models and splits `bench/quality.py` leaves behind (run it for irosva_es, irosva_mx and
+irosva_cu first): each variant's model is scored on every variant's held-out test part, and the
+TF-IDF n-gram baseline fitted on the same training part fills a second matrix for comparison.
+
+    python bench/quality.py --corpora irosva_es irosva_mx irosva_cu --seeds 13
+    python bench/cross_variant.py --seeds 13
+
+Results: bench/results/cross_variant.json, a section of docs/ABLATIONS.md and
+docs/img/irosva_cross_variant.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kold_span.baselines import NgramBaseline, label_scores  # noqa: E402
+from kold_span.data import read_jsonl  # noqa: E402
+from kold_span.tasks import label_str  # noqa: E402
+from report import machine_line, write_section  # noqa: E402
+
+VARIANTS = ("es", "mx", "cu")
+ABLATIONS = ROOT / "docs" / "ABLATIONS.md"
+PLOT = ROOT / "docs" / "img" / "irosva_cross_variant.png"
+
+
+def model_dir(runs: Path, variant: str, seed: int, tag: str = "") -> Path:
+    return runs / "quality-irosva" / f"irosva_{variant}{'-' + tag if tag else ''}-seed{seed}" / "model"
+
+
+def matrices(work: Path, seeds: list[int], tag: str = "") -> dict[str, Any]:
+    """Encoder macro-F1 per (train, test, seed) and the n-gram's per (train, test)."""
+    from kold_span.predictor import Predictor
+    from kold_span.training.run import evaluate_predictor
+
+    tests = {v: list(read_jsonl(work / f"irosva_{v}" / "test.jsonl")) for v in VARIANTS}
+    encoder: dict[str, dict[str, list[float]]] = {}
+    ngram: dict[str, dict[str, float]] = {}
+    for train in VARIANTS:
+        missing = [model_dir(work / "runs", train, s, tag) for s in seeds
+                   if not model_dir(work / "runs", train, s, tag).exists()]
+        if missing:
+            raise SystemExit(f"no trained model at {missing[0]}: run bench/quality.py for irosva_{train} first")
+        fitted = NgramBaseline("irony").fit(list(read_jsonl(work / f"irosva_{train}" / "train.jsonl")))
+        encoder[train], ngram[train] = {}, {}
+        for seed in seeds:
+            predictor = Predictor.from_pretrained(model_dir(work / "runs", train, seed, tag))
+            for test, examples in tests.items():
+                score = evaluate_predictor(predictor, examples)["irony/macro_f1"]
+                encoder[train].setdefault(test, []).append(score)
+        for test, examples in tests.items():
+            gold = [label_str(e.labels["irony"]) for e in examples]
+            ngram[train][test] = label_scores(gold, fitted.predict(examples), "single")["macro_f1"]
+    return {"seeds": seeds, "encoder": encoder, "ngram": ngram}
+
+
+def cell(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def render(result: dict[str, Any], command: str) -> str:
+    lines = ["## IroSvA: cross-variant transfer (IroSvA overview, cross-variant analysis)", "",
+             f"```\npython bench/quality.py --corpora irosva_es irosva_mx irosva_cu --seeds "
+             f"{' '.join(map(str, result['seeds']))} --set trainer.threads=1\n{command}\n```", "",
+             f"Machine: {machine_line()}. Rows: the variant trained on (its 80% training part, the "
+             "scratch encoder of `configs/experiment/quality/irosva.yaml`, topic as context); columns: "
+             "the variant tested on (its 20% held-out part, the same split as the quality benchmark). "
+             f"Macro-F1, {len(result['seeds'])} seed(s) per model; the n-gram matrix is the TF-IDF baseline "
+             "fitted on the same training part.", ""]
+    for kind, title in (("encoder", "toolkit encoder"), ("ngram", "n-gram baseline")):
+        lines += [f"| {title}: train ↓ / test → | " + " | ".join(VARIANTS) + " |", "|---" * (len(VARIANTS) + 1) + "|"]
+        for train in VARIANTS:
+            row = result[kind][train]
+            cells = [cell(row[t]) if kind == "encoder" else f"{row[t]:.3f}" for t in VARIANTS]
+            lines.append(f"| {train} | " + " | ".join(f"**{c}**" if t == train else c
+                                                     for c, t in zip(cells, VARIANTS)) + " |")
+        lines.append("")
+    lines.append("![cross-variant macro-F1](img/irosva_cross_variant.png)")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.6))
+    FigureCanvasAgg(fig)
+    for i, (kind, title) in enumerate((("encoder", "encoder"), ("ngram", "n-gram baseline"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        grid = [[statistics.mean(result[kind][tr][te]) if kind == "encoder" else result[kind][tr][te]
+                 for te in VARIANTS] for tr in VARIANTS]
+        image = ax.imshow(grid, vmin=0.4, vmax=0.8, cmap="viridis")
+        for r, row in enumerate(grid):
+            for c, value in enumerate(row):
+                ax.text(c, r, f"{value:.2f}", ha="center", va="center", color="white" if value < 0.65 else "black")
+        ax.set_xticks(range(3), VARIANTS)
+        ax.set_yticks(range(3), VARIANTS)
+        ax.set_xlabel("test variant")
+        if i == 0:
+            ax.set_ylabel("train variant")
+        ax.set_title(f"{title}: macro-F1")
+    fig.colorbar(image, ax=fig.axes, shrink=0.8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=ROOT / "checkpoints" / "quality",
+                        help="bench/quality.py's --out (splits and runs)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[13])
+    parser.add_argument("--tag", default="", help="the --tag the quality runs were made with")
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "cross_variant.json")
+    parser.add_argument("--no-docs", action="store_true")
+    args = parser.parse_args()
+    result = matrices(args.work, args.seeds, args.tag)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(result, indent=1))
+    command = "python bench/cross_variant.py " + " ".join(sys.argv[1:])
+    if not args.no_docs:
+        write_section("irosva-cross-variant", render(result, command), ABLATIONS)
+        plot(result, PLOT)
+    print(render(result, command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
