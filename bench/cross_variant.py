@@ -6,6 +6,7 @@ TF-IDF n-gram baseline fitted on the same training part fills a second matrix fo
 
     python bench/quality.py --corpora irosva_es irosva_mx irosva_cu --seeds 13
     python bench/cross_variant.py --seeds 13
+    python bench/cross_variant.py --render-only   # docs and plot again from the results file
 
 Results: bench/results/cross_variant.json, a section of docs/ABLATIONS.md and
 docs/img/irosva_cross_variant.png.
@@ -123,11 +124,18 @@ def main() -> int:
     parser.add_argument("--tag", default="", help="the --tag the quality runs were made with")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "cross_variant.json")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the docs section and plot from --results without scoring anything")
     args = parser.parse_args()
-    result = matrices(args.work, args.seeds, args.tag)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=1))
-    command = "python bench/cross_variant.py " + " ".join(sys.argv[1:])
+    if args.render_only:
+        result = json.loads(args.results.read_text())
+        command = result.get("command", "python bench/cross_variant.py")
+    else:
+        result = matrices(args.work, args.seeds, args.tag)
+        command = "python bench/cross_variant.py " + " ".join(sys.argv[1:])
+        result["command"] = command
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(result, indent=1))
     if not args.no_docs:
         write_section("irosva-cross-variant", render(result, command), ABLATIONS)
         plot(result, PLOT)

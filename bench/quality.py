@@ -36,6 +36,8 @@ from kold_span.tasks import label_str  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
+# Overrides that change how a run executes, not what it computes.
+EXECUTION_KEYS = ("trainer.threads", "trainer.progress_bar")
 
 
 @dataclass
@@ -118,7 +120,23 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
             **label_scores(gold(test), predicted, spec.problem)}
 
 
-def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, Any]:
+def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
+             limit: Optional[int]) -> dict[str, Any]:
+    """What decides a run's result besides its seed: a recorded run is reused only under the same setup."""
+    return {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in EXECUTION_KEYS),
+            "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
+
+
+def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The runs a results-file entry holds by seed, if it was made with `setup` (else none)."""
+    if previous.get("setup") != setup:
+        return {}
+    return {run["seed"]: run for run in previous.get("runs", [])}
+
+
+def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
+               recorded: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
+    """Train and score one corpus; a seed in `recorded` (from the results file) is reused, not retrained."""
     from kold_span.predictor import Predictor
     from kold_span.training.datamodule import load_splits
     from kold_span.training.run import train
@@ -144,6 +162,11 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace) -> dict[str, A
                      "trainer.progress_bar=false", *args.set]
         config = load_config(EXPERIMENTS / spec.experiment, overrides)
         metrics_path = Path(config.output_dir) / config.experiment / config.run / "metrics.json"
+        if not metrics_path.exists() and seed in (recorded or {}) and not args.retrain:
+            # The run directory is gone (another machine, a cleaned checkpoints/) but its scores were kept.
+            runs.append(recorded[seed])
+            print(f"{name} seed {seed}: reused from {args.results}", flush=True)
+            continue
         if metrics_path.exists() and not args.retrain:
             metrics = json.loads(metrics_path.read_text())
         else:
@@ -269,7 +292,9 @@ def main() -> int:
         return 0
     for name in args.corpora:
         key = f"{name}:{args.tag}" if args.tag else name
-        result = run_corpus(name, CORPORA[name], args)
+        setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit)
+        result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
+        result["setup"] = setup
         result["command"] = "python bench/quality.py " + " ".join(sys.argv[1:])
         # Read the file again before writing: another benchmark process may have added a corpus.
         results = json.loads(results_path.read_text()) if results_path.exists() else {}

@@ -58,3 +58,15 @@ def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_l
     assert row["ngram_context"] is True
     assert row["macro_f1"] == 1.0 and row["dev_score"] == 1.0
     assert row["weight"] < 0.5  # the uninformed encoder gets the smaller share
+
+
+def test_recorded_runs_are_reused_only_for_the_same_setup():
+    setup = quality.setup_of(["trainer.max_epochs=3", "trainer.threads=1"], None, 0.2, 42, None)
+    # threads and the progress bar change how a run executes, not what it computes
+    assert setup == quality.setup_of(["trainer.progress_bar=false", "trainer.max_epochs=3"], None, 0.2, 42, None)
+    previous = {"setup": setup, "runs": [{"seed": 13, "test": {"x": 0.5}}, {"seed": 14, "test": {"x": 0.6}}]}
+    assert sorted(quality.recorded_runs(previous, setup)) == [13, 14]
+    assert quality.recorded_runs(previous, quality.setup_of(["trainer.max_epochs=2"], None, 0.2, 42, None)) == {}
+    assert quality.recorded_runs(previous, quality.setup_of(["trainer.max_epochs=3"], None, 0.3, 42, None)) == {}
+    assert quality.recorded_runs({"runs": previous["runs"]}, setup) == {}  # no setup recorded: nothing to trust
+    assert quality.recorded_runs({}, setup) == {}
