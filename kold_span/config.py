@@ -81,6 +81,8 @@ class TaskConfig:
     weight: float = 1.0
     labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
     gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
+    # single-label sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train)
+    class_weight: Optional[str] = None
 
 
 @dataclass
@@ -357,6 +359,10 @@ def check_values(config: Config, where: str) -> None:
         need(task.kind in TASK_KINDS, f"tasks[{i}].kind must be one of {TASK_KINDS}, got {task.kind!r}")
         need(task.problem in PROBLEMS, f"tasks[{i}].problem must be one of {PROBLEMS}, got {task.problem!r}")
         need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
+        if task.class_weight is not None:
+            need(task.class_weight == "balanced" and task.kind == "sequence" and task.problem == "single",
+                 f"tasks[{i}].class_weight: only 'balanced' on a single-label sequence task is supported, "
+                 f"got {task.class_weight!r} on a {task.kind} task with problem {task.problem!r}")
         if task.gate is not None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",

@@ -53,7 +53,8 @@ def task_loss(task: Task, logits: torch.Tensor, batch: dict[str, torch.Tensor]) 
     target = batch[f"target_{task.name}"]
     if task.problem == "single":
         if (target != IGNORE_INDEX).any():
-            return F.cross_entropy(logits, target, ignore_index=IGNORE_INDEX)
+            weight = logits.new_tensor(task.class_weights) if task.class_weights else None
+            return F.cross_entropy(logits, target, weight=weight, ignore_index=IGNORE_INDEX)
         return logits.sum() * 0.0
     mask = batch[f"mask_{task.name}"]
     if not mask.any():

@@ -22,6 +22,7 @@ class Task:
     weight: float = 1.0
     labels: tuple[str, ...] = ()
     gate: Optional[str] = None  # span tasks: a boolean sequence task that must say true
+    class_weights: tuple[float, ...] = ()  # single-label: loss weight per label (empty = all 1)
 
     @property
     def num_outputs(self) -> int:
@@ -34,11 +35,12 @@ class Task:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["labels"] = list(self.labels)
+        d["class_weights"] = list(self.class_weights)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Task":
-        return cls(**{**d, "labels": tuple(d.get("labels", ()))})
+        return cls(**{**d, "labels": tuple(d.get("labels", ())), "class_weights": tuple(d.get("class_weights", ()))})
 
     def target(self, example: Example) -> Any:
         """The sequence target: a label index, a multi-hot or a distribution; None when missing."""
@@ -97,13 +99,29 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
             if not labels:
                 raise ValueError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
                                  f"check tasks[].source against the reader's label names")
-        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate))
+        weights = balanced_weights(examples, cfg.source, labels) if cfg.class_weight == "balanced" else ()
+        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate, weights))
     by_name = {t.name: t for t in tasks}
     for task in tasks:
         if task.gate and not by_name[task.gate].is_boolean:
             raise ValueError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
                              f"its labels are {list(by_name[task.gate].labels)}")
     return tasks
+
+
+def balanced_weights(examples: list[Example], source: str, labels: tuple[str, ...]) -> tuple[float, ...]:
+    """n / (k × n_c) for each of the k labels, n_c its count among the n labelled training examples.
+
+    A label with no training example (fixed in the config) gets weight 1: no target carries it.
+
+    Example:
+        >>> exs = [Example(id=str(i), text="t", labels={"y": y}) for i, y in enumerate("aaab")]
+        >>> balanced_weights(exs, "y", ("a", "b"))
+        (0.6666666666666666, 2.0)
+    """
+    counts = Counter(label_str(ex.labels[source]) for ex in examples if ex.labels.get(source) is not None)
+    n = sum(counts[label] for label in labels)
+    return tuple(n / (len(labels) * counts[label]) if counts[label] else 1.0 for label in labels)
 
 
 def label_vocabulary(examples: list[Example], source: str, problem: str = "single") -> tuple[str, ...]:
