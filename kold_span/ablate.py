@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from kold_span.config import Config, ConfigError, load_config
+from kold_span.config import Config, ConfigError, config_from_dict, load_config
 from kold_span.training.run import run_directory, train
 
 # Metrics shown by default, in this order of preference (headline scores first).
@@ -171,7 +171,12 @@ def _check_saved_config(run: PlannedRun) -> None:
     if not saved_path.exists():
         return
     saved = json.loads(saved_path.read_text(encoding="utf-8"))
-    changed = _changed_keys(saved, json.loads(json.dumps(run.config.to_dict())))
+    try:
+        # Through the dataclasses: keys added to the config since that run take their defaults.
+        saved = config_from_dict(saved, str(saved_path)).to_dict()
+    except (ConfigError, ValueError, TypeError):
+        pass  # a key since removed or renamed: compare as written, which reports it
+    changed = _changed_keys(json.loads(json.dumps(saved)), json.loads(json.dumps(run.config.to_dict())))
     if changed:
         raise ValueError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
                          "remove that folder or choose another --out")

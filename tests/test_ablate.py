@@ -210,3 +210,24 @@ def test_rerun_with_other_settings_is_refused(grid, monkeypatch):
     monkeypatch.setattr(ablate, "train", _never_train)
     with pytest.raises(ValueError, match="trainer.max_epochs"):
         ablate.main_from_args(_ablate_args(grid, "trainer.max_epochs=3"))
+
+
+def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys):
+    """A config.json without a key added since (at its default) is the same config, not 'other settings'."""
+    out = tmp_path / "grid"
+    assert ablate.main_from_args(_ablate_args(out)) == 0
+    saved_path = out / "runs" / "tiny" / "context=none-seed7" / "config.json"
+    saved = json.loads(saved_path.read_text())
+    for task in saved["tasks"]:
+        assert task.pop("class_weight") is None  # as written before tasks[].class_weight existed
+    del saved["context"]["max_turns"]
+    saved_path.write_text(json.dumps(saved))
+    monkeypatch.setattr(ablate, "train", _never_train)
+    args = _ablate_args(out)
+    args.quiet = False
+    assert ablate.main_from_args(args) == 0
+    assert "context=none seed 7: reused" in capsys.readouterr().out
+    saved["context"]["mode"] = "auto"  # a real difference is still refused
+    saved_path.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="context.mode"):
+        ablate.main_from_args(_ablate_args(out))
