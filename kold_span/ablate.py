@@ -25,12 +25,15 @@ import math
 import re
 import shlex
 import statistics
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from kold_span.config import Config, ConfigError, config_from_dict, load_config
+import yaml
+
+from kold_span.config import Config, ConfigError, config_from_dict, load_config, yaml_load
 from kold_span.training.run import run_directory, train
 
 # Metrics shown by default, in this order of preference (headline scores first).
@@ -303,6 +306,28 @@ def _fmt_diff(diff: Optional[float]) -> str:
     return "n/a" if diff is None else f"{diff:+.3f}"
 
 
+def value_label(key: str, text: str) -> str:
+    """A plot label of one value: `key=value`, but a list of tasks reads as its heads joined by " + ".
+
+    Example:
+        >>> value_label("tasks", "[{name: T, kind: sequence, source: T, weight: 0.5}, {name: S, kind: span, source: OFF}]")
+        'T (weight=0.5) + S'
+        >>> value_label("context", "none")
+        'context=none'
+    """
+    if key == "tasks":
+        try:
+            tasks = yaml_load(text)
+        except yaml.YAMLError:
+            tasks = None
+        if isinstance(tasks, list) and tasks and all(isinstance(t, dict) and "name" in t for t in tasks):
+            def one(task: dict[str, Any]) -> str:
+                extra = ", ".join(f"{k}={v}" for k, v in task.items() if k not in ("name", "kind", "source"))
+                return f"{task['name']} ({extra})" if extra else str(task["name"])
+            return " + ".join(one(t) for t in tasks)
+    return f"{key}={text}"
+
+
 def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: str, path: Path) -> None:
     """Grouped bars of one metric: groups are the first key's values, bars the other keys' combinations."""
     import numpy as np
@@ -326,8 +351,8 @@ def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], 
                yerr=[e["std"][metric] or 0.0 for _, e in bars])
     if summary and summary[0]["mean"][metric] is not None:
         ax.axhline(summary[0]["mean"][metric], color="#555555", linestyle="--", linewidth=0.8, label="reference")
-    ax.set_xticks(range(len(groups)), [f"{first}={g}" for g in groups], rotation=20 if len(groups) > 4 else 0,
-                  fontsize=8)
+    ax.set_xticks(range(len(groups)), [textwrap.fill(value_label(first, g), 28) for g in groups],
+                  rotation=20 if len(groups) > 4 else 0, fontsize=8)
     ax.set_ylabel(f"test {metric}")
     runs = sorted({e["runs"] for e in summary})
     ax.set_title(f"{metric}: mean ± std over {'/'.join(map(str, runs))} seed(s)", fontsize=9)

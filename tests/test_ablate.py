@@ -231,3 +231,14 @@ def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys)
     saved_path.write_text(json.dumps(saved))
     with pytest.raises(ValueError, match="context.mode"):
         ablate.main_from_args(_ablate_args(out))
+
+
+@pytest.mark.parametrize("key, text, label", [
+    ("tasks", "[{name: A, kind: sequence, source: OFF}, {name: B, kind: span, source: OFF, gate: A}]", "A + B (gate=A)"),
+    ("tasks", "[{name: T, kind: sequence, source: T, class_weight: balanced}]", "T (class_weight=balanced)"),
+    ("tasks", "[not, a, task, list]", "tasks=[not, a, task, list]"),
+    ("tasks", "[{unclosed", "tasks=[{unclosed"),
+    ("context.max_turns", "null", "context.max_turns=null"),
+])
+def test_plot_labels_of_task_lists_name_the_heads(key, text, label):
+    assert ablate.value_label(key, text) == label
