@@ -83,6 +83,9 @@ class TaskConfig:
     gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
     # single-label sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train)
     class_weight: Optional[str] = None
+    # multi-label sequence tasks: the probability at which a label is predicted; a number for every
+    # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training
+    threshold: Any = 0.5
 
 
 @dataclass
@@ -363,6 +366,15 @@ def check_values(config: Config, where: str) -> None:
             need(task.class_weight == "balanced" and task.kind == "sequence" and task.problem == "single",
                  f"tasks[{i}].class_weight: only 'balanced' on a single-label sequence task is supported, "
                  f"got {task.class_weight!r} on a {task.kind} task with problem {task.problem!r}")
+        if task.threshold != 0.5:
+            need(task.kind == "sequence" and task.problem == "multi",
+                 f"tasks[{i}].threshold applies to multi-label sequence tasks (problem: multi), "
+                 f"not to a {task.kind} task with problem {task.problem!r}")
+            numeric = isinstance(task.threshold, (int, float)) and not isinstance(task.threshold, bool)
+            need(task.threshold == "dev" or (numeric and 0.0 < task.threshold < 1.0),
+                 f"tasks[{i}].threshold must be a number in (0, 1) or 'dev', got {task.threshold!r}")
+            need(task.threshold != "dev" or bool(config.data.dev) or config.data.dev_fraction > 0,
+                 f"tasks[{i}].threshold: dev needs a dev split (data.dev or data.dev_fraction > 0)")
         if task.gate is not None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",

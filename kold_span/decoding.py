@@ -45,10 +45,11 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
 
 
 def sequence_prediction(task: Task, probs: np.ndarray) -> dict[str, Any]:
-    """{label, probs} for a sequence task; multi-label gives every label over 0.5."""
+    """{label, probs} for a sequence task; multi-label gives every label at or over its threshold."""
     named = {label: round(float(p), 6) for label, p in zip(task.labels, probs)}
     if task.problem == "multi":
-        label: Any = [task.decode_label(lab) for lab, p in zip(task.labels, probs) if p >= 0.5]
+        label: Any = [task.decode_label(lab) for i, (lab, p) in enumerate(zip(task.labels, probs))
+                      if p >= task.threshold(i)]
     else:
         label = task.decode_label(task.labels[int(np.argmax(probs))])
     return {"label": label, "probs": named}

@@ -23,6 +23,7 @@ class Task:
     labels: tuple[str, ...] = ()
     gate: Optional[str] = None  # span tasks: a boolean sequence task that must say true
     class_weights: tuple[float, ...] = ()  # single-label: loss weight per label (empty = all 1)
+    thresholds: tuple[float, ...] = ()  # multi-label: decision threshold per label (empty = all 0.5)
 
     @property
     def num_outputs(self) -> int:
@@ -36,11 +37,17 @@ class Task:
         d = asdict(self)
         d["labels"] = list(self.labels)
         d["class_weights"] = list(self.class_weights)
+        d["thresholds"] = list(self.thresholds)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Task":
-        return cls(**{**d, "labels": tuple(d.get("labels", ())), "class_weights": tuple(d.get("class_weights", ()))})
+        return cls(**{**d, "labels": tuple(d.get("labels", ())), "class_weights": tuple(d.get("class_weights", ())),
+                      "thresholds": tuple(d.get("thresholds", ()))})
+
+    def threshold(self, i: int) -> float:
+        """The decision threshold of label `i` (multi-label)."""
+        return self.thresholds[i] if self.thresholds else 0.5
 
     def target(self, example: Example) -> Any:
         """The sequence target: a label index, a multi-hot or a distribution; None when missing."""
@@ -100,7 +107,11 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
                 raise ValueError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
                                  f"check tasks[].source against the reader's label names")
         weights = balanced_weights(examples, cfg.source, labels) if cfg.class_weight == "balanced" else ()
-        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate, weights))
+        # A fixed threshold is set here; "dev" is tuned after training (`tune_thresholds`), 0.5 until then.
+        fixed = cfg.threshold not in (0.5, "dev") and cfg.kind == "sequence" and cfg.problem == "multi"
+        thresholds = (float(cfg.threshold),) * len(labels) if fixed else ()
+        tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate, weights,
+                          thresholds))
     by_name = {t.name: t for t in tasks}
     for task in tasks:
         if task.gate and not by_name[task.gate].is_boolean:
@@ -146,3 +157,42 @@ def keep_example(example: Example, data_filter: dict[str, Any]) -> bool:
     def value_of(key: str) -> Any:
         return example.meta.get(key[5:]) if key.startswith("meta.") else example.labels.get(key)
     return all(value_of(key) == value for key, value in data_filter.items())
+
+
+THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))  # 0.05, 0.10, …, 0.95
+
+
+def tune_thresholds(task: Task, golds: list[list[str]], probs: list[Any],
+                    grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
+    """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
+
+    Args:
+        task: a multi-label sequence task (its `labels` fix the order of `probs`' columns).
+        golds: the gold label names of each example.
+        probs: each example's probabilities, one per label of `task`.
+        grid: the thresholds tried.
+
+    Returns:
+        One threshold per label. A label with no gold positive on dev keeps 0.5 (no F1 to
+        maximise); ties go to the threshold nearest 0.5.
+
+    Example:
+        >>> t = Task("g", "sequence", "g", problem="multi", labels=("a", "b"))
+        >>> tune_thresholds(t, [["a"], [], ["a", "b"]], [[0.3, 0.2], [0.1, 0.6], [0.35, 0.9]], grid=(0.2, 0.5, 0.7))
+        (0.2, 0.7)
+    """
+    chosen = []
+    for i, label in enumerate(task.labels):
+        gold = [label in g for g in golds]
+        if not any(gold):
+            chosen.append(0.5)
+            continue
+        scores = [float(p[i]) for p in probs]
+
+        def f1(t: float) -> float:
+            tp = sum(1 for g, s in zip(gold, scores) if g and s >= t)
+            predicted = sum(1 for s in scores if s >= t)
+            return 2 * tp / (predicted + sum(gold))
+
+        chosen.append(max(grid, key=lambda t: (f1(t), -abs(t - 0.5))))
+    return tuple(chosen)

@@ -1,13 +1,20 @@
-"""Task vocabularies and class-balanced loss weights (hand-checked values)."""
+"""Task vocabularies, class-balanced loss weights and multi-label thresholds (hand-checked values)."""
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from kold_span.config import ConfigError, TaskConfig, load_config
-from kold_span.data import Example
+from kold_span.data import Example, write_jsonl
+from kold_span.decoding import sequence_prediction
 from kold_span.model import task_loss
-from kold_span.tasks import Task, balanced_weights, build_tasks
+from kold_span.predictor import Predictor
+from kold_span.tasks import Task, balanced_weights, build_tasks, tune_thresholds
+from kold_span.training.run import train
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def examples(labels):
@@ -49,3 +56,71 @@ def test_class_weight_on_a_span_task_is_a_config_error():
                     ["tasks=[{name: s, kind: span, source: OFF, class_weight: balanced}]"])
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.class_weight"):
         load_config("configs/experiment/demo.yaml", ["tasks=[{name: c, source: OFF, class_weight: inverse}]"])
+
+
+# --------------------------------------------------------------------------- multi-label thresholds
+
+def multi_task(**kw):
+    return Task("g", "sequence", "g", problem="multi", labels=("a", "b", "c"), **kw)
+
+
+def test_tune_thresholds_maximises_each_labels_f1():
+    golds = [["a"], ["a", "b"], [], ["b"]]
+    probs = [[0.30, 0.40, 0.9], [0.60, 0.20, 0.8], [0.25, 0.10, 0.7], [0.10, 0.45, 0.1]]
+    # a: gold on rows 0, 1 (0.30, 0.60); row 2 has 0.25. t=0.3 → tp 2, predicted 2 → F1 1.0;
+    #    t=0.25 predicts row 2 too (F1 0.8), t=0.5 only row 1 (F1 2/3).
+    # b: gold on rows 1, 3 (0.20, 0.45); row 0 has 0.40. Best: t=0.2 → predicted 3, tp 2 → F1 0.8
+    #    (t=0.45 → 1 predicted, tp 1 → 2/3; t=0.4 → rows 0, 3, tp 1 → 0.5).
+    # c: no gold positive on dev → stays 0.5.
+    assert tune_thresholds(multi_task(), golds, probs) == (0.3, 0.2, 0.5)
+
+
+def test_tune_thresholds_ties_go_to_the_threshold_nearest_half():
+    # a single positive at 0.9 and a negative at 0.1: every t in (0.1, 0.9] gives F1 1.0
+    assert tune_thresholds(multi_task(), [["a"], []], [[0.9, 0, 0], [0.1, 0, 0]])[0] == 0.5
+
+
+def test_sequence_prediction_uses_the_tasks_thresholds():
+    probs = np.array([0.3, 0.6, 0.5])
+    assert sequence_prediction(multi_task(), probs)["label"] == ["b", "c"]  # 0.5 by default, inclusive
+    tuned = multi_task(thresholds=(0.25, 0.7, 0.5))
+    assert sequence_prediction(tuned, probs)["label"] == ["a", "c"]
+    assert Task.from_dict(tuned.to_dict()) == tuned
+    assert Task.from_dict({k: v for k, v in multi_task().to_dict().items() if k != "thresholds"}) == multi_task()
+
+
+def test_fixed_threshold_is_set_at_build_time():
+    exs = [Example(id="1", text="t", labels={"g": ["a"]}), Example(id="2", text="t", labels={"g": ["a", "b"]})]
+    fixed, tuned_later = build_tasks([TaskConfig(name="f", source="g", problem="multi", threshold=0.3),
+                                      TaskConfig(name="d", source="g", problem="multi", threshold="dev")], exs)
+    assert fixed.thresholds == (0.3, 0.3)
+    assert tuned_later.thresholds == ()
+
+
+@pytest.mark.parametrize("task, message", [
+    ("{name: c, source: OFF, threshold: 0.3}", "applies to multi-label"),
+    ("{name: c, source: OFF, problem: multi, threshold: 1.5}", "must be a number in \\(0, 1\\) or 'dev'"),
+    ("{name: c, source: OFF, problem: multi, threshold: best}", "must be a number in \\(0, 1\\) or 'dev'"),
+])
+def test_bad_thresholds_are_config_errors(task, message):
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.threshold " + message):
+        load_config("configs/experiment/demo.yaml", [f"tasks=[{task}]"])
+
+
+def test_dev_threshold_without_a_dev_split_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.threshold: dev needs a dev split"):
+        load_config("configs/experiment/demo.yaml", ["data.dev_fraction=0",
+                                                     "tasks=[{name: c, source: OFF, problem: multi, threshold: dev}]"])
+
+
+def test_training_with_dev_thresholds_saves_them_with_the_model(tmp_path):
+    rows = [("a b", ["x"]), ("a c", ["x"]), ("b d", ["y"]), ("c d", ["x", "y"]), ("e", [])] * 6
+    write_jsonl([Example(id=str(i), text=t, labels={"g": g}) for i, (t, g) in enumerate(rows)], tmp_path / "m.jsonl")
+    config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
+        f"output_dir={tmp_path}", "run=r", "data.reader=jsonl", f"data.train={tmp_path / 'm.jsonl'}",
+        "data.dev_fraction=0.34", "trainer.max_epochs=2", "model.encoder.scratch.morpheme_pretokenize=false",
+        "tasks=[{name: g, source: g, problem: multi, threshold: dev}]"])
+    result = train(config, quiet=True)
+    saved = Predictor.from_pretrained(result.model_dir).tasks[0]
+    assert len(saved.thresholds) == 2 and all(0 < t < 1 for t in saved.thresholds)
+    assert result.metrics["thresholds"] == {"g": dict(zip(saved.labels, saved.thresholds))}

@@ -16,7 +16,7 @@ from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score
 from kold_span.perspectives import trait_phrase
-from kold_span.tasks import Task, build_tasks
+from kold_span.tasks import Task, build_tasks, label_str, tune_thresholds
 
 
 @dataclass
@@ -73,6 +73,29 @@ def scores_by_trait(predictor, examples: list[Example], traits: Sequence[str],
                                                      [merged[i] for i in idx], predictor.snap, predictor.trim)}
                       for value, idx in sorted(groups.items())}
     return out
+
+
+def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[str, dict[str, float]]:
+    """Set the per-label thresholds of every task configured with `threshold: dev` from the dev split.
+
+    Returns {task: {label: threshold}} for the tuned tasks (the dev scores reported afterwards use
+    these thresholds, so they are optimistic; test is untouched by the choice).
+    """
+    wanted = {t.name for t in config.tasks if t.threshold == "dev"}
+    if not wanted or not dev:
+        return {}
+    merged = predictor.merged_outputs([e.text for e in dev], [e.context for e in dev], config.trainer.eval_batch_size)
+    tuned: dict[str, dict[str, float]] = {}
+    for i, task in enumerate(predictor.tasks):
+        if task.name not in wanted:
+            continue
+        labelled = [(ex, m) for ex, m in zip(dev, merged) if ex.labels.get(task.source) is not None]
+        golds = [[label_str(v) for v in (ex.labels[task.source] if isinstance(ex.labels[task.source], list)
+                                         else [ex.labels[task.source]])] for ex, _ in labelled]
+        thresholds = tune_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
+        predictor.tasks[i] = dataclasses.replace(task, thresholds=thresholds)
+        tuned[task.name] = dict(zip(task.labels, thresholds))
+    return tuned
 
 
 def tokenizer_texts(examples: list[Example]) -> list[str]:
@@ -166,6 +189,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                           morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False),
                           perspective=dataclasses.asdict(config.data.perspective) if config.data.perspective else None)
+    tuned = tune_dev_thresholds(config, predictor, splits["dev"])
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
                                "best_checkpoint": best, "best_dev_score": _float(checkpoint.best_model_score),
@@ -176,6 +200,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if config.data.perspective and splits["test"]:
         results["test_by_trait"] = scores_by_trait(predictor, splits["test"], config.data.perspective.traits,
                                                    tc.eval_batch_size)
+    if tuned:
+        results["thresholds"] = tuned
     results["seconds"] = round(time.time() - started, 1)
     (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not quiet and "test" in results:
