@@ -38,30 +38,57 @@ def model_dir(runs: Path, variant: str, seed: int, tag: str = "") -> Path:
     return runs / "quality-irosva" / f"irosva_{variant}{'-' + tag if tag else ''}-seed{seed}" / "model"
 
 
-def matrices(work: Path, seeds: list[int], tag: str = "") -> dict[str, Any]:
-    """Encoder macro-F1 per (train, test, seed) and the n-gram's per (train, test)."""
+def recorded_scores(previous: dict[str, Any], tag: str = "") -> dict[int, dict[str, dict[str, float]]]:
+    """{seed: {train: {test: macro-F1}}} from an earlier results file made with the same tag.
+
+    Example:
+        >>> recorded_scores({"seeds": [13, 14], "tag": "", "encoder": {"es": {"mx": [0.5, 0.6]}}})
+        {13: {'es': {'mx': 0.5}}, 14: {'es': {'mx': 0.6}}}
+    """
+    if previous.get("tag", "") != tag:
+        return {}
+    return {seed: {train: {test: scores[i] for test, scores in row.items()}
+                   for train, row in previous.get("encoder", {}).items()}
+            for i, seed in enumerate(previous.get("seeds", []))}
+
+
+def matrices(work: Path, seeds: list[int], tag: str = "",
+             recorded: dict[int, dict[str, dict[str, float]]] | None = None) -> dict[str, Any]:
+    """Encoder macro-F1 per (train, test, seed) and the n-gram's per (train, test).
+
+    A seed whose model directory is gone (another machine, a cleaned checkpoints/) is taken from
+    `recorded` (see `recorded_scores`) when it is there; otherwise the model must exist.
+    """
     from kold_span.predictor import Predictor
     from kold_span.training.run import evaluate_predictor
 
+    recorded = recorded or {}
     tests = {v: list(read_jsonl(work / f"irosva_{v}" / "test.jsonl")) for v in VARIANTS}
     encoder: dict[str, dict[str, list[float]]] = {}
     ngram: dict[str, dict[str, float]] = {}
+    reused = set()
     for train in VARIANTS:
         missing = [model_dir(work / "runs", train, s, tag) for s in seeds
-                   if not model_dir(work / "runs", train, s, tag).exists()]
+                   if not model_dir(work / "runs", train, s, tag).exists() and train not in recorded.get(s, {})]
         if missing:
             raise SystemExit(f"no trained model at {missing[0]}: run bench/quality.py for irosva_{train} first")
         fitted = NgramBaseline("irony").fit(list(read_jsonl(work / f"irosva_{train}" / "train.jsonl")))
         encoder[train], ngram[train] = {}, {}
         for seed in seeds:
-            predictor = Predictor.from_pretrained(model_dir(work / "runs", train, seed, tag))
+            directory = model_dir(work / "runs", train, seed, tag)
+            if not directory.exists():
+                reused.add(seed)
+                for test in VARIANTS:
+                    encoder[train].setdefault(test, []).append(recorded[seed][train][test])
+                continue
+            predictor = Predictor.from_pretrained(directory)
             for test, examples in tests.items():
                 score = evaluate_predictor(predictor, examples)["irony/macro_f1"]
                 encoder[train].setdefault(test, []).append(score)
         for test, examples in tests.items():
             gold = [label_str(e.labels["irony"]) for e in examples]
             ngram[train][test] = label_scores(gold, fitted.predict(examples), "single")["macro_f1"]
-    return {"seeds": seeds, "encoder": encoder, "ngram": ngram}
+    return {"seeds": seeds, "tag": tag, "encoder": encoder, "ngram": ngram, "reused_seeds": sorted(reused)}
 
 
 def cell(values: list[float]) -> str:
@@ -77,8 +104,11 @@ def render(result: dict[str, Any], command: str) -> str:
              f"Machine: {machine_line()}. Rows: the variant trained on (its 80% training part, the "
              "scratch encoder of `configs/experiment/quality/irosva.yaml`, topic as context); columns: "
              "the variant tested on (its 20% held-out part, the same split as the quality benchmark). "
-             f"Macro-F1, {len(result['seeds'])} seed(s) per model; the n-gram matrix is the TF-IDF baseline "
-             "fitted on the same training part.", ""]
+             f"Macro-F1, {len(result['seeds'])} seed(s) per model (mean ± std); the n-gram matrix is the TF-IDF "
+             "baseline fitted on the same training part."
+             + (f" Seed(s) {', '.join(map(str, result['reused_seeds']))}: scores recorded in "
+                "bench/results/cross_variant.json by an earlier session (the models were not on this machine)."
+                if result.get("reused_seeds") else ""), ""]
     for kind, title in (("encoder", "toolkit encoder"), ("ngram", "n-gram baseline")):
         lines += [f"| {title}: train ↓ / test → | " + " | ".join(VARIANTS) + " |", "|---" * (len(VARIANTS) + 1) + "|"]
         for train in VARIANTS:
@@ -131,7 +161,8 @@ def main() -> int:
         result = json.loads(args.results.read_text())
         command = result.get("command", "python bench/cross_variant.py")
     else:
-        result = matrices(args.work, args.seeds, args.tag)
+        previous = json.loads(args.results.read_text()) if args.results.exists() else {}
+        result = matrices(args.work, args.seeds, args.tag, recorded_scores(previous, args.tag))
         command = "python bench/cross_variant.py " + " ".join(sys.argv[1:])
         result["command"] = command
         args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -70,3 +70,22 @@ def test_recorded_runs_are_reused_only_for_the_same_setup():
     assert quality.recorded_runs(previous, quality.setup_of(["trainer.max_epochs=3"], None, 0.3, 42, None)) == {}
     assert quality.recorded_runs({"runs": previous["runs"]}, setup) == {}  # no setup recorded: nothing to trust
     assert quality.recorded_runs({}, setup) == {}
+
+
+def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
+    cross_variant = pytest.importorskip("cross_variant")
+    from kold_span.data import Example, write_jsonl
+
+    for variant in cross_variant.VARIANTS:
+        rows = [Example(id=f"{variant}{i}", text=f"{w} tweet", labels={"irony": i % 2 == 0})
+                for i, w in enumerate(["oh great", "rain today", "oh great", "bus late"] * 3)]
+        write_jsonl(rows, tmp_path / f"irosva_{variant}" / "train.jsonl")
+        write_jsonl(rows[:4], tmp_path / f"irosva_{variant}" / "test.jsonl")
+    previous = {"seeds": [13], "tag": "", "encoder": {tr: {te: [0.5 + 0.1 * (tr == te)] for te in ("es", "mx", "cu")}
+                                                      for tr in ("es", "mx", "cu")}}
+    result = cross_variant.matrices(tmp_path, [13], "", cross_variant.recorded_scores(previous))
+    assert result["encoder"]["es"] == {"es": [0.6], "mx": [0.5], "cu": [0.5]}
+    assert result["reused_seeds"] == [13]
+    with pytest.raises(SystemExit, match="no trained model"):
+        cross_variant.matrices(tmp_path, [13, 14], "", cross_variant.recorded_scores(previous))
+    assert cross_variant.recorded_scores({**previous, "tag": "topic-off"}) == {}
