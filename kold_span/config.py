@@ -81,7 +81,8 @@ class TaskConfig:
     weight: float = 1.0
     labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
     gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
-    # single-label sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train)
+    # sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train) (single-label),
+    # or each label's positive term by its negatives / positives in train (multi-label)
     class_weight: Optional[str] = None
     # multi-label sequence tasks: the probability at which a label is predicted; a number for every
     # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training
@@ -363,8 +364,8 @@ def check_values(config: Config, where: str) -> None:
         need(task.problem in PROBLEMS, f"tasks[{i}].problem must be one of {PROBLEMS}, got {task.problem!r}")
         need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
         if task.class_weight is not None:
-            need(task.class_weight == "balanced" and task.kind == "sequence" and task.problem == "single",
-                 f"tasks[{i}].class_weight: only 'balanced' on a single-label sequence task is supported, "
+            need(task.class_weight == "balanced" and task.kind == "sequence" and task.problem in ("single", "multi"),
+                 f"tasks[{i}].class_weight: only 'balanced' on a single- or multi-label sequence task is supported, "
                  f"got {task.class_weight!r} on a {task.kind} task with problem {task.problem!r}")
         if task.threshold != 0.5:
             need(task.kind == "sequence" and task.problem == "multi",

@@ -60,7 +60,9 @@ def task_loss(task: Task, logits: torch.Tensor, batch: dict[str, torch.Tensor]) 
     if not mask.any():
         return logits.sum() * 0.0
     if task.problem == "multi":
-        per_item = F.binary_cross_entropy_with_logits(logits, target, reduction="none").mean(-1)
+        pos_weight = logits.new_tensor(task.class_weights) if task.class_weights else None
+        per_item = F.binary_cross_entropy_with_logits(logits, target, reduction="none",
+                                                      pos_weight=pos_weight).mean(-1)
     else:
         per_item = -(target * F.log_softmax(logits, dim=-1)).sum(-1)
     return (per_item * mask).sum() / mask.sum()

@@ -22,7 +22,8 @@ class Task:
     weight: float = 1.0
     labels: tuple[str, ...] = ()
     gate: Optional[str] = None  # span tasks: a boolean sequence task that must say true
-    class_weights: tuple[float, ...] = ()  # single-label: loss weight per label (empty = all 1)
+    # single-label: loss weight per label; multi-label: weight of each label's positive term (empty = all 1)
+    class_weights: tuple[float, ...] = ()
     thresholds: tuple[float, ...] = ()  # multi-label: decision threshold per label (empty = all 0.5)
 
     @property
@@ -106,7 +107,10 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
             if not labels:
                 raise ValueError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
                                  f"check tasks[].source against the reader's label names")
-        weights = balanced_weights(examples, cfg.source, labels) if cfg.class_weight == "balanced" else ()
+        weights: tuple[float, ...] = ()
+        if cfg.class_weight == "balanced":
+            weights = (positive_weights(examples, cfg.source, labels) if cfg.problem == "multi"
+                       else balanced_weights(examples, cfg.source, labels))
         # A fixed threshold is set here; "dev" is tuned after training (`tune_thresholds`), 0.5 until then.
         fixed = cfg.threshold not in (0.5, "dev") and cfg.kind == "sequence" and cfg.problem == "multi"
         thresholds = (float(cfg.threshold),) * len(labels) if fixed else ()
@@ -133,6 +137,27 @@ def balanced_weights(examples: list[Example], source: str, labels: tuple[str, ..
     counts = Counter(label_str(ex.labels[source]) for ex in examples if ex.labels.get(source) is not None)
     n = sum(counts[label] for label in labels)
     return tuple(n / (len(labels) * counts[label]) if counts[label] else 1.0 for label in labels)
+
+
+def positive_weights(examples: list[Example], source: str, labels: tuple[str, ...]) -> tuple[float, ...]:
+    """Multi-label: negatives / positives of each label among the labelled training examples.
+
+    Used as the positive-class weight of each label's binary cross-entropy, so a rare label's few
+    positives count as much as its many negatives. A label with no positive (or no negative) gets 1.
+
+    Example:
+        >>> exs = [Example(id=str(i), text="t", labels={"g": g}) for i, g in enumerate([["a"], ["a", "b"], [], []])]
+        >>> positive_weights(exs, "g", ("a", "b", "c"))
+        (1.0, 3.0, 1.0)
+    """
+    values = [ex.labels[source] for ex in examples if ex.labels.get(source) is not None]
+    sets = [{label_str(v) for v in (value if isinstance(value, list) else [value])} for value in values]
+    weights = []
+    for label in labels:
+        positives = sum(label in s for s in sets)
+        negatives = len(sets) - positives
+        weights.append(negatives / positives if positives and negatives else 1.0)
+    return tuple(weights)
 
 
 def label_vocabulary(examples: list[Example], source: str, problem: str = "single") -> tuple[str, ...]:

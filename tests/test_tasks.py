@@ -11,7 +11,7 @@ from kold_span.data import Example, write_jsonl
 from kold_span.decoding import sequence_prediction
 from kold_span.model import task_loss
 from kold_span.predictor import Predictor
-from kold_span.tasks import Task, balanced_weights, build_tasks, tune_thresholds
+from kold_span.tasks import Task, balanced_weights, build_tasks, positive_weights, tune_thresholds
 from kold_span.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +48,28 @@ def test_weighted_loss_is_the_weighted_mean_of_the_per_example_losses():
     assert task_loss(task, logits, batch).item() == pytest.approx(expected, rel=1e-6)
     unweighted = Task("u", "sequence", "y", labels=("a", "b"))
     assert task_loss(unweighted, logits, {"target_u": batch["target_w"]}).item() == pytest.approx((nll_a + nll_b) / 2)
+
+
+def test_positive_weights_are_negatives_over_positives_per_label():
+    # 5 labelled examples (the unlabelled one is not counted): a in 4 → 1/4, b in 1 → 4/1, c in none → 1
+    exs = [Example(id=str(i), text="t", labels=labels) for i, labels in enumerate(
+        [{"g": ["a"]}, {"g": ["a", "b"]}, {"g": ["a"]}, {"g": ["a"]}, {"g": []}, {}])]
+    assert positive_weights(exs, "g", ("a", "b", "c")) == pytest.approx((0.25, 4.0, 1.0))
+    [task] = build_tasks([TaskConfig(name="m", source="g", problem="multi", class_weight="balanced")], exs)
+    assert task.labels == ("a", "b") and task.class_weights == pytest.approx((0.25, 4.0))
+
+
+def test_multilabel_weighted_loss_weighs_only_the_positive_terms():
+    task = Task("m", "sequence", "g", problem="multi", labels=("a", "b"), class_weights=(1.0, 3.0))
+    logits = torch.tensor([[0.0, 1.0], [2.0, -1.0]])
+    batch = {"target_m": torch.tensor([[1.0, 1.0], [0.0, 0.0]]), "mask_m": torch.tensor([1.0, 1.0])}
+
+    def nll(z, positive):  # -log sigmoid(z) for a positive, -log(1 - sigmoid(z)) for a negative
+        p = 1 / (1 + math.exp(-z))
+        return -math.log(p if positive else 1 - p)
+    row1 = (nll(0.0, True) + 3.0 * nll(1.0, True)) / 2  # both positive: b's term × 3
+    row2 = (nll(2.0, False) + nll(-1.0, False)) / 2  # negatives are not weighted
+    assert task_loss(task, logits, batch).item() == pytest.approx((row1 + row2) / 2, rel=1e-6)
 
 
 def test_class_weight_on_a_span_task_is_a_config_error():
