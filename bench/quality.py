@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -295,7 +296,8 @@ def main() -> int:
         setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
         result["setup"] = setup
-        result["command"] = "python bench/quality.py " + " ".join(sys.argv[1:])
+        # shlex.join quotes a --set value with spaces (tasks=[...]), so the command can be pasted into a shell.
+        result["command"] = "python bench/quality.py " + shlex.join(sys.argv[1:])
         # Read the file again before writing: another benchmark process may have added a corpus.
         results = json.loads(results_path.read_text()) if results_path.exists() else {}
         results[key] = result
@@ -303,8 +305,8 @@ def main() -> int:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:
-        write_section("quality", render(results, "python bench/quality.py " + " ".join(sys.argv[1:])))
-    print(render(results, " ".join(sys.argv)))
+        write_section("quality", render(results, "python bench/quality.py " + shlex.join(sys.argv[1:])))
+    print(render(results, shlex.join(sys.argv)))
     return 0
 
 
