@@ -291,13 +291,14 @@ def main() -> int:
     if args.render_only:
         write_section("quality", render(results, results.get("_command", "python bench/quality.py")))
         return 0
+    # shlex.join quotes a --set value with spaces (tasks=[...]), so the command can be pasted into a shell.
+    command = "python bench/quality.py " + shlex.join(sys.argv[1:])
     for name in args.corpora:
         key = f"{name}:{args.tag}" if args.tag else name
         setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
         result["setup"] = setup
-        # shlex.join quotes a --set value with spaces (tasks=[...]), so the command can be pasted into a shell.
-        result["command"] = "python bench/quality.py " + shlex.join(sys.argv[1:])
+        result["command"] = command
         # Read the file again before writing: another benchmark process may have added a corpus.
         results = json.loads(results_path.read_text()) if results_path.exists() else {}
         results[key] = result
@@ -305,8 +306,8 @@ def main() -> int:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:
-        write_section("quality", render(results, "python bench/quality.py " + shlex.join(sys.argv[1:])))
-    print(render(results, shlex.join(sys.argv)))
+        write_section("quality", render(results, command))
+    print(render(results, command))
     return 0
 
 

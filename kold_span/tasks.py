@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Collection, Optional, Sequence
 
 from kold_span.config import TaskConfig
 from kold_span.data import Example
@@ -63,7 +63,7 @@ class Task:
         if value is None:
             return None
         if self.problem == "multi":
-            names = {label_str(v) for v in (value if isinstance(value, list) else [value])}
+            names = label_set(value)
             return [1.0 if label in names else 0.0 for label in self.labels]
         name = label_str(value)
         if name not in self.labels:
@@ -81,6 +81,16 @@ def label_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def label_set(value: Any) -> set[str]:
+    """A multi-label value (a list, or one bare value) as a set of vocabulary strings.
+
+    Example:
+        >>> sorted(label_set(["b", True])), label_set("a")
+        (['b', 'true'], {'a'})
+    """
+    return {label_str(v) for v in (value if isinstance(value, list) else [value])}
 
 
 def soft_distribution(example: Example, source: str) -> Optional[dict[str, float]]:
@@ -150,8 +160,7 @@ def positive_weights(examples: list[Example], source: str, labels: tuple[str, ..
         >>> positive_weights(exs, "g", ("a", "b", "c"))
         (1.0, 3.0, 1.0)
     """
-    values = [ex.labels[source] for ex in examples if ex.labels.get(source) is not None]
-    sets = [{label_str(v) for v in (value if isinstance(value, list) else [value])} for value in values]
+    sets = [label_set(ex.labels[source]) for ex in examples if ex.labels.get(source) is not None]
     weights = []
     for label in labels:
         positives = sum(label in s for s in sets)
@@ -187,7 +196,7 @@ def keep_example(example: Example, data_filter: dict[str, Any]) -> bool:
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))  # 0.05, 0.10, …, 0.95
 
 
-def tune_thresholds(task: Task, golds: list[list[str]], probs: list[Any],
+def tune_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequence[Any],
                     grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
     """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
 

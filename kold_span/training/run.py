@@ -16,7 +16,7 @@ from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score
 from kold_span.perspectives import trait_phrase
-from kold_span.tasks import Task, build_tasks, label_str, tune_thresholds
+from kold_span.tasks import Task, build_tasks, label_set, tune_thresholds
 
 
 @dataclass
@@ -90,8 +90,7 @@ def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[s
         if task.name not in wanted:
             continue
         labelled = [(ex, m) for ex, m in zip(dev, merged) if ex.labels.get(task.source) is not None]
-        golds = [[label_str(v) for v in (ex.labels[task.source] if isinstance(ex.labels[task.source], list)
-                                         else [ex.labels[task.source]])] for ex, _ in labelled]
+        golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
         thresholds = tune_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
         predictor.tasks[i] = dataclasses.replace(task, thresholds=thresholds)
         tuned[task.name] = dict(zip(task.labels, thresholds))
