@@ -31,14 +31,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import corpora  # noqa: E402
 from kold_span.baselines import HybridScorer, NgramBaseline, decode_probs, label_scores, run_baselines  # noqa: E402
-from kold_span.config import load_config  # noqa: E402
+from kold_span.config import REUSE_IGNORED_KEYS, Config, load_config, saved_config_changes  # noqa: E402
 from kold_span.data import Example, write_jsonl  # noqa: E402
 from kold_span.tasks import label_str  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
-# Overrides that change how a run executes, not what it computes.
-EXECUTION_KEYS = ("trainer.threads", "trainer.progress_bar")
 
 
 @dataclass
@@ -124,7 +122,7 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
              limit: Optional[int]) -> dict[str, Any]:
     """What decides a run's result besides its seed: a recorded run is reused only under the same setup."""
-    return {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in EXECUTION_KEYS),
+    return {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in REUSE_IGNORED_KEYS),
             "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
 
 
@@ -133,6 +131,27 @@ def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, 
     if previous.get("setup") != setup:
         return {}
     return {run["seed"]: run for run in previous.get("runs", [])}
+
+
+def run_dir_of(config: Config) -> Path:
+    return Path(config.output_dir) / config.experiment / config.run
+
+
+def finished_metrics(config: Config, retrain: bool = False) -> Optional[dict[str, Any]]:
+    """The metrics of `config`'s run when it finished with the same settings; None when it has to train.
+
+    A finished run trained with other settings (the experiment file was edited since, say) is an
+    error rather than a silent reuse of stale scores.
+    """
+    run_dir = run_dir_of(config)
+    if retrain or not (run_dir / "metrics.json").exists():
+        return None
+    if (run_dir / "config.json").exists():
+        changed = saved_config_changes(run_dir / "config.json", config)
+        if changed:
+            raise SystemExit(f"{run_dir} was trained with other settings ({', '.join(changed[:5])} differ): "
+                             "pass --retrain, or remove that folder")
+    return json.loads((run_dir / "metrics.json").read_text())
 
 
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
@@ -156,25 +175,23 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
     result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
                               "metric": spec.metric, "test_file": args.test or "held-out part of the shared side"}
     result["baselines"] = run_baselines(train_side, test, spec.label, spec.problem, spec.span_type)
+    configs = {seed: load_config(EXPERIMENTS / spec.experiment, [
+        "data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
+        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + args.tag if args.tag else ''}-seed{seed}",
+        "trainer.progress_bar=false", *args.set]) for seed in args.seeds}
+    # Every seed is checked before any trains: a stale run must not surface after an hour of training.
+    finished = {seed: finished_metrics(config, args.retrain) for seed, config in configs.items()}
     runs = []
-    for seed in args.seeds:
-        overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-                     f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + args.tag if args.tag else ''}-seed{seed}",
-                     "trainer.progress_bar=false", *args.set]
-        config = load_config(EXPERIMENTS / spec.experiment, overrides)
-        metrics_path = Path(config.output_dir) / config.experiment / config.run / "metrics.json"
-        if not metrics_path.exists() and seed in (recorded or {}) and not args.retrain:
+    for seed, config in configs.items():
+        if finished[seed] is None and seed in (recorded or {}) and not args.retrain:
             # The run directory is gone (another machine, a cleaned checkpoints/) but its scores were kept.
             runs.append(recorded[seed])
             print(f"{name} seed {seed}: reused from {args.results}", flush=True)
             continue
-        if metrics_path.exists() and not args.retrain:
-            metrics = json.loads(metrics_path.read_text())
-        else:
-            metrics = train(config, quiet=True).metrics
+        metrics = finished[seed] if finished[seed] is not None else train(config, quiet=True).metrics
         run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds")}
         if spec.label:
-            predictor = Predictor.from_pretrained(metrics_path.parent / "model")
+            predictor = Predictor.from_pretrained(run_dir_of(config) / "model")
             run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name)
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
-from kold_span.config import Config, ConfigError, config_from_dict, load_config, yaml_load
+from kold_span.config import Config, ConfigError, load_config, saved_config_changes, yaml_load
 from kold_span.training.run import run_directory, train
 
 # Metrics shown by default, in this order of preference (headline scores first).
@@ -173,24 +173,10 @@ def _check_saved_config(run: PlannedRun) -> None:
     saved_path = run.run_dir / "config.json"
     if not saved_path.exists():
         return
-    saved = json.loads(saved_path.read_text(encoding="utf-8"))
-    try:
-        # Through the dataclasses: keys added to the config since that run take their defaults.
-        saved = config_from_dict(saved, str(saved_path)).to_dict()
-    except (ConfigError, ValueError, TypeError):
-        pass  # a key since removed or renamed: compare as written, which reports it
-    changed = _changed_keys(json.loads(json.dumps(saved)), json.loads(json.dumps(run.config.to_dict())))
+    changed = saved_config_changes(saved_path, run.config)
     if changed:
         raise ValueError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
                          "remove that folder or choose another --out")
-
-
-def _changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two nested dicts."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [k for key in sorted(set(old) | set(new), key=str)
-                for k in _changed_keys(old.get(key), new.get(key), f"{prefix}{key}.")]
-    return [] if old == new else [prefix.rstrip(".")]
 
 
 def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict[str, Any]]:

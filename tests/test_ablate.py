@@ -212,6 +212,15 @@ def test_rerun_with_other_settings_is_refused(grid, monkeypatch):
         ablate.main_from_args(_ablate_args(grid, "trainer.max_epochs=3"))
 
 
+def test_rerun_with_another_thread_count_reuses_the_runs(grid, monkeypatch, capsys):
+    """Threads, the progress bar and where the runs folder is named change how a run executes, not what it computes."""
+    monkeypatch.setattr(ablate, "train", _never_train)
+    args = _ablate_args(grid, "trainer.threads=2", "trainer.progress_bar=true")
+    args.quiet = False
+    assert ablate.main_from_args(args) == 0
+    assert "context=auto seed 7: reused" in capsys.readouterr().out
+
+
 def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys):
     """A config.json without a key added since (at its default) is the same config, not 'other settings'."""
     out = tmp_path / "grid"

@@ -1,4 +1,5 @@
-"""The quality benchmark's table logic (no training): IroSvA average and tagged rows."""
+"""The quality benchmark's logic without training: IroSvA average, tagged rows, reuse of finished runs."""
+import json
 import sys
 from pathlib import Path
 
@@ -89,3 +90,25 @@ def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
     with pytest.raises(SystemExit, match="no trained model"):
         cross_variant.matrices(tmp_path, [13, 14], "", cross_variant.recorded_scores(previous))
     assert cross_variant.recorded_scores({**previous, "tag": "topic-off"}) == {}
+
+
+def test_finished_run_is_reused_only_with_the_settings_it_was_trained_with(tmp_path):
+    from kold_span.config import load_config
+
+    experiment = quality.EXPERIMENTS / "beep.yaml"
+    overrides = [f"output_dir={tmp_path}", "run=beep-seed13", "seed=13"]
+    config = load_config(experiment, overrides)
+    run_dir = tmp_path / config.experiment / "beep-seed13"
+    assert quality.run_dir_of(config) == run_dir
+    assert quality.finished_metrics(config) is None  # nothing there yet: train
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    assert quality.finished_metrics(config) is None  # trained, not finished (no metrics.json)
+    (run_dir / "metrics.json").write_text(json.dumps({"test": {"hate/macro_f1": 0.5}, "seconds": 9}))
+    assert quality.finished_metrics(config) == {"test": {"hate/macro_f1": 0.5}, "seconds": 9}
+    assert quality.finished_metrics(config, retrain=True) is None
+    # executing with another thread count is the same run
+    assert quality.finished_metrics(load_config(experiment, [*overrides, "trainer.threads=1"]))["seconds"] == 9
+    # the experiment file edited since (here: another learning rate) must not hand back stale scores
+    with pytest.raises(SystemExit, match=r"beep-seed13 was trained with other settings \(trainer.lr differ\)"):
+        quality.finished_metrics(load_config(experiment, [*overrides, "trainer.lr=0.1"]))
