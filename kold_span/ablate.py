@@ -314,8 +314,12 @@ def value_label(key: str, text: str) -> str:
     return f"{key}={text}"
 
 
-def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: str, path: Path) -> None:
-    """Grouped bars of one metric: groups are the first key's values, bars the other keys' combinations."""
+def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: str, path: Path,
+                     reference: bool = True, title: Optional[str] = None) -> None:
+    """Grouped bars of one metric: groups are the first key's values, bars the other keys' combinations.
+
+    `reference` draws the first entry's mean as a dashed line; `title` replaces the default one.
+    """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -335,13 +339,13 @@ def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], 
         ax.bar(np.array([i for i, _ in bars]) + (j - (len(series) - 1) / 2) * width,
                [e["mean"][metric] for _, e in bars], width, label=label, capsize=3,
                yerr=[e["std"][metric] or 0.0 for _, e in bars])
-    if summary and summary[0]["mean"][metric] is not None:
+    if reference and summary and summary[0]["mean"][metric] is not None:
         ax.axhline(summary[0]["mean"][metric], color="#555555", linestyle="--", linewidth=0.8, label="reference")
     ax.set_xticks(range(len(groups)), [textwrap.fill(value_label(first, g), 28) for g in groups],
                   rotation=20 if len(groups) > 4 else 0, fontsize=8)
     ax.set_ylabel(f"test {metric}")
     runs = sorted({e["runs"] for e in summary})
-    ax.set_title(f"{metric}: mean ± std over {'/'.join(map(str, runs))} seed(s)", fontsize=9)
+    ax.set_title(title or f"{metric}: mean ± std over {'/'.join(map(str, runs))} seed(s)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)

@@ -112,3 +112,35 @@ def test_finished_run_is_reused_only_with_the_settings_it_was_trained_with(tmp_p
     # the experiment file edited since (here: another learning rate) must not hand back stale scores
     with pytest.raises(SystemExit, match=r"beep-seed13 was trained with other settings \(trainer.lr differ\)"):
         quality.finished_metrics(load_config(experiment, [*overrides, "trainer.lr=0.1"]))
+
+
+plot_quality = pytest.importorskip("plot_quality")
+
+
+def test_plot_summary_has_each_row_and_each_corpus_baseline_in_corpus_order(tmp_path):
+    results = {"irosva_es": corpus_result([(1, 0.6), (2, 0.8)], 0.5),
+               "irosva_mx": corpus_result([(1, 0.3)], 0.6),
+               "irosva_es:topic-off": corpus_result([(1, 0.4), (2, 0.5)], 0.5)}
+    summary = plot_quality.summary_of(results, ["irosva_es", "irosva_mx", "irosva_es:topic-off"], ["ngram"])
+    seen = [(e["values"]["corpus"], e["values"]["model"], e["runs"]) for e in summary]
+    assert seen == [("irosva_es", "toolkit", 2), ("irosva_es", "toolkit [topic-off]", 2), ("irosva_es", "n-gram", 1),
+                    ("irosva_mx", "toolkit", 1), ("irosva_mx", "n-gram", 1)]
+    # mean of 0.6 and 0.8 is 0.7, sample std sqrt(0.02) = 0.1414; a single run has no std
+    assert summary[0]["mean"]["macro_f1"] == pytest.approx(0.7)
+    assert summary[0]["std"]["macro_f1"] == pytest.approx(0.1414, abs=1e-4)
+    assert summary[3]["std"]["macro_f1"] is None
+    assert summary[2]["mean"]["macro_f1"] == 0.5 and summary[2]["std"]["macro_f1"] is None
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    assert plot_quality.main(["irosva_es", "irosva_es:topic-off", "--baselines", "ngram",
+                              "--results", str(path), "--out", str(tmp_path / "plot.png")]) == 0
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_names_a_missing_row_and_refuses_rows_with_different_metrics():
+    results = {"irosva_es": corpus_result([(1, 0.6)], 0.5), "kocosa": corpus_result([(1, 0.6)], 0.5)}
+    with pytest.raises(SystemExit, match="no row 'irosva_cu'"):
+        plot_quality.summary_of(results, ["irosva_cu"])
+    with pytest.raises(SystemExit, match="different metrics"):
+        plot_quality.summary_of(results, ["irosva_es", "kocosa"])
