@@ -12,6 +12,7 @@ headline metric) and one per named baseline (deterministic, no error bar).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,10 +31,9 @@ BASELINE_LABELS = {"ngram": "n-gram", "ngram_context": "n-gram + context", "majo
 def summary_of(results: dict[str, Any], rows: Sequence[str], baselines: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Entries for `plot_main_metric`: values {corpus, model}, runs, mean and std of the headline metric.
 
-    The metric's key is its short name (`macro_f1`, `char_f1`), the same for every row, or an error.
-
-    A row is a key of the results (`corpus` or `corpus:tag`); each corpus also gets one bar per
-    baseline in `baselines` that its results have (its baseline metric, or `char_f1` of the lexicon).
+    The metric's key is its short name (`macro_f1`, `char_f1`), which every row must share. A row
+    is a key of the results (`corpus` or `corpus:tag`); each corpus also gets one bar per baseline
+    in `baselines` that its results have (its baseline metric, or `char_f1` of the lexicon).
     """
     entries: list[dict[str, Any]] = []
     metric = metric_name(rows)
@@ -68,8 +68,6 @@ def _entry(metric: str, corpus: str, model: str, mean, std, runs: int) -> dict[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import json
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("rows", nargs="+", help="result keys: corpus or corpus:tag")
     parser.add_argument("--baselines", nargs="*", default=[], choices=list(BASELINE_LABELS))
