@@ -265,9 +265,11 @@ def render(results: dict[str, Any], command: str = "") -> str:
                      f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
                      f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
         commands[row_label(key)] = r.get("command") or results.get("_command", command)
-    average = irosva_average(results)
-    if average:
-        lines.append(f"| irosva average ({average['n_train']}/{average['n_test']}) | macro_f1 | "
+    for tag in dict.fromkeys(key.partition(":")[2] for key in results if key.startswith("irosva_")):
+        average = irosva_average(results, tag)
+        if not average:
+            continue
+        lines.append(f"| irosva average{f' [{tag}]' if tag else ''} ({average['n_train']}/{average['n_test']}) | macro_f1 | "
                      f"{mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | {average['ngram']:.4f} | "
                      f"{average['ngram_context']:.4f} | {average['majority']:.4f} | best average 0.6832; "
                      f"LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")

@@ -29,6 +29,17 @@ def test_irosva_average_is_the_mean_of_the_three_variants_per_seed():
     assert quality.irosva_average({"irosva_es": results["irosva_es"]}) is None
 
 
+def test_each_configuration_with_all_three_variants_gets_its_own_irosva_average_row():
+    results = {f"irosva_{v}{tag}": corpus_result([(1, score)], 0.5)
+               for tag, scores in (("", (0.6, 0.3, 0.9)), (":minilm", (0.7, 0.4, 1.0)))
+               for v, score in zip(("es", "mx", "cu"), scores)}
+    results["irosva_es:topic-off"] = corpus_result([(1, 0.2)], 0.5)  # one variant only: no average
+    table = quality.render(results)
+    assert "| irosva average (30/15) | macro_f1 | 0.6000 |" in table
+    assert "| irosva average [minilm] (30/15) | macro_f1 | 0.7000 |" in table
+    assert "irosva average [topic-off]" not in table
+
+
 def test_tagged_rows_render_beside_untagged_ones_with_their_commands():
     results = {"irosva_es": corpus_result([(1, 0.6)], 0.5, "python bench/quality.py A"),
                "irosva_es:mlm": corpus_result([(1, 0.8)], 0.5, "python bench/quality.py B")}
