@@ -37,15 +37,16 @@ def summary_of(results: dict[str, Any], rows: Sequence[str], baselines: Sequence
     """
     entries: list[dict[str, Any]] = []
     metric = metric_name(rows)
+    first_row: dict[str, str] = {}  # corpus → its first row, whose results hold the corpus's baselines
     for key in rows:
         if key not in results:
             raise SystemExit(f"plot_quality: no row {key!r} in the results (rows: {', '.join(sorted(results))})")
         name, _, tag = key.partition(":")
-        spec = CORPORA[name]
-        mean, std, runs = mean_std(run["test"].get(spec.metric) for run in results[key]["runs"])
+        first_row.setdefault(name, key)
+        mean, std, runs = mean_std(run["test"].get(CORPORA[name].metric) for run in results[key]["runs"])
         entries.append(_entry(metric, name, f"toolkit [{tag}]" if tag else "toolkit", mean, std, runs))
-    for name in dict.fromkeys(key.partition(":")[0] for key in rows):
-        recorded = results[next(k for k in rows if k.partition(":")[0] == name)]["baselines"]
+    for name, key in first_row.items():
+        recorded = results[key]["baselines"]
         for kind in baselines:
             if kind in recorded:
                 field = "char_f1" if kind == "lexicon" else CORPORA[name].baseline_metric

@@ -269,7 +269,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
         average = irosva_average(results, tag)
         if not average:
             continue
-        lines.append(f"| irosva average{f' [{tag}]' if tag else ''} ({average['n_train']}/{average['n_test']}) | macro_f1 | "
+        lines.append(f"| {row_label(f'irosva average:{tag}')} ({average['n_train']}/{average['n_test']}) | macro_f1 | "
                      f"{mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | {average['ngram']:.4f} | "
                      f"{average['ngram_context']:.4f} | {average['majority']:.4f} | best average 0.6832; "
                      f"LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
