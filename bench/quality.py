@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import corpora  # noqa: E402
-from kold_span.baselines import HybridScorer, NgramBaseline, decode_probs, label_scores, run_baselines  # noqa: E402
+from kold_span.baselines import context_string, decode_probs, label_scores, run_baselines  # noqa: E402
+from kold_span.hybrid import choose_companion  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, load_config, saved_config_changes  # noqa: E402
 from kold_span.data import Example, write_jsonl  # noqa: E402
 from kold_span.tasks import label_str  # noqa: E402
@@ -86,37 +87,25 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities.
+    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
 
     The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
-    split with n-gram models fitted on its train split only (fitted on train + dev they would look
-    perfect on dev and always win). The chosen n-gram is then refitted on train + dev, the same
-    data the n-gram baseline row is fitted on, before scoring test.
+    split with n-gram models fitted on its train split only, then the n-gram is refitted on
+    train + dev, the same data the n-gram baseline row is fitted on, before scoring test.
     """
     def labelled(examples):
         return [e for e in examples if e.labels.get(spec.label) is not None]
 
     train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(test)
-
-    def gold(examples):
-        return [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
-                else label_str(e.labels[spec.label]) for e in examples]
-
-    variants = [False] + ([True] if any(e.context for e in train) else [])
-    dev_encoder = encoder_probs(predictor, dev, task_name)
-    best = None
-    for use_context in variants:
-        ngram = NgramBaseline(spec.label, spec.problem, use_context=use_context).fit(train)
-        scorer = HybridScorer(problem=spec.problem)
-        weight = scorer.choose_weight(dev_encoder, ngram.predict_proba(dev), gold(dev), metric=spec.baseline_metric)
-        if best is None or scorer.dev_scores_[weight] > best[0]:
-            best = (scorer.dev_scores_[weight], use_context, scorer)
-    dev_score, use_context, scorer = best
-    final = NgramBaseline(spec.label, spec.problem, use_context=use_context).fit(train + dev)
-    fused = scorer.predict_proba(encoder_probs(predictor, test, task_name), final.predict_proba(test))
+    gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
+            else label_str(e.labels[spec.label]) for e in test]
+    companion = choose_companion(task_name, spec.label, spec.problem, train, dev,
+                                 encoder_probs(predictor, dev, task_name), metric=spec.baseline_metric)
+    fused = companion.fuse(encoder_probs(predictor, test, task_name),
+                           companion.ngram_probs([e.text for e in test], [context_string(e) for e in test]))
     predicted = [decode_probs(p, spec.problem) for p in fused]
-    return {"weight": scorer.weight, "ngram_context": use_context, "dev_score": dev_score,
-            **label_scores(gold(test), predicted, spec.problem)}
+    return {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
+            **label_scores(gold, predicted, spec.problem)}
 
 
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,

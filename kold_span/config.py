@@ -88,6 +88,10 @@ class TaskConfig:
     # multi-label sequence tasks: the probability at which a label is predicted; a number for every
     # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training
     threshold: Any = 0.5
+    # single- and multi-label sequence tasks: fuse a TF-IDF n-gram model into the predictions, its weight
+    # and whether it reads the context chosen on dev by `fuse_metric` (see kold_span.hybrid)
+    fuse_ngram: bool = False
+    fuse_metric: str = "macro_f1"  # single: macro_f1, accuracy, balanced_accuracy; multi: macro_f1, micro_f1
 
 
 @dataclass
@@ -176,6 +180,7 @@ class Config:
 SECTIONS = ("data", "model", "trainer", "context", "align", "tasks", "debug")
 TASK_KINDS = ("sequence", "span")
 PROBLEMS = ("single", "multi", "soft")
+FUSE_METRICS = {"single": ("macro_f1", "accuracy", "balanced_accuracy"), "multi": ("macro_f1", "micro_f1")}
 SNAPS = ("morpheme", "eojeol", "none")
 CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")
 
@@ -409,6 +414,17 @@ def check_values(config: Config, where: str) -> None:
                  f"tasks[{i}].threshold must be a number in (0, 1) or 'dev', got {task.threshold!r}")
             need(task.threshold != "dev" or bool(config.data.dev) or config.data.dev_fraction > 0,
                  f"tasks[{i}].threshold: dev needs a dev split (data.dev or data.dev_fraction > 0)")
+        if task.fuse_ngram:
+            need(task.kind == "sequence" and task.problem in ("single", "multi"),
+                 f"tasks[{i}].fuse_ngram applies to single- or multi-label sequence tasks, "
+                 f"not to a {task.kind} task with problem {task.problem!r}")
+            need(bool(config.data.dev) or config.data.dev_fraction > 0,
+                 f"tasks[{i}].fuse_ngram needs a dev split to choose the fusion weight "
+                 "(data.dev or data.dev_fraction > 0)")
+            allowed = FUSE_METRICS.get(task.problem, ())
+            need(task.fuse_metric in allowed,
+                 f"tasks[{i}].fuse_metric must be one of {allowed} for problem {task.problem!r}, "
+                 f"got {task.fuse_metric!r}")
         if task.gate is not None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",

@@ -19,6 +19,7 @@ from kold_span.data import Context, Example, context_turns
 from kold_span.decoding import MergedExample, merge_windows, sequence_prediction, task_spans
 from kold_span.encoders import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
 from kold_span.encoding import InputEncoder, collate
+from kold_span.hybrid import Companion, load_companions, save_companions
 from kold_span.model import MultiTaskModel, probabilities
 from kold_span.morphemes import prefetch_for
 from kold_span.perspectives import verbalise, with_perspective
@@ -37,7 +38,7 @@ class Predictor:
                  max_length: int = 128, stride: int = 32, context_mode: str = "auto",
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
-                 device: Union[str, torch.device] = "cpu"):
+                 companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu"):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
@@ -45,6 +46,7 @@ class Predictor:
         self.snap, self.trim = snap, trim
         self.morpheme_pretokenize = morpheme_pretokenize
         self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
+        self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
 
     # -- saving and loading -------------------------------------------------------------
@@ -63,17 +65,19 @@ class Predictor:
             "max_length": enc.max_length, "stride": enc.stride,
             "morpheme_pretokenize": self.morpheme_pretokenize,
             "perspective": self.perspective,
+            "ngram": sorted(self.companions),
             "encoder": self.model.encoder.config.to_dict(),
         }
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
         state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
         save_file(state, str(directory / WEIGHTS_NAME))
         save_tokenizer(self.tokenizer, directory / TOKENIZER_DIR)
+        save_companions(self.companions, directory)
         return directory
 
     @classmethod
     def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu") -> "Predictor":
-        """Load a model directory written by `save_pretrained` (no pickle: safetensors only)."""
+        """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only)."""
         from safetensors.torch import load_file
         from transformers import AutoTokenizer
 
@@ -92,7 +96,8 @@ class Predictor:
                    context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
                    snap=config["align"]["snap"], trim=config["align"]["trim"],
                    morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
-                   perspective=config.get("perspective"), device=device)
+                   perspective=config.get("perspective"),
+                   companions=load_companions(directory, config.get("ngram", [])), device=device)
 
     # -- prediction ---------------------------------------------------------------------
     @torch.inference_mode()
@@ -121,7 +126,20 @@ class Predictor:
         grouped: list[list[int]] = [[] for _ in texts]
         for j, owner in enumerate(owners):
             grouped[owner].append(j)
-        return [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
+        merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
+        self._fuse_companions(texts, contexts, merged)
+        return merged
+
+    def _fuse_companions(self, texts: Sequence[str], contexts: Sequence[Context],
+                         merged: list[MergedExample]) -> None:
+        """Replace each fused task's encoder probabilities by their mean with its n-gram model's."""
+        joined = ["\n".join(context_turns(c)) for c in contexts]
+        for task in self.tasks:
+            companion = self.companions.get(task.name)
+            if companion is None:
+                continue
+            for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
+                m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
 
     def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """Labels with probabilities and spans `{type, start, end, text, score}`."""

@@ -97,6 +97,33 @@ def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[s
     return tuned
 
 
+def fit_companions(config: Config, predictor, splits: dict[str, list[Example]]) -> dict[str, Any]:
+    """Fit and attach the n-gram model of every task configured with `fuse_ngram` (see kold_span.hybrid).
+
+    Returns {task: summary} (weight, n-gram variant, dev scores by weight; weight 1.0 is the
+    encoder alone). Dev scores reported afterwards include the fusion, so they are optimistic.
+    """
+    from kold_span.hybrid import choose_companion
+
+    wanted = {t.name: t for t in config.tasks if t.fuse_ngram}
+    if not wanted:
+        return {}
+    merged = predictor.merged_outputs([e.text for e in splits["dev"]], [e.context for e in splits["dev"]],
+                                      config.trainer.eval_batch_size)
+    summaries = {}
+    for task in predictor.tasks:
+        if task.name not in wanted:
+            continue
+        labelled = [(ex, m) for ex, m in zip(splits["dev"], merged) if ex.labels.get(task.source) is not None]
+        dev_probs = [dict(zip(task.labels, map(float, m.sequence_probs[task.name]))) for _, m in labelled]
+        companion = choose_companion(task.name, task.source, task.problem, splits["train"],
+                                     [ex for ex, _ in labelled], dev_probs, wanted[task.name].fuse_metric,
+                                     allow_context=config.context.mode != "none")
+        predictor.companions[task.name] = companion
+        summaries[task.name] = companion.summary()
+    return summaries
+
+
 def tokenizer_texts(examples: list[Example]) -> list[str]:
     """Texts and contexts a scratch tokenizer is trained on."""
     texts = [ex.text for ex in examples]
@@ -188,6 +215,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                           morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False),
                           perspective=dataclasses.asdict(config.data.perspective) if config.data.perspective else None)
+    fused = fit_companions(config, predictor, splits)
     tuned = tune_dev_thresholds(config, predictor, splits["dev"])
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
@@ -199,6 +227,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if config.data.perspective and splits["test"]:
         results["test_by_trait"] = scores_by_trait(predictor, splits["test"], config.data.perspective.traits,
                                                    tc.eval_batch_size)
+    if fused:
+        results["ngram_fusion"] = fused
     if tuned:
         results["thresholds"] = tuned
     results["seconds"] = round(time.time() - started, 1)

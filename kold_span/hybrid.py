@@ -1,0 +1,232 @@
+"""The encoder fused with a TF-IDF n-gram model: a sequence task's probabilities as a weighted mean.
+
+On a corpus of a thousand examples an n-gram logistic regression is often as good as a small
+transformer, and the two make different mistakes. A task configured with ``fuse_ngram: true``
+gets, after training, an `NgramBaseline` of its label; the fusion weight (1 = encoder only,
+0 = n-gram only) and whether the n-gram also reads the context are chosen on the dev split
+(with the n-gram fitted on train only, or it would look perfect on dev), then the n-gram is
+refitted on train + dev. The fitted n-gram is saved beside the model without pickle: its
+vocabularies as JSON, its IDF and linear weights as safetensors.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from kold_span.baselines import HybridScorer, Metric, NgramBaseline, Probs, context_string
+from kold_span.data import Example
+from kold_span.tasks import label_str
+
+NGRAM_DIR = "ngram"
+STATE_VERSION = 1
+
+
+class NgramScorer:
+    """A fitted n-gram model reduced to what scoring needs: vectorizers and one linear layer.
+
+    `from_baseline` takes a fitted `NgramBaseline`; `save` / `load` write and read it without
+    pickle. `predict_proba` gives the same numbers as the baseline's.
+    """
+
+    def __init__(self, label: str, problem: str, use_context: bool, labels: Sequence[str],
+                 output: str, vectorizers: list[dict[str, Any]], coef: np.ndarray, intercept: np.ndarray):
+        self.label = label
+        self.problem = problem
+        self.use_context = use_context
+        self.labels = tuple(labels)
+        self.output = output  # "binary" (one logit for labels[1]), "softmax" or "sigmoid" (one per label)
+        self.vectorizers = vectorizers  # [{"column": 0|1, "params": {...}, "vocabulary": [...], "idf": array}]
+        self.coef = coef
+        self.intercept = intercept
+        self._built: Optional[list[Any]] = None
+
+    @classmethod
+    def from_baseline(cls, model: NgramBaseline) -> "NgramScorer":
+        """The linear weights and vectorizers of a fitted `NgramBaseline`."""
+        if model.pipeline_ is None:
+            raise RuntimeError("NgramScorer.from_baseline needs a fitted NgramBaseline")
+        vectorizers = []
+        for _, union, column in model.pipeline_.named_steps["features"].transformers_:
+            for _, vectorizer in union.transformer_list:
+                params = {key: value for key, value in vectorizer.get_params().items()
+                          if key in ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "token_pattern")}
+                params["ngram_range"] = list(params["ngram_range"])
+                vocabulary = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.get)
+                vectorizers.append({"column": int(column), "params": params, "vocabulary": vocabulary,
+                                    "idf": np.asarray(vectorizer.idf_, dtype=np.float64)})
+        classifier = model.pipeline_.named_steps["classifier"]
+        if model.problem == "multi":
+            rows, biases = [], []
+            width = sum(len(v["vocabulary"]) for v in vectorizers)
+            for estimator in classifier.estimators_:
+                if hasattr(estimator, "coef_"):
+                    rows.append(estimator.coef_[0])
+                    biases.append(estimator.intercept_[0])
+                else:  # a label constant in training: sklearn predicts that constant
+                    rows.append(np.zeros(width))
+                    biases.append(np.inf if float(np.ravel(estimator.y_)[0]) > 0.5 else -np.inf)
+            coef, intercept, output = np.vstack(rows), np.asarray(biases), "sigmoid"
+            labels = model.labels_
+        else:
+            coef, intercept = classifier.coef_, classifier.intercept_
+            output = "binary" if len(classifier.classes_) == 2 else "softmax"
+            labels = tuple(str(c) for c in classifier.classes_)
+        return cls(model.label, model.problem, model.use_context, labels, output, vectorizers,
+                   np.asarray(coef, dtype=np.float64), np.asarray(intercept, dtype=np.float64))
+
+    def _vectorizer_objects(self) -> list[Any]:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if self._built is None:
+            self._built = []
+            for spec in self.vectorizers:
+                params = {**spec["params"], "ngram_range": tuple(spec["params"]["ngram_range"])}
+                vectorizer = TfidfVectorizer(vocabulary=spec["vocabulary"], **params)
+                vectorizer.idf_ = spec["idf"]
+                self._built.append(vectorizer)
+        return self._built
+
+    def predict_proba(self, texts: Sequence[str], contexts: Sequence[str]) -> list[Probs]:
+        """``{label: probability}`` per text; `contexts` are the context turns joined by newlines."""
+        import scipy.sparse
+        from scipy.special import expit, softmax
+
+        if not texts:
+            return []
+        columns = (list(texts), list(contexts))
+        blocks = [vectorizer.transform(columns[spec["column"]])
+                  for spec, vectorizer in zip(self.vectorizers, self._vectorizer_objects())]
+        logits = np.asarray(scipy.sparse.hstack(blocks).tocsr() @ self.coef.T) + self.intercept
+        if self.output == "binary":
+            positive = expit(logits[:, 0])
+            matrix = np.stack([1.0 - positive, positive], axis=1)
+        elif self.output == "softmax":
+            matrix = softmax(logits, axis=1)
+        else:
+            matrix = expit(logits)
+        return [{name: float(p) for name, p in zip(self.labels, row)} for row in matrix]
+
+    def save(self, path_stem: Path, extra: Optional[dict[str, Any]] = None) -> None:
+        """Write ``<stem>.json`` (settings, label order, vocabularies) and ``<stem>.safetensors`` (numbers)."""
+        from safetensors.numpy import save_file
+
+        path_stem.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"version": STATE_VERSION, "label": self.label, "problem": self.problem,
+                "use_context": self.use_context, "labels": list(self.labels), "output": self.output,
+                "vectorizers": [{"column": v["column"], "params": v["params"], "vocabulary": v["vocabulary"]}
+                                for v in self.vectorizers], **(extra or {})}
+        path_stem.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        arrays = {"coef": np.ascontiguousarray(self.coef), "intercept": np.ascontiguousarray(self.intercept)}
+        arrays.update({f"idf_{i}": np.ascontiguousarray(v["idf"]) for i, v in enumerate(self.vectorizers)})
+        save_file(arrays, str(path_stem.with_suffix(".safetensors")))
+
+    @classmethod
+    def load(cls, path_stem: Path) -> tuple["NgramScorer", dict[str, Any]]:
+        """Read what `save` wrote; returns the scorer and the whole JSON (with any `extra` keys)."""
+        from safetensors.numpy import load_file
+
+        meta_path = path_stem.with_suffix(".json")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("version") != STATE_VERSION:
+            raise ValueError(f"{meta_path}: n-gram state version {meta.get('version')!r}, "
+                             f"this kold-span reads version {STATE_VERSION}")
+        arrays = load_file(str(path_stem.with_suffix(".safetensors")))
+        vectorizers = [{**spec, "idf": arrays[f"idf_{i}"]} for i, spec in enumerate(meta["vectorizers"])]
+        scorer = cls(meta["label"], meta["problem"], meta["use_context"], meta["labels"], meta["output"],
+                     vectorizers, arrays["coef"], arrays["intercept"])
+        return scorer, meta
+
+
+@dataclass
+class Companion:
+    """An n-gram model fused into one sequence task: ``weight * encoder + (1 - weight) * n-gram``."""
+
+    task: str
+    weight: float
+    scorer: NgramScorer
+    dev_score: Optional[float] = None
+    dev_scores: dict[float, float] = field(default_factory=dict)  # weight → dev metric, as chosen
+
+    @property
+    def use_context(self) -> bool:
+        return self.scorer.use_context
+
+    def ngram_probs(self, texts: Sequence[str], contexts: Sequence[str]) -> list[Probs]:
+        return self.scorer.predict_proba(texts, contexts if self.use_context else [""] * len(texts))
+
+    def fuse(self, encoder_probs: Sequence[Probs], ngram_probs: Sequence[Probs]) -> list[Probs]:
+        """The fused ``{label: probability}`` per example."""
+        return HybridScorer.fuse(encoder_probs, ngram_probs, self.weight)
+
+    def fuse_array(self, labels: Sequence[str], encoder: np.ndarray, ngram: Probs) -> np.ndarray:
+        """One example's fused probabilities in the task's label order (a label the n-gram lacks counts 0)."""
+        other = np.array([ngram.get(name, 0.0) for name in labels], dtype=np.float64)
+        return (self.weight * encoder.astype(np.float64) + (1.0 - self.weight) * other).astype(encoder.dtype)
+
+    def summary(self) -> dict[str, Any]:
+        return {"weight": self.weight, "ngram_context": self.use_context, "dev_score": self.dev_score,
+                "dev_scores": {str(w): s for w, s in self.dev_scores.items()}}
+
+    def save(self, directory: Path) -> None:
+        self.scorer.save(directory / NGRAM_DIR / self.task, {
+            "task": self.task, "weight": self.weight, "dev_score": self.dev_score,
+            "dev_scores": {str(w): s for w, s in self.dev_scores.items()}})
+
+    @classmethod
+    def load(cls, directory: Path, task: str) -> "Companion":
+        scorer, meta = NgramScorer.load(directory / NGRAM_DIR / task)
+        return cls(task, float(meta["weight"]), scorer, meta.get("dev_score"),
+                   {float(w): s for w, s in meta.get("dev_scores", {}).items()})
+
+
+def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],
+                     dev_encoder_probs: Sequence[Probs], metric: Metric = "macro_f1",
+                     allow_context: bool = True) -> Companion:
+    """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
+
+    Args:
+        task: the task the companion belongs to.
+        label: the label key the n-gram predicts (the task's source).
+        problem: "single" or "multi".
+        train: training examples (those without `label` are ignored).
+        dev: dev examples, aligned with `dev_encoder_probs`; all must carry `label`.
+        dev_encoder_probs: the encoder's ``{label: probability}`` on each dev example.
+        metric: what the weight is chosen by (see `HybridScorer.choose_weight`).
+        allow_context: False keeps the n-gram to the text (a model trained with `context.mode: none`).
+
+    Returns:
+        The companion: the text-only n-gram unless the one that also reads the context scores
+        higher on dev (only tried when training examples have contexts); ties keep the
+        smaller weight, as `HybridScorer.choose_weight` does.
+    """
+    if len(dev) != len(dev_encoder_probs):
+        raise ValueError(f"{len(dev)} dev examples but {len(dev_encoder_probs)} encoder outputs")
+    if not dev:
+        raise ValueError(f"task {task!r}: fusing an n-gram needs labelled dev examples to choose its weight")
+    gold = [[label_str(v) for v in ex.labels[label]] if problem == "multi" else label_str(ex.labels[label])
+            for ex in dev]
+    has_context = allow_context and any(context_string(ex).strip() for ex in train)
+    variants = [False] + ([True] if has_context else [])
+    best = None
+    for use_context in variants:
+        ngram = NgramBaseline(label, problem, use_context=use_context).fit(train)
+        scorer = HybridScorer(problem=problem)
+        weight = scorer.choose_weight(dev_encoder_probs, ngram.predict_proba(dev), gold, metric=metric)
+        if best is None or scorer.dev_scores_[weight] > best[0]:
+            best = (scorer.dev_scores_[weight], use_context, scorer)
+    dev_score, use_context, scorer = best
+    final = NgramBaseline(label, problem, use_context=use_context).fit(list(train) + list(dev))
+    return Companion(task, scorer.weight, NgramScorer.from_baseline(final), dev_score, dict(scorer.dev_scores_))
+
+
+def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:
+    for companion in companions.values():
+        companion.save(Path(directory))
+
+
+def load_companions(directory: Union[str, Path], tasks: Sequence[str]) -> dict[str, Companion]:
+    return {task: Companion.load(Path(directory), task) for task in tasks}
