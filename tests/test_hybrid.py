@@ -54,7 +54,7 @@ def test_exported_ngram_scores_like_the_fitted_one_and_survives_saving(tmp_path,
     again, meta = NgramScorer.load(tmp_path / "ngram" / "task")
     assert meta["weight"] == 0.3
     assert np.allclose([list(p.values()) for p in again.predict_proba(texts, contexts)],
-                       [list(p.values()) for p in expected], atol=1e-12)
+                       [list(p.values()) for p in expected], atol=1e-6)  # float32 weights on disk
 
 
 @pytest.mark.filterwarnings("ignore:Label . is present in all training examples")
