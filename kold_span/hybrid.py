@@ -162,7 +162,8 @@ class Companion:
         return self.scorer.use_context
 
     def ngram_probs(self, texts: Sequence[str], contexts: Sequence[str]) -> list[Probs]:
-        return self.scorer.predict_proba(texts, contexts if self.use_context else [""] * len(texts))
+        """The n-gram's probabilities (a text-only n-gram has no context vectorizer and ignores `contexts`)."""
+        return self.scorer.predict_proba(texts, contexts)
 
     def fuse(self, encoder_probs: Sequence[Probs], ngram_probs: Sequence[Probs]) -> list[Probs]:
         """The fused ``{label: probability}`` per example."""
@@ -178,9 +179,7 @@ class Companion:
                 "dev_scores": {str(w): s for w, s in self.dev_scores.items()}}
 
     def save(self, directory: Path) -> None:
-        self.scorer.save(directory / NGRAM_DIR / self.task, {
-            "task": self.task, "weight": self.weight, "dev_score": self.dev_score,
-            "dev_scores": {str(w): s for w, s in self.dev_scores.items()}})
+        self.scorer.save(directory / NGRAM_DIR / self.task, {"task": self.task, **self.summary()})
 
     @classmethod
     def load(cls, directory: Path, task: str) -> "Companion":
