@@ -86,7 +86,9 @@ class TaskConfig:
     # or each label's positive term by its negatives / positives in train (multi-label)
     class_weight: Optional[str] = None
     # multi-label sequence tasks: the probability at which a label is predicted; a number for every
-    # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training
+    # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training.
+    # span tasks: the default 0.5 keeps each token's most probable tag; a number t (or "dev" = the
+    # char-F1-best t on the dev split) marks a token inside a span when P(B) + P(I) >= t
     threshold: Any = 0.5
     # single- and multi-label sequence tasks: fuse a TF-IDF n-gram model into the predictions, its weight
     # and whether it reads the context chosen on dev by `fuse_metric` (see kold_span.hybrid)
@@ -406,8 +408,8 @@ def check_values(config: Config, where: str) -> None:
                  f"tasks[{i}].class_weight: only 'balanced' on a single- or multi-label sequence task is supported, "
                  f"got {task.class_weight!r} on a {task.kind} task with problem {task.problem!r}")
         if task.threshold != 0.5:
-            need(task.kind == "sequence" and task.problem == "multi",
-                 f"tasks[{i}].threshold applies to multi-label sequence tasks (problem: multi), "
+            need(task.kind == "span" or task.problem == "multi",
+                 f"tasks[{i}].threshold applies to span tasks and multi-label sequence tasks (problem: multi), "
                  f"not to a {task.kind} task with problem {task.problem!r}")
             numeric = isinstance(task.threshold, (int, float)) and not isinstance(task.threshold, bool)
             need(task.threshold == "dev" or (numeric and 0.0 < task.threshold < 1.0),

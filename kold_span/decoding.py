@@ -63,14 +63,33 @@ def gate_open(task: Task, tasks: Sequence[Task], merged: MergedExample) -> bool:
     return gate.labels[int(np.argmax(merged.sequence_probs[gate.name]))] == "true"
 
 
+def span_tags(task: Task, probs: np.ndarray) -> list[str]:
+    """One BIO tag per token from a span task's [tokens, 3] probabilities (O, B, I).
+
+    Without a threshold each token takes its most probable tag. With one (`task.thresholds`,
+    fixed or tuned on dev), a token is inside a span when P(B) + P(I) reaches it, and is B or I
+    by whichever of the two is likelier: a token at O 0.4, B 0.35, I 0.25 is O by the most
+    probable tag but inside at threshold 0.5.
+
+    Example:
+        >>> probs = np.array([[0.4, 0.35, 0.25], [0.7, 0.1, 0.2]])
+        >>> t = Task("s", "span", "OFF")
+        >>> span_tags(t, probs), span_tags(Task("s", "span", "OFF", thresholds=(0.5,)), probs)
+        (['O', 'O'], ['B', 'O'])
+    """
+    if not task.thresholds:
+        return [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
+    threshold = task.thresholds[0]
+    return ["O" if b + i < threshold else ("B" if b >= i else "I") for _, b, i in probs]
+
+
 def task_spans(task: Task, merged: MergedExample, text: str, snap: str = "none",
                trim: bool = True, tasks: Sequence[Task] = ()) -> list[dict[str, Any]]:
     """Character spans of one span task with a confidence score each (none when gated off)."""
     probs = merged.token_probs[task.name]
     if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
         return []
-    tags = [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
-    spans = tags_to_spans(tags, merged.token_offsets, text, snap=snap, trim=trim)
+    spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=snap, trim=trim)
     inside = 1.0 - probs[:, 0]
     out = []
     for start, end in spans:

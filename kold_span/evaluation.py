@@ -1,6 +1,7 @@
 """Scores of merged model outputs against gold examples, per task."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
@@ -8,8 +9,8 @@ import numpy as np
 from kold_span import metrics
 from kold_span.align import spans_to_tags
 from kold_span.data import Example, spans_to_offsets
-from kold_span.decoding import MergedExample, sequence_prediction, task_spans
-from kold_span.tasks import SPAN_TAGS, Task, label_str, soft_distribution
+from kold_span.decoding import MergedExample, sequence_prediction, span_tags, task_spans
+from kold_span.tasks import THRESHOLD_GRID, Task, label_str, soft_distribution
 
 
 def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
@@ -79,12 +80,31 @@ def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
     for ex, m in zip(examples, merged):
         gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
         true_tags.append([_typed(t or "O") for t in gold])
-        pred_tags.append([_typed(SPAN_TAGS[int(i)]) for i in m.token_probs[task.name].argmax(-1)]
+        pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
                          if len(m.token_offsets) else [])
     if any(true_tags):
         prf = metrics.seqeval_prf(true_tags, pred_tags)
         out[f"{task.name}/seqeval_f1"] = prf["f1"]
     return out
+
+
+def tune_span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                        merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
+                        grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
+    """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.
+
+    Spans are decoded as `Predictor` outputs them (`snap`, `trim`, the task's gate); ties go to
+    the threshold nearest 0.5.
+    """
+    golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
+
+    def mean_f1(threshold: float) -> float:
+        trial = dataclasses.replace(task, thresholds=(threshold,))
+        preds = [spans_to_offsets((s["start"], s["end"]) for s in task_spans(trial, m, ex.text, snap, trim, tasks))
+                 for ex, m in zip(examples, merged)]
+        return metrics.mean_char_f1(preds, golds)
+
+    return max(grid, key=lambda t: (mean_f1(t), -abs(t - 0.5)))
 
 
 def _typed(tag: str) -> str:

@@ -24,7 +24,9 @@ class Task:
     gate: Optional[str] = None  # span tasks: a boolean sequence task that must say true
     # single-label: loss weight per label; multi-label: weight of each label's positive term (empty = all 1)
     class_weights: tuple[float, ...] = ()
-    thresholds: tuple[float, ...] = ()  # multi-label: decision threshold per label (empty = all 0.5)
+    # multi-label: decision threshold per label (empty = all 0.5); span tasks: one P(B) + P(I) threshold
+    # (empty = the most probable tag per token)
+    thresholds: tuple[float, ...] = ()
 
     @property
     def num_outputs(self) -> int:
@@ -121,9 +123,10 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         if cfg.class_weight == "balanced":
             weights = (positive_weights(examples, cfg.source, labels) if cfg.problem == "multi"
                        else balanced_weights(examples, cfg.source, labels))
-        # A fixed threshold is set here; "dev" is tuned after training (`tune_thresholds`), 0.5 until then.
-        fixed = cfg.threshold not in (0.5, "dev") and cfg.kind == "sequence" and cfg.problem == "multi"
-        thresholds = (float(cfg.threshold),) * len(labels) if fixed else ()
+        # A fixed threshold is set here; "dev" is tuned after training (`tune_thresholds`, or
+        # `tune_span_threshold` for a span task), the default decoding until then.
+        fixed = cfg.threshold not in (0.5, "dev") and (cfg.kind == "span" or cfg.problem == "multi")
+        thresholds = (float(cfg.threshold),) * max(len(labels), 1) if fixed else ()
         tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate, weights,
                           thresholds))
     by_name = {t.name: t for t in tasks}

@@ -1,4 +1,4 @@
-"""Task vocabularies, class-balanced loss weights and multi-label thresholds (hand-checked values)."""
+"""Task vocabularies, class-balanced loss weights, multi-label and span thresholds (hand-checked values)."""
 import math
 from pathlib import Path
 
@@ -8,10 +8,12 @@ import torch
 
 from kold_span.config import ConfigError, TaskConfig, load_config
 from kold_span.data import Example, write_jsonl
-from kold_span.decoding import sequence_prediction
+from kold_span.decoding import MergedExample, sequence_prediction, span_tags, task_spans
+from kold_span.evaluation import score, tune_span_threshold
 from kold_span.model import task_loss
 from kold_span.predictor import Predictor
-from kold_span.tasks import Task, balanced_weights, build_tasks, positive_weights, tune_thresholds
+from kold_span.tasks import (THRESHOLD_GRID, Task, balanced_weights, build_tasks, positive_weights,
+                              tune_thresholds)
 from kold_span.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +122,8 @@ def test_fixed_threshold_is_set_at_build_time():
 
 
 @pytest.mark.parametrize("task, message", [
-    ("{name: c, source: OFF, threshold: 0.3}", "applies to multi-label"),
+    ("{name: c, source: OFF, threshold: 0.3}", "applies to span tasks and multi-label"),
+    ("{name: c, kind: span, source: OFF, threshold: 0}", "must be a number in \\(0, 1\\) or 'dev'"),
     ("{name: c, source: OFF, problem: multi, threshold: 1.5}", "must be a number in \\(0, 1\\) or 'dev'"),
     ("{name: c, source: OFF, problem: multi, threshold: best}", "must be a number in \\(0, 1\\) or 'dev'"),
 ])
@@ -146,3 +149,71 @@ def test_training_with_dev_thresholds_saves_them_with_the_model(tmp_path):
     saved = Predictor.from_pretrained(result.model_dir).tasks[0]
     assert len(saved.thresholds) == 2 and all(0 < t < 1 for t in saved.thresholds)
     assert result.metrics["thresholds"] == {"g": dict(zip(saved.labels, saved.thresholds))}
+
+
+# --------------------------------------------------------------------------- span thresholds
+
+def span_task(*thresholds):
+    return Task("s", "span", "OFF", thresholds=tuple(thresholds))
+
+
+def merged(*rows):
+    """One example "ab cd ef" whose three words are its tokens, with (O, B, I) probabilities."""
+    return MergedExample(token_offsets=[(0, 2), (3, 5), (6, 8)], token_probs={"s": np.array(rows, dtype=float)})
+
+
+def test_span_tags_threshold_on_inside_probability():
+    probs = np.array([[0.40, 0.35, 0.25], [0.30, 0.20, 0.50], [0.90, 0.05, 0.05]])
+    assert span_tags(span_task(), probs) == ["O", "I", "O"]  # most probable tag
+    # inside = 0.60, 0.70, 0.10: at 0.5 the first two are inside, B or I by the likelier of the two
+    assert span_tags(span_task(0.5), probs) == ["B", "I", "O"]
+    assert span_tags(span_task(0.65), probs) == ["O", "I", "O"]
+    assert span_tags(span_task(0.05), probs) == ["B", "I", "B"]  # B and I tie at 0.05: B
+
+
+def test_task_spans_decode_with_the_threshold():
+    m = merged([0.40, 0.35, 0.25], [0.30, 0.20, 0.50], [0.90, 0.05, 0.05])
+    assert [(s["start"], s["end"]) for s in task_spans(span_task(), m, "ab cd ef")] == [(3, 5)]
+    assert [(s["start"], s["end"]) for s in task_spans(span_task(0.5), m, "ab cd ef")] == [(0, 5)]
+
+
+def example_with(spans):
+    return Example(id="1", text="ab cd ef", spans={"OFF": spans})
+
+
+def test_tune_span_threshold_maximises_mean_char_f1():
+    # gold "cd"; inside = 0.35, 0.45, 0.10. t=0.3: "ab" and "cd" → P 1/2, R 1 → F1 2/3;
+    # t=0.4: "cd" → F1 1; t=0.5: nothing → 0.
+    m = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
+    assert tune_span_threshold(span_task(), [span_task()], [example_with([(3, 5)])], [m], grid=(0.3, 0.4, 0.5)) == 0.4
+
+
+def test_tune_span_threshold_counts_empty_gold_and_breaks_ties_towards_half():
+    # a second example with no gold span and inside 0.45 on "ab": right only when nothing is marked.
+    # Means: t=0.3 → (2/3 + 0) / 2, t=0.4 → (1 + 0) / 2, t=0.5 → (0 + 1) / 2: 0.4 and 0.5 tie.
+    first = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
+    second = merged([0.55, 0.45, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+    exs = [example_with([(3, 5)]), example_with([])]
+    assert tune_span_threshold(span_task(), [span_task()], exs, [first, second], grid=(0.3, 0.4, 0.5)) == 0.5
+    # the scores the model reports follow the task's threshold
+    assert score([span_task(0.4)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(0.5)
+    assert score([span_task(0.3)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(1 / 3)
+
+
+def test_fixed_span_threshold_is_set_at_build_time():
+    exs = [Example(id="1", text="ab", spans={"OFF": [(0, 2)]})]
+    fixed, default, later = build_tasks([TaskConfig(name="f", kind="span", source="OFF", threshold=0.3),
+                                         TaskConfig(name="a", kind="span", source="OFF"),
+                                         TaskConfig(name="d", kind="span", source="OFF", threshold="dev")], exs)
+    assert (fixed.thresholds, default.thresholds, later.thresholds) == ((0.3,), (), ())
+
+
+def test_training_with_a_dev_span_threshold_saves_it_with_the_model(tmp_path):
+    config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
+        f"output_dir={tmp_path}", "run=r", f"data.train={ROOT / 'tests/fixtures/kold_small.json'}",
+        "data.limit=24", "data.dev_fraction=0.34", "trainer.max_epochs=3",
+        "tasks=[{name: OFF_span, kind: span, source: OFF, threshold: dev}]"])
+    result = train(config, quiet=True)
+    saved = Predictor.from_pretrained(result.model_dir).tasks[0]
+    assert len(saved.thresholds) == 1 and saved.thresholds[0] in THRESHOLD_GRID
+    assert result.metrics["thresholds"] == {"OFF_span": {"inside": saved.thresholds[0]}}

@@ -14,7 +14,7 @@ import numpy as np
 from kold_span.config import Config
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
-from kold_span.evaluation import format_table, score
+from kold_span.evaluation import format_table, score, tune_span_threshold
 from kold_span.perspectives import trait_phrase
 from kold_span.tasks import Task, build_tasks, label_set, tune_thresholds
 
@@ -76,10 +76,12 @@ def scores_by_trait(predictor, examples: list[Example], traits: Sequence[str],
 
 
 def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[str, dict[str, float]]:
-    """Set the per-label thresholds of every task configured with `threshold: dev` from the dev split.
+    """Set the thresholds of every task configured with `threshold: dev` from the dev split.
 
-    Returns {task: {label: threshold}} for the tuned tasks (the dev scores reported afterwards use
-    these thresholds, so they are optimistic; test is untouched by the choice).
+    A multi-label task gets each label's F1-best threshold; a span task the P(B) + P(I) threshold
+    with the best mean char-F1 of the spans the predictor outputs (its snap and trim). Returns
+    {task: {label: threshold}}, with the single key "inside" for a span task (the dev scores
+    reported afterwards use these thresholds, so they are optimistic; test is untouched by the choice).
     """
     wanted = {t.name for t in config.tasks if t.threshold == "dev"}
     if not wanted or not dev:
@@ -88,6 +90,11 @@ def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[s
     tuned: dict[str, dict[str, float]] = {}
     for i, task in enumerate(predictor.tasks):
         if task.name not in wanted:
+            continue
+        if task.kind == "span":
+            threshold = tune_span_threshold(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)
+            predictor.tasks[i] = dataclasses.replace(task, thresholds=(threshold,))
+            tuned[task.name] = {"inside": threshold}
             continue
         labelled = [(ex, m) for ex, m in zip(dev, merged) if ex.labels.get(task.source) is not None]
         golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
