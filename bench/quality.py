@@ -5,9 +5,11 @@ test part, or `--test PATH` names a test file in the corpus's own format (the of
 sides are run that way, independently). The toolkit trains on train (its dev split carved from
 train, seeded), and is scored on test next to the majority, TF-IDF n-gram and span-lexicon
 baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
-the encoder's, the weight chosen on dev.
+the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
+(kold_span.ensemble), scored on the same test part.
 
     python bench/quality.py --corpora kocosa irosva_es --seeds 13 14 15
+    python bench/quality.py --corpora irosva_es --seeds 13 14 15 --ensemble   # reuses the finished runs
     python bench/quality.py --corpora toxic_spans --test ../shared/data/toxic_spans/tsd_trial.csv
 
 Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
@@ -185,8 +187,34 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs
+    if args.ensemble:
+        result["ensemble"] = ensemble_row(spec, list(configs.values()), test)
+        print(f"{name} ensemble of seeds {args.seeds}: {spec.metric} = {result['ensemble']['test'].get(spec.metric)}",
+              flush=True)
     result["seconds"] = round(time.time() - started, 1)
     return result
+
+
+def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example]) -> dict[str, Any]:
+    """The test scores of the seeds' models averaged (kold_span.ensemble), and of that ensemble's hybrid.
+
+    The seeds share their train/dev split (data.split_seed), so the hybrid's weight is chosen on
+    the same dev examples as each seed's.
+    """
+    from kold_span.ensemble import Ensemble
+    from kold_span.training.datamodule import load_splits
+    from kold_span.training.run import evaluate_predictor
+
+    dirs = [run_dir_of(config) / "model" for config in configs]
+    missing = [str(d) for d in dirs if not d.exists()]
+    if missing:
+        raise SystemExit(f"--ensemble needs every seed's model directory; missing: {', '.join(missing)} "
+                         "(its scores were reused from the results file: pass --retrain to train it again)")
+    ensemble = Ensemble.from_pretrained(dirs)
+    row: dict[str, Any] = {"seeds": [config.seed for config in configs], "test": evaluate_predictor(ensemble, test)}
+    if spec.label:
+        row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name)
+    return row
 
 
 def mean_std(values: list[float]) -> str:
@@ -198,31 +226,45 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
-def row_label(key: str) -> str:
+def row_label(key: str, ensemble: bool = False) -> str:
     name, _, tag = key.partition(":")
-    return f"{name} [{tag}]" if tag else name
+    tags = ", ".join(t for t in (tag, "ensemble" if ensemble else "") if t)
+    return f"{name} [{tags}]" if tags else name
 
 
-def irosva_average(results: dict[str, Any], tag: str = "") -> Optional[dict[str, Any]]:
-    """The IroSvA average row (the mean of the three variants), per seed, when all three ran."""
+def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = False) -> Optional[dict[str, Any]]:
+    """The IroSvA average row (the mean of the three variants), per seed, when all three ran.
+
+    With `ensemble`, the mean of the three variants' ensemble rows (one value), when all three have one.
+    """
     keys = [f"irosva_{v}" + (f":{tag}" if tag else "") for v in ("es", "mx", "cu")]
     if not all(k in results for k in keys):
         return None
     rows = [results[k] for k in keys]
-    seeds = sorted(set.intersection(*({run["seed"] for run in r["runs"]} for r in rows)))
-
-    def per_seed(get):
-        return [statistics.mean(get(next(run for run in r["runs"] if run["seed"] == seed)) for r in rows)
-                for seed in seeds]
 
     def base(kind):
         return statistics.mean(r["baselines"][kind]["macro_f1"] for r in rows)
 
-    return {"toolkit": per_seed(lambda run: run["test"]["irony/macro_f1"]),
-            "hybrid": per_seed(lambda run: run["hybrid"]["macro_f1"]),
+    if ensemble:
+        if not all("ensemble" in r for r in rows):
+            return None
+        toolkit = [statistics.mean(r["ensemble"]["test"]["irony/macro_f1"] for r in rows)]
+        hybrid = [statistics.mean(r["ensemble"]["hybrid"]["macro_f1"] for r in rows)]
+        seeds: Any = f"{len(rows[0]['ensemble']['seeds'])} averaged"
+    else:
+        common = sorted(set.intersection(*({run["seed"] for run in r["runs"]} for r in rows)))
+
+        def per_seed(get):
+            return [statistics.mean(get(next(run for run in r["runs"] if run["seed"] == seed)) for r in rows)
+                    for seed in common]
+
+        toolkit = per_seed(lambda run: run["test"]["irony/macro_f1"])
+        hybrid = per_seed(lambda run: run["hybrid"]["macro_f1"])
+        seeds = len(common)
+    return {"toolkit": toolkit, "hybrid": hybrid,
             "ngram": base("ngram"), "ngram_context": base("ngram_context"), "majority": base("majority"),
             "n_train": sum(r["n_train"] for r in rows), "n_test": sum(r["n_test"] for r in rows),
-            "seeds": len(seeds), "minutes": sum(run.get("seconds") or 0 for r in rows for run in r["runs"]) / 60}
+            "seeds": seeds, "minutes": sum(run.get("seconds") or 0 for r in rows for run in r["runs"]) / 60}
 
 
 def render(results: dict[str, Any], command: str = "") -> str:
@@ -254,14 +296,24 @@ def render(results: dict[str, Any], command: str = "") -> str:
                      f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
                      f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
         commands[row_label(key)] = r.get("command") or results.get("_command", command)
+        if "ensemble" in r:
+            ens = r["ensemble"]
+            toolkit = mean_std([ens["test"].get(spec.metric)])
+            hybrid = mean_std([ens.get("hybrid", {}).get(metric_key)]) if spec.label else "—"
+            lines.append(f"| {row_label(key, ensemble=True)} ({r['n_train']}/{r['n_test']}) | "
+                         f"{spec.metric.split('/')[-1]} | {toolkit} | {hybrid} | {ngram} | {ngram_ctx} | {simple} | "
+                         f"{spec.anchor} | {len(ens['seeds'])} averaged | "
+                         f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
+            commands[row_label(key, ensemble=True)] = commands[row_label(key)]
     for tag in dict.fromkeys(key.partition(":")[2] for key in results if key.startswith("irosva_")):
-        average = irosva_average(results, tag)
-        if not average:
-            continue
-        lines.append(f"| {row_label(f'irosva average:{tag}')} ({average['n_train']}/{average['n_test']}) | macro_f1 | "
-                     f"{mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | {average['ngram']:.4f} | "
-                     f"{average['ngram_context']:.4f} | {average['majority']:.4f} | best average 0.6832; "
-                     f"LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
+        for ensemble in (False, True):
+            average = irosva_average(results, tag, ensemble)
+            if not average:
+                continue
+            lines.append(f"| {row_label(f'irosva average:{tag}', ensemble)} ({average['n_train']}/{average['n_test']}) "
+                         f"| macro_f1 | {mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | "
+                         f"{average['ngram']:.4f} | {average['ngram_context']:.4f} | {average['majority']:.4f} | "
+                         f"best average 0.6832; LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
     lines += ["", "Commands:", ""]
     by_command: dict[str, list[str]] = {}
     for label, cmd in commands.items():
@@ -287,6 +339,8 @@ def main() -> int:
     parser.add_argument("--tag", help="name this configuration's rows (e.g. mlm for a pretrained encoder): "
                         "results are kept under CORPUS:TAG beside the untagged rows")
     parser.add_argument("--retrain", action="store_true", help="retrain runs that already have metrics")
+    parser.add_argument("--ensemble", action="store_true",
+                        help="also score the seeds' models averaged (one more row; needs every seed's model folder)")
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite the docs table from --results without training anything")

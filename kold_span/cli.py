@@ -29,7 +29,11 @@ def _predict(args: argparse.Namespace) -> int:
     from kold_span.predict_io import HtmlWriter, iter_inputs
     from kold_span.predictor import Predictor
 
-    predictor = Predictor.from_pretrained(args.model, device=args.device)
+    if len(args.model) > 1:
+        from kold_span.ensemble import Ensemble
+        predictor: Predictor = Ensemble.from_pretrained(args.model, device=args.device)
+    else:
+        predictor = Predictor.from_pretrained(args.model[0], device=args.device)
     skipped: list[str] = []
     examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
                            skip_bad=args.skip_bad, skipped=skipped)
@@ -96,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_train)
 
     p = sub.add_parser("predict", help="label comments and mark their spans")
-    p.add_argument("--model", required=True, help="a model directory (checkpoints/<exp>/<run>/model)")
+    p.add_argument("--model", required=True, nargs="+", metavar="DIR",
+                   help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "
+                        "that averages their probabilities (same tasks; span tasks: same tokenizer)")
     p.add_argument("--input", required=True, help=".txt (one comment per line), .jsonl, .csv or .tsv")
     p.add_argument("--output", required=True, help="JSONL, one prediction per input row, in input order")
     p.add_argument("--html", help="also write an HTML page with the spans highlighted")

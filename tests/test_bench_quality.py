@@ -50,6 +50,23 @@ def test_tagged_rows_render_beside_untagged_ones_with_their_commands():
     assert "- irosva_es [mlm]: `python bench/quality.py B`" in table
 
 
+def test_ensemble_rows_render_after_their_configuration_and_average_over_irosva():
+    results = {f"irosva_{v}:minilm": corpus_result([(1, 0.5), (2, 0.6)], 0.5, "python bench/quality.py --ensemble")
+               for v in ("es", "mx", "cu")}
+    for v, score in zip(("es", "mx", "cu"), (0.7, 0.4, 0.85)):
+        results[f"irosva_{v}:minilm"]["ensemble"] = {"seeds": [1, 2], "test": {"irony/macro_f1": score},
+                                                     "hybrid": {"macro_f1": score + 0.01}}
+    table = quality.render(results)
+    lines = table.splitlines()
+    row = lines.index(next(line for line in lines if line.startswith("| irosva_es [minilm] ")))
+    assert lines[row + 1].startswith("| irosva_es [minilm, ensemble] (10/5) | macro_f1 | 0.7000 | 0.7100 | 0.5000 |")
+    assert "| 2 averaged | 2.0 |" in lines[row + 1]  # two models; training minutes of both seeds
+    # (0.7 + 0.4 + 0.85) / 3 = 0.65, next to the per-seed average (0.55 ± 0.0707)
+    assert "| irosva average [minilm] (30/15) | macro_f1 | 0.5500 ± 0.0707 |" in table
+    assert "| irosva average [minilm, ensemble] (30/15) | macro_f1 | 0.6500 | 0.6600 |" in table
+    assert "- irosva_es [minilm], irosva_es [minilm, ensemble]" in table
+
+
 class UninformedPredictor:
     """A stand-in encoder that always says 50/50."""
 
