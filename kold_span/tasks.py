@@ -126,7 +126,7 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         # A fixed threshold is set here; "dev" is tuned after training (`tune_thresholds`, or
         # `tune_span_threshold` for a span task), the default decoding until then.
         fixed = cfg.threshold not in (0.5, "dev") and (cfg.kind == "span" or cfg.problem == "multi")
-        thresholds = (float(cfg.threshold),) * max(len(labels), 1) if fixed else ()
+        thresholds = (float(cfg.threshold),) * (1 if cfg.kind == "span" else len(labels)) if fixed else ()
         tasks.append(Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, labels, cfg.gate, weights,
                           thresholds))
     by_name = {t.name: t for t in tasks}
