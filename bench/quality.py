@@ -286,24 +286,23 @@ def render(results: dict[str, Any], command: str = "") -> str:
         spec = CORPORA[key.split(":")[0]]
         base = r["baselines"]
         metric_key = spec.baseline_metric
-        toolkit = mean_std([run["test"].get(spec.metric) for run in r["runs"]])
-        hybrid = mean_std([run.get("hybrid", {}).get(metric_key) for run in r["runs"]]) if spec.label else "—"
         ngram = f"{base['ngram'][metric_key]:.4f}" if "ngram" in base else "—"
         ngram_ctx = f"{base['ngram_context'][metric_key]:.4f}" if "ngram_context" in base else "—"
         simple = (f"{base['lexicon']['char_f1']:.4f} (lexicon)" if "lexicon" in base
                   else f"{base['majority'][metric_key]:.4f}")
-        lines.append(f"| {row_label(key)} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | "
-                     f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {len(r['runs'])} | "
-                     f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
+        minutes = sum(run.get("seconds") or 0 for run in r["runs"]) / 60
+
+        def row(label: str, scored: list[dict[str, Any]], seeds: Any) -> str:
+            """One table line; `scored` are the runs (or the one ensemble) whose test and hybrid scores it shows."""
+            toolkit = mean_std([run["test"].get(spec.metric) for run in scored])
+            hybrid = mean_std([run.get("hybrid", {}).get(metric_key) for run in scored]) if spec.label else "—"
+            return (f"| {label} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | "
+                    f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {seeds} | {minutes:.1f} |")
+
+        lines.append(row(row_label(key), r["runs"], len(r["runs"])))
         commands[row_label(key)] = r.get("command") or results.get("_command", command)
         if "ensemble" in r:
-            ens = r["ensemble"]
-            toolkit = mean_std([ens["test"].get(spec.metric)])
-            hybrid = mean_std([ens.get("hybrid", {}).get(metric_key)]) if spec.label else "—"
-            lines.append(f"| {row_label(key, ensemble=True)} ({r['n_train']}/{r['n_test']}) | "
-                         f"{spec.metric.split('/')[-1]} | {toolkit} | {hybrid} | {ngram} | {ngram_ctx} | {simple} | "
-                         f"{spec.anchor} | {len(ens['seeds'])} averaged | "
-                         f"{sum(run.get('seconds') or 0 for run in r['runs']) / 60:.1f} |")
+            lines.append(row(row_label(key, ensemble=True), [r["ensemble"]], f"{len(r['ensemble']['seeds'])} averaged"))
             commands[row_label(key, ensemble=True)] = commands[row_label(key)]
     for tag in dict.fromkeys(key.partition(":")[2] for key in results if key.startswith("irosva_")):
         for ensemble in (False, True):

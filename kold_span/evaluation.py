@@ -66,14 +66,11 @@ def _sequence_scores(task: Task, examples: Sequence[Example], merged: Sequence[M
 def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                  merged: Sequence[MergedExample], snap: str, trim: bool) -> dict[str, float]:
     golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
-    def predicted(snap_mode: str) -> list[set[int]]:
-        return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, snap_mode, trim, tasks))
-                for ex, m in zip(examples, merged)]
-
-    raw = predicted("none")
+    raw = predicted_offsets(task, tasks, examples, merged, "none", trim)
     out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
     if snap != "none":
-        out[f"{task.name}/char_f1_{snap}"] = metrics.mean_char_f1(predicted(snap), golds)
+        out[f"{task.name}/char_f1_{snap}"] = metrics.mean_char_f1(
+            predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
     micro = metrics.micro_char_prf(raw, golds)
     out[f"{task.name}/char_micro_f1"] = micro["f1"]
     true_tags, pred_tags = [], []
@@ -88,6 +85,13 @@ def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
     return out
 
 
+def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                      merged: Sequence[MergedExample], snap: str, trim: bool) -> list[set[int]]:
+    """The character offsets of each example's predicted spans of one span task."""
+    return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, snap, trim, tasks))
+            for ex, m in zip(examples, merged)]
+
+
 def tune_span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                         merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
                         grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
@@ -100,9 +104,7 @@ def tune_span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Ex
 
     def mean_f1(threshold: float) -> float:
         trial = dataclasses.replace(task, thresholds=(threshold,))
-        preds = [spans_to_offsets((s["start"], s["end"]) for s in task_spans(trial, m, ex.text, snap, trim, tasks))
-                 for ex, m in zip(examples, merged)]
-        return metrics.mean_char_f1(preds, golds)
+        return metrics.mean_char_f1(predicted_offsets(trial, tasks, examples, merged, snap, trim), golds)
 
     return max(grid, key=lambda t: (mean_f1(t), -abs(t - 0.5)))
 
