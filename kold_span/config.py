@@ -160,6 +160,7 @@ class TrainerConfig:
     progress_bar: bool = True
     overfit_batches: float = 0.0
     threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
+    group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
 
 
 @dataclass

@@ -185,12 +185,14 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     assert (second.run_dir / "logs" / "version_1" / "metrics.csv").exists()
 
 
-def test_ddp_with_two_cpu_processes(tmp_path):
-    """Two gloo processes train a few steps and export one model."""
+@pytest.mark.parametrize("group_by_length", ["false", "true"])
+def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
+    """Two gloo processes train a few steps and export one model (also with length-grouped batches)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "kold_span.cli", "train", str(TINY), "--set", f"output_dir={tmp_path}",
            f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=1", "trainer.devices=2",
-           "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25"]
+           "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25",
+           f"trainer.group_by_length={group_by_length}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()

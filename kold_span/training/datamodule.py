@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pytorch_lightning as pl
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Sampler
 
 from kold_span import corpora
 from kold_span.config import Config
@@ -110,16 +110,87 @@ def _fingerprint(examples: Sequence[Example], tasks: Sequence[Task], encoder: In
     return h.hexdigest()[:24]
 
 
+class LengthGroupedSampler(Sampler[int]):
+    """A shuffled order of windows in which every run of `batch_size` has similar lengths.
+
+    Batches are padded to their longest window, so random batches of short and long texts
+    spend most of their compute on padding. Each epoch the indices are shuffled, cut into
+    pools of `pool_batches` batches, each pool sorted by length and cut into batches, and the
+    batches shuffled, so batches stay random in content and order but not in length. Pools are
+    a whole number of batches: only the last batch of the epoch can be short (the DataLoader
+    cuts the order into batches of `batch_size` again and must meet the same boundaries). Under
+    distributed training each group holds `batch_size` × world size windows, which the
+    distributed wrapper deals out one per rank in turn, so every rank's batch comes from one group.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50,
+                 world_size: Optional[int] = None):
+        self.lengths, self.batch_size, self.seed = list(lengths), batch_size, seed
+        self.pool_batches, self.world_size, self.epoch = pool_batches, world_size, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        return iter(self.order())
+
+    def order(self) -> list[int]:
+        """This epoch's order of window indices."""
+        group = self.batch_size * (self.world_size or _world_size())
+        rng = random.Random(self.seed * 100_003 + self.epoch)
+        indices = list(range(len(self.lengths)))
+        rng.shuffle(indices)
+        pool = group * self.pool_batches
+        batches = []
+        for start in range(0, len(indices), pool):
+            ranked = sorted(indices[start:start + pool], key=self.lengths.__getitem__)
+            batches += [ranked[i:i + group] for i in range(0, len(ranked), group)]
+        last = batches.pop() if batches and len(batches[-1]) < group else None
+        rng.shuffle(batches)
+        return [i for batch in batches + ([last] if last else []) for i in batch]
+
+
+class FixedOrder(Sampler[int]):
+    """The given indices, in the given order."""
+
+    def __init__(self, indices: Sequence[int]):
+        self.indices = list(indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self):
+        return iter(self.indices)
+
+
+def _world_size() -> int:
+    import torch
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return 1
+
+
 class WindowsDataModule(pl.LightningDataModule):
-    """Serves padded batches of windows for train/dev/test."""
+    """Serves padded batches of windows for train/dev/test.
+
+    With `group_by_length`, training batches hold windows of similar length (LengthGroupedSampler,
+    seeded with `seed`) and dev/test windows are served shortest first: less padding, the same
+    examples. Off, training batches are plain random draws.
+    """
 
     def __init__(self, splits: dict[str, list[Example]], tasks: Sequence[Task], encoder: InputEncoder,
                  batch_size: int = 16, eval_batch_size: int = 64, num_workers: int = 0,
-                 cache_dir: Optional[Path] = None):
+                 cache_dir: Optional[Path] = None, group_by_length: bool = False, seed: int = 0):
         super().__init__()
         self.splits, self.tasks, self.encoder = splits, list(tasks), encoder
         self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
         self.cache_dir = cache_dir
+        self.group_by_length, self.seed = group_by_length, seed
         self.datasets: dict[str, Any] = {}
 
     def setup(self, stage: Optional[str] = None) -> None:
@@ -132,9 +203,22 @@ class WindowsDataModule(pl.LightningDataModule):
         self.setup()
         return self.datasets[split].select_columns(["example_index", "offsets", "text_mask"]).to_list()
 
+    def window_lengths(self, split: str) -> list[int]:
+        """The token count of each of a split's windows."""
+        self.setup()
+        return [len(ids) for ids in self.datasets[split]["input_ids"]]
+
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
         pad_id = self.encoder.tokenizer.pad_token_id or 0
-        return DataLoader(self.datasets[split], batch_size=batch_size, shuffle=shuffle,
+        sampler: Optional[Sampler[int]] = None
+        if self.group_by_length:
+            lengths = self.window_lengths(split)
+            if shuffle:
+                sampler, shuffle = LengthGroupedSampler(lengths, batch_size, self.seed), False
+            else:
+                # Outputs are keyed by window_index, so any order gives the same scores.
+                sampler = FixedOrder(sorted(range(len(lengths)), key=lengths.__getitem__))
+        return DataLoader(self.datasets[split], batch_size=batch_size, shuffle=shuffle, sampler=sampler,
                           num_workers=self.num_workers, collate_fn=partial(collate, tasks=self.tasks, pad_id=pad_id))
 
     def train_dataloader(self) -> DataLoader:

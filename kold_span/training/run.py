@@ -178,7 +178,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                           config.context.mode, config.context.max_turns)
     tc = config.trainer
     datamodule = WindowsDataModule(splits, tasks, inputs, tc.batch_size, tc.eval_batch_size, tc.num_workers,
-                                   cache_dir=Path(config.output_dir) / ".cache")
+                                   cache_dir=Path(config.output_dir) / ".cache",
+                                   group_by_length=tc.group_by_length, seed=config.seed)
     datamodule.setup()
     evaluator = None
     if splits["dev"]:
