@@ -1,0 +1,122 @@
+"""Training speed with random vs length-grouped batches (`trainer.group_by_length`).
+
+Batches are padded to their longest window. On corpora whose texts range from a few words to
+several hundred, a random batch of 16 almost always holds one long window, so most of its
+compute goes to padding. This trains one epoch over the same windows twice, from the same
+initial weights, once with random batches and once with length-grouped ones, and reports
+seconds per epoch and the padded tokens per real token. The config is a quality-benchmark
+experiment (default: Toxic Spans with the packaged MiniLM), run on its first `--n` examples.
+
+    python bench/batching.py [--experiment toxic_spans_minilm.yaml] [--n 2000] [--threads 1]
+
+Results: bench/results/batching.json and a section of docs/BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kold_span.config import load_config  # noqa: E402
+from kold_span.encoders import build_encoder  # noqa: E402
+from kold_span.encoding import InputEncoder  # noqa: E402
+from kold_span.model import MultiTaskModel  # noqa: E402
+from kold_span.tasks import build_tasks  # noqa: E402
+from kold_span.training.datamodule import WindowsDataModule, load_splits  # noqa: E402
+from kold_span.training.run import tokenizer_texts  # noqa: E402
+from report import machine_line, write_section  # noqa: E402
+
+EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
+DATA_FILES = {"toxic_spans": "toxic_spans/tsd_train.csv", "beep": "beep", "unsmile": "unsmile/unsmile_train_v1.0.tsv",
+              "kocosa": "kocosa", "irosva": "irosva", "multipico": "multipico"}
+
+
+def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float) -> tuple[float, int, int]:
+    """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step."""
+    tasks = datamodule.tasks
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    steps = padded = 0
+    start = time.perf_counter()
+    for batch in datamodule.train_dataloader():
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        losses = model.losses(logits, batch)
+        sum(task.weight * losses[task.name] for task in tasks).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        steps += 1
+        padded += batch["input_ids"].numel()
+    return time.perf_counter() - start, steps, padded
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--experiment", default="toxic_spans_minilm.yaml")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    config = load_config(EXPERIMENTS / args.experiment, ["data.test_fraction=0",
+                                                         f"data.limit={args.n}"])
+    config.data.train = str(args.data / DATA_FILES[config.data.reader])
+    splits = load_splits(config)
+    tasks = build_tasks(config.tasks, splits["train"])
+    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
+    inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride, config.context.mode,
+                          config.context.max_turns)
+    torch.manual_seed(0)
+    initial = MultiTaskModel(encoder, tasks, config.model.dropout)
+    result = {"experiment": args.experiment, "n": args.n, "examples": len(splits["train"]), "batch_size": config.trainer.batch_size,
+              "max_length": config.model.max_length, "encoder": config.model.encoder.name_or_path or "scratch",
+              "torch_threads": torch.get_num_threads(), "machine": machine_line()}
+    for mode in ("random", "grouped"):
+        datamodule = WindowsDataModule(splits, tasks, inputs, config.trainer.batch_size,
+                                       group_by_length=mode == "grouped", seed=config.seed)
+        datamodule.setup()
+        real = sum(datamodule.window_lengths("train"))
+        seconds, steps, padded = epoch_seconds(copy.deepcopy(initial), datamodule, config.trainer.lr)
+        result[mode] = {"seconds": round(seconds, 1), "batches": steps, "padded_per_real_token": round(padded / real, 3)}
+        result["windows"], result["real_tokens"] = len(datamodule.datasets["train"]), real
+        print(mode, result[mode], flush=True)
+    result["speedup"] = round(result["random"]["seconds"] / result["grouped"]["seconds"], 2)
+    out = ROOT / "bench/results/batching.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    if not args.no_docs:
+        write_section("batching", render(result, ("python bench/batching.py " + " ".join(sys.argv[1:])).strip()))
+    return 0
+
+
+def render(r: dict, command: str) -> str:
+    rows = "\n".join(f"| {mode} | {r[mode]['batches']} | {r[mode]['padded_per_real_token']:.2f} | {r[mode]['seconds']:.1f} |"
+                     for mode in ("random", "grouped"))
+    return f"""## Training speed: random vs length-grouped batches
+
+Command: `{command}` — {r['machine']}, {r['torch_threads']} torch thread(s).
+One training epoch (forward, backward, AdamW step; no evaluation) over the {r['examples']} training examples
+(the dev share carved off) of the first {r['n']} of `configs/experiment/quality/{r['experiment']}`'s corpus ({r['windows']} windows, {r['real_tokens']} real tokens, windows of
+at most {r['max_length']} tokens, batch {r['batch_size']}, encoder `{r['encoder']}`), from the same initial weights.
+
+| batches | steps | padded tokens per real token | seconds per epoch |
+|---|---|---|---|
+{rows}
+
+Speed-up with `trainer.group_by_length: true`: **{r['speedup']}×**."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
