@@ -111,10 +111,13 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
 
 
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
-             limit: Optional[int]) -> dict[str, Any]:
+             limit: Optional[int], extra_train: Optional[list[Path]] = None) -> dict[str, Any]:
     """What decides a run's result besides its seed: a recorded run is reused only under the same setup."""
-    return {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in REUSE_IGNORED_KEYS),
-            "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
+    setup = {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in REUSE_IGNORED_KEYS),
+             "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
+    if extra_train:  # absent otherwise, so the setups recorded before this option still match
+        setup["extra_train"] = [str(p) for p in extra_train]
+    return setup
 
 
 def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -160,7 +163,13 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         train_side, test = split(examples, spec, args.test_fraction, args.split_seed)
     if args.limit:
         train_side = train_side[:args.limit]
-    work = args.out / name
+    if args.extra_train:
+        extra, dropped = extra_training(spec, args.extra_train, test)
+        train_side = train_side + extra
+        print(f"{name}: {len(extra)} extra training examples from {', '.join(map(str, args.extra_train))}"
+              f" ({dropped} left out: their text is in the test part)", flush=True)
+    # A tag's runs get their own data files: two configurations of one corpus may run at once.
+    work = args.out / (f"{name}-{args.tag}" if args.tag else name)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
     result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
@@ -193,6 +202,14 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
               flush=True)
     result["seconds"] = round(time.time() - started, 1)
     return result
+
+
+def extra_training(spec: Corpus, paths: list[Path], test: list[Example]) -> tuple[list[Example], int]:
+    """Examples of more training files in the corpus's format, minus any whose text is in the test part."""
+    seen = {e.text for e in test}
+    examples = [e for path in paths for e in corpora.read(spec.reader, path, **spec.options)]
+    kept = [e for e in examples if e.text not in seen]
+    return kept, len(examples) - len(kept)
 
 
 def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example]) -> dict[str, Any]:
@@ -331,6 +348,9 @@ def main() -> int:
     parser.add_argument("--test-fraction", type=float, default=0.2)
     parser.add_argument("--split-seed", type=int, default=42)
     parser.add_argument("--limit", type=int, help="train on at most N examples (smoke runs)")
+    parser.add_argument("--extra-train", type=Path, nargs="+", metavar="PATH",
+                        help="more training files in the corpus's format (Toxic Spans: tsd_trial.csv), added to "
+                        "the training side only; an example whose text is in the test part is left out")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
     parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
@@ -356,7 +376,7 @@ def main() -> int:
     command = "python bench/quality.py " + shlex.join(sys.argv[1:])
     for name in args.corpora:
         key = f"{name}:{args.tag}" if args.tag else name
-        setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit)
+        setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit, args.extra_train)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
         result["setup"] = setup
         result["command"] = command

@@ -101,6 +101,20 @@ def test_recorded_runs_are_reused_only_for_the_same_setup():
     assert quality.recorded_runs({}, setup) == {}
 
 
+def test_extra_training_files_change_the_setup_and_leave_out_texts_of_the_test_part(tmp_path):
+    base = quality.setup_of([], None, 0.2, 42, None)
+    assert quality.setup_of([], None, 0.2, 42, None, []) == base  # setups recorded before the option still match
+    assert quality.setup_of([], None, 0.2, 42, None, [Path("trial.csv")])["extra_train"] == ["trial.csv"]
+    trial = tmp_path / "tsd_trial.csv"
+    trial.write_text('spans,text\n"[0, 1, 2, 3]",Dumb take.\n[],Nice one.\n"[0, 1, 2, 3]",Dumb idea.\n',
+                     encoding="utf-8")
+    test = quality.corpora.read("toxic_spans", trial)[1:2]  # "Nice one." is in the test part
+    spec = quality.CORPORA["toxic_spans"]
+    extra, dropped = quality.extra_training(spec, [trial], test)
+    assert [e.text for e in extra] == ["Dumb take.", "Dumb idea."] and dropped == 1
+    assert extra[0].spans["OFF"] == [(0, 4)]
+
+
 def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
     cross_variant = pytest.importorskip("cross_variant")
     from kold_span.data import Example, write_jsonl
