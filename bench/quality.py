@@ -205,9 +205,13 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
 
 
 def extra_training(spec: Corpus, paths: list[Path], test: list[Example]) -> tuple[list[Example], int]:
-    """Examples of more training files in the corpus's format, minus any whose text is in the test part."""
+    """Examples of more training files in the corpus's format, minus any whose text is in the test part.
+
+    The files are read without the corpus's reader options, so IroSvA es can take the mx and cu
+    files (each file names its own variant).
+    """
     seen = {e.text for e in test}
-    examples = [e for path in paths for e in corpora.read(spec.reader, path, **spec.options)]
+    examples = [e for path in paths for e in corpora.read(spec.reader, path)]
     kept = [e for e in examples if e.text not in seen]
     return kept, len(examples) - len(kept)
 

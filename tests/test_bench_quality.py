@@ -115,6 +115,14 @@ def test_extra_training_files_change_the_setup_and_leave_out_texts_of_the_test_p
     assert extra[0].spans["OFF"] == [(0, 4)]
 
 
+def test_extra_training_for_one_irosva_variant_takes_the_other_variants_files():
+    fixtures = Path(__file__).resolve().parent / "fixtures/corpora/irosva"
+    spec = quality.CORPORA["irosva_es"]
+    test = quality.corpora.read("irosva", fixtures, **spec.options)
+    extra, dropped = quality.extra_training(spec, [fixtures / "irosva.mx.training.csv"], test)
+    assert extra and {e.meta["variant"] for e in extra} == {"mx"} and dropped == 0
+
+
 def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
     cross_variant = pytest.importorskip("cross_variant")
     from kold_span.data import Example, write_jsonl
