@@ -6,11 +6,13 @@ sides are run that way, independently). The toolkit trains on train (its dev spl
 train, seeded), and is scored on test next to the majority, TF-IDF n-gram and span-lexicon
 baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
 the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
-(kold_span.ensemble), scored on the same test part.
+(kold_span.ensemble), scored on the same test part. `--extra-train` adds more training files
+(the Toxic Spans trial posts) to the training side only, leaving the test part as it is.
 
     python bench/quality.py --corpora kocosa irosva_es --seeds 13 14 15
     python bench/quality.py --corpora irosva_es --seeds 13 14 15 --ensemble   # reuses the finished runs
     python bench/quality.py --corpora toxic_spans --test ../shared/data/toxic_spans/tsd_trial.csv
+    python bench/quality.py --corpora toxic_spans --tag trial --extra-train ../shared/data/toxic_spans/tsd_trial.csv
 
 Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
 """
