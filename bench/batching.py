@@ -34,11 +34,11 @@ from kold_span.model import MultiTaskModel  # noqa: E402
 from kold_span.tasks import build_tasks  # noqa: E402
 from kold_span.training.datamodule import WindowsDataModule, load_splits  # noqa: E402
 from kold_span.training.run import tokenizer_texts  # noqa: E402
+from quality import CORPORA, EXPERIMENTS  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
-EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
-DATA_FILES = {"toxic_spans": "toxic_spans/tsd_train.csv", "beep": "beep", "unsmile": "unsmile/unsmile_train_v1.0.tsv",
-              "kocosa": "kocosa", "irosva": "irosva", "multipico": "multipico"}
+# The shared file of each reader, as the quality benchmark names it.
+DATA_FILES = {spec.reader: spec.path for spec in CORPORA.values()}
 
 
 def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float) -> tuple[float, int, int]:
@@ -79,8 +79,8 @@ def main() -> int:
                           config.context.max_turns)
     torch.manual_seed(0)
     initial = MultiTaskModel(encoder, tasks, config.model.dropout)
-    result = {"experiment": args.experiment, "n": args.n, "examples": len(splits["train"]), "batch_size": config.trainer.batch_size,
-              "max_length": config.model.max_length, "encoder": config.model.encoder.name_or_path or "scratch",
+    result = {"experiment": args.experiment, "n": args.n, "examples": len(splits["train"]),
+              "batch_size": config.trainer.batch_size, "max_length": config.model.max_length, "encoder": config.model.encoder.name_or_path or "scratch",
               "torch_threads": torch.get_num_threads(), "machine": machine_line()}
     for mode in ("random", "grouped"):
         datamodule = WindowsDataModule(splits, tasks, inputs, config.trainer.batch_size,
@@ -88,7 +88,8 @@ def main() -> int:
         datamodule.setup()
         real = sum(datamodule.window_lengths("train"))
         seconds, steps, padded = epoch_seconds(copy.deepcopy(initial), datamodule, config.trainer.lr)
-        result[mode] = {"seconds": round(seconds, 1), "batches": steps, "padded_per_real_token": round(padded / real, 3)}
+        result[mode] = {"seconds": round(seconds, 1), "batches": steps,
+                        "padded_per_real_token": round(padded / real, 3)}
         result["windows"], result["real_tokens"] = len(datamodule.datasets["train"]), real
         print(mode, result[mode], flush=True)
     result["speedup"] = round(result["random"]["seconds"] / result["grouped"]["seconds"], 2)
@@ -102,8 +103,8 @@ def main() -> int:
 
 
 def render(r: dict, command: str) -> str:
-    rows = "\n".join(f"| {mode} | {r[mode]['batches']} | {r[mode]['padded_per_real_token']:.2f} | {r[mode]['seconds']:.1f} |"
-                     for mode in ("random", "grouped"))
+    rows = "\n".join(f"| {m} | {r[m]['batches']} | {r[m]['padded_per_real_token']:.2f} | {r[m]['seconds']:.1f} |"
+                     for m in ("random", "grouped"))
     return f"""## Training speed: random vs length-grouped batches
 
 Command: `{command}` — {r['machine']}, {r['torch_threads']} torch thread(s).
