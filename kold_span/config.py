@@ -94,6 +94,9 @@ class TaskConfig:
     # and whether it reads the context chosen on dev by `fuse_metric` (see kold_span.hybrid)
     fuse_ngram: bool = False
     fuse_metric: str = "macro_f1"  # single: macro_f1, accuracy, balanced_accuracy; multi: macro_f1, micro_f1
+    # more labelled files (read like data.train) the fused n-gram may also learn from, not the encoder;
+    # dev decides whether it does. Examples whose text is in the dev or test split are left out.
+    fuse_ngram_train: Optional[list[str]] = None
 
 
 @dataclass
@@ -428,6 +431,8 @@ def check_values(config: Config, where: str) -> None:
             need(task.fuse_metric in allowed,
                  f"tasks[{i}].fuse_metric must be one of {allowed} for problem {task.problem!r}, "
                  f"got {task.fuse_metric!r}")
+        need(task.fuse_ngram or not task.fuse_ngram_train,
+             f"tasks[{i}].fuse_ngram_train needs fuse_ngram: true (it is the fused n-gram's extra training data)")
         if task.gate is not None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",

@@ -5,7 +5,10 @@ transformer, and the two make different mistakes. A task configured with ``fuse_
 gets, after training, an `NgramBaseline` of its label; the fusion weight (1 = encoder only,
 0 = n-gram only) and whether the n-gram also reads the context are chosen on the dev split
 (with the n-gram fitted on train only, or it would look perfect on dev), then the n-gram is
-refitted on train + dev. The fitted n-gram is saved beside the model without pickle: its
+refitted on train + dev. Labelled examples from elsewhere (`fuse_ngram_train`: say the other
+Spanish variants for IroSvA mx) can be offered to the n-gram alone; dev decides whether it
+takes them, since more data of a neighbouring kind helps an n-gram on one corpus and hurts it
+on the next. The fitted n-gram is saved beside the model without pickle: its
 vocabularies as JSON, its IDF and linear weights as safetensors.
 """
 from __future__ import annotations
@@ -156,6 +159,7 @@ class Companion:
     scorer: NgramScorer
     dev_score: Optional[float] = None
     dev_scores: dict[float, float] = field(default_factory=dict)  # weight → dev metric, as chosen
+    extra_examples: int = 0  # examples from `fuse_ngram_train` the n-gram was fitted with (0: none taken)
 
     @property
     def use_context(self) -> bool:
@@ -176,7 +180,7 @@ class Companion:
 
     def summary(self) -> dict[str, Any]:
         return {"weight": self.weight, "ngram_context": self.use_context, "dev_score": self.dev_score,
-                "dev_scores": {str(w): s for w, s in self.dev_scores.items()}}
+                "dev_scores": {str(w): s for w, s in self.dev_scores.items()}, "extra_examples": self.extra_examples}
 
     def save(self, directory: Path) -> None:
         self.scorer.save(directory / NGRAM_DIR / self.task, {"task": self.task, **self.summary()})
@@ -185,12 +189,12 @@ class Companion:
     def load(cls, directory: Path, task: str) -> "Companion":
         scorer, meta = NgramScorer.load(directory / NGRAM_DIR / task)
         return cls(task, float(meta["weight"]), scorer, meta.get("dev_score"),
-                   {float(w): s for w, s in meta.get("dev_scores", {}).items()})
+                   {float(w): s for w, s in meta.get("dev_scores", {}).items()}, int(meta.get("extra_examples", 0)))
 
 
 def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],
                      dev_encoder_probs: Sequence[Probs], metric: Metric = "macro_f1",
-                     allow_context: bool = True) -> Companion:
+                     allow_context: bool = True, extra: Sequence[Example] = ()) -> Companion:
     """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
 
     Args:
@@ -202,11 +206,15 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
         dev_encoder_probs: the encoder's ``{label: probability}`` on each dev example.
         metric: what the weight is chosen by (see `HybridScorer.choose_weight`).
         allow_context: False keeps the n-gram to the text (a model trained with `context.mode: none`).
+        extra: more labelled examples the n-gram may learn from (not the encoder); with any,
+            each n-gram variant is also fitted on train + extra, and kept if dev prefers it.
+            Keep dev and test examples out of it: dev would score an n-gram that has seen it.
 
     Returns:
-        The companion: the text-only n-gram unless the one that also reads the context scores
-        higher on dev (only tried when training examples have contexts); ties keep the
-        smaller weight, as `HybridScorer.choose_weight` does.
+        The companion: the text-only n-gram on train unless one that also reads the context,
+        or that also learns from `extra`, scores higher on dev (the context only tried when
+        training examples have contexts); ties keep the simpler variant and the smaller
+        weight, as `HybridScorer.choose_weight` does.
     """
     if len(dev) != len(dev_encoder_probs):
         raise ValueError(f"{len(dev)} dev examples but {len(dev_encoder_probs)} encoder outputs")
@@ -215,17 +223,21 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
     gold = [[label_str(v) for v in ex.labels[label]] if problem == "multi" else label_str(ex.labels[label])
             for ex in dev]
     has_context = allow_context and any(context_string(ex).strip() for ex in train)
-    variants = [False] + ([True] if has_context else [])
+    extra = [ex for ex in extra if ex.labels.get(label) is not None]
+    variants = [(use_context, more) for more in ([False, True] if extra else [False])
+                for use_context in [False] + ([True] if has_context else [])]
     best = None
-    for use_context in variants:
-        ngram = NgramBaseline(label, problem, use_context=use_context).fit(train)
+    for use_context, more in variants:
+        ngram = NgramBaseline(label, problem, use_context=use_context).fit(list(train) + (extra if more else []))
         scorer = HybridScorer(problem=problem)
         weight = scorer.choose_weight(dev_encoder_probs, ngram.predict_proba(dev), gold, metric=metric)
         if best is None or scorer.dev_scores_[weight] > best[0]:
-            best = (scorer.dev_scores_[weight], use_context, scorer)
-    dev_score, use_context, scorer = best
-    final = NgramBaseline(label, problem, use_context=use_context).fit(list(train) + list(dev))
-    return Companion(task, scorer.weight, NgramScorer.from_baseline(final), dev_score, dict(scorer.dev_scores_))
+            best = (scorer.dev_scores_[weight], use_context, more, scorer)
+    dev_score, use_context, more, scorer = best
+    final = NgramBaseline(label, problem, use_context=use_context).fit(
+        list(train) + list(dev) + (extra if more else []))
+    return Companion(task, scorer.weight, NgramScorer.from_baseline(final), dev_score, dict(scorer.dev_scores_),
+                     len(extra) if more else 0)
 
 
 def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:

@@ -109,6 +109,39 @@ def test_context_variant_is_chosen_when_only_the_context_tells_and_can_be_forbid
     assert not text_only.use_context and text_only.dev_score < 1.0
 
 
+def test_extra_ngram_data_is_taken_only_when_dev_prefers_it():
+    # "moron" is offensive too, but the small training side never shows it; the extra examples do.
+    def by_word(words, context):
+        return {"off": "idiot" in words or "moron" in words}
+
+    rng = np.random.default_rng(3)
+
+    def rows(n, start, vocabulary):
+        return [Example(str(start + i), " ".join(ws), labels=by_word(list(ws), None))
+                for i, ws in enumerate(rng.choice(vocabulary, size=(n, 3)))]
+
+    without = [w for w in WORDS if w != "moron"]
+    train, dev = rows(40, 0, without), rows(40, 100, WORDS)
+    useful = rows(200, 1000, WORDS)
+    flat = [{"true": 0.5, "false": 0.5}] * len(dev)
+    plain = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy")
+    assert plain.extra_examples == 0 and plain.dev_score < 0.9
+    helped = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy", extra=useful)
+    assert helped.extra_examples == 200 and helped.dev_score == 1.0
+    assert helped.summary()["extra_examples"] == 200
+    assert helped.ngram_probs(["a moron again"], [""])[0]["true"] > 0.5
+
+    # Extra examples labelled the opposite way would hurt on dev: they are not taken.
+    flipped = [Example(ex.id, ex.text, labels={"off": not ex.labels["off"]}) for ex in useful]
+    train_ok = rows(80, 2000, WORDS)
+    kept = choose_companion("OFF", "off", "single", train_ok, dev, flat, "accuracy", extra=flipped)
+    assert kept.extra_examples == 0 and kept.dev_score == 1.0
+    # Unlabelled extra examples are ignored, not counted.
+    unlabelled = [Example("u", "moron moron", labels={})]
+    assert choose_companion("OFF", "off", "single", train, dev, flat, "accuracy",
+                            extra=useful + unlabelled).extra_examples == 200
+
+
 def test_choose_companion_checks_its_inputs():
     train = examples(20, rude)
     with pytest.raises(ValueError, match="2 dev examples but 1 encoder outputs"):
@@ -120,6 +153,7 @@ def test_choose_companion_checks_its_inputs():
 @pytest.mark.parametrize("task, message", [
     ("{name: s, kind: span, source: OFF, fuse_ngram: true}", "fuse_ngram applies to single- or multi-label"),
     ("{name: c, source: OFF, fuse_ngram: true, fuse_metric: micro_f1}", "fuse_metric must be one of"),
+    ("{name: c, source: OFF, fuse_ngram_train: [x.jsonl]}", r"fuse_ngram_train needs fuse_ngram: true"),
 ])
 def test_fuse_ngram_config_errors(task, message):
     with pytest.raises(ConfigError, match=message):
@@ -164,3 +198,28 @@ def test_train_cli_with_fuse_ngram_saves_reloads_and_predicts(tmp_path):
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["labels"]["OFF"]["probs"]["true"] for r in rows] == pytest.approx(
         [r["labels"]["OFF"]["probs"]["true"] for r in predictor.predict(texts)], abs=3e-6)
+
+
+def test_train_cli_offers_extra_ngram_data_without_dev_or_test_texts(tmp_path):
+    # The extra file is the training file itself: its dev and test texts must be left out.
+    args = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=extra",
+            "data.dev_fraction=0.3", "data.test_fraction=0.2", "trainer.max_epochs=1", "trainer.threads=1",
+            f"tasks=[{{name: OFF, kind: sequence, source: OFF, fuse_ngram: true, fuse_ngram_train: [{FIXTURE}]}}]"]
+    assert main(args) == 0
+    metrics = json.loads((tmp_path / "tiny" / "extra" / "metrics.json").read_text())
+    fusion, sizes = metrics["ngram_fusion"]["OFF"], metrics["sizes"]
+    assert fusion["extra_offered"] == sizes["train"]
+    assert fusion["extra_left_out"] == sizes["dev"] + sizes["test"]
+    assert fusion["extra_examples"] in (0, sizes["train"])
+    saved = json.loads((tmp_path / "tiny" / "extra" / "model" / "ngram" / "OFF.json").read_text())
+    assert saved["extra_examples"] == fusion["extra_examples"]
+
+
+def test_missing_extra_ngram_file_fails_before_training(tmp_path, capsys):
+    missing = tmp_path / "nowhere.json"
+    args = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=missing",
+            "data.dev_fraction=0.3", "trainer.max_epochs=1", "trainer.threads=1",
+            f"tasks=[{{name: OFF, kind: sequence, source: OFF, fuse_ngram: true, fuse_ngram_train: [{missing}]}}]"]
+    assert main(args) == 2
+    assert "nowhere.json" in capsys.readouterr().err
+    assert not (tmp_path / "tiny" / "missing" / "checkpoints").exists()

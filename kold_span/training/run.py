@@ -11,12 +11,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from kold_span import corpora
 from kold_span.config import Config
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score, tune_span_threshold
 from kold_span.perspectives import trait_phrase
-from kold_span.tasks import Task, build_tasks, label_set, tune_thresholds
+from kold_span.tasks import Task, build_tasks, keep_example, label_set, tune_thresholds
 
 
 @dataclass
@@ -104,11 +105,32 @@ def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[s
     return tuned
 
 
-def fit_companions(config: Config, predictor, splits: dict[str, list[Example]]) -> dict[str, Any]:
+def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> dict[str, tuple[list[Example], int]]:
+    """Each task's `fuse_ngram_train` examples, read and filtered as data.train, less any text in dev or test.
+
+    Read before training, so a missing or malformed file fails at once. Returns {task: (kept,
+    number left out)}.
+    """
+    held_out = {ex.text for name in ("dev", "test") for ex in splits[name]}
+    out = {}
+    for task in config.tasks:
+        if task.fuse_ngram and task.fuse_ngram_train:
+            read = [ex for path in task.fuse_ngram_train
+                    for ex in corpora.read(config.data.reader, path, **config.data.reader_options)
+                    if keep_example(ex, config.data.filter)]
+            kept = [ex for ex in read if ex.text not in held_out]
+            out[task.name] = (kept, len(read) - len(kept))
+    return out
+
+
+def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
+                   extra: Optional[dict[str, tuple[list[Example], int]]] = None) -> dict[str, Any]:
     """Fit and attach the n-gram model of every task configured with `fuse_ngram` (see kold_span.hybrid).
 
+    `extra` is `ngram_extra`'s result: the examples each task's n-gram may also learn from.
     Returns {task: summary} (weight, n-gram variant, dev scores by weight; weight 1.0 is the
-    encoder alone). Dev scores reported afterwards include the fusion, so they are optimistic.
+    encoder alone; with extra examples offered, how many were offered, left out and taken).
+    Dev scores reported afterwards include the fusion, so they are optimistic.
     """
     from kold_span.hybrid import choose_companion
 
@@ -123,11 +145,14 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]]) 
             continue
         labelled = [(ex, m) for ex, m in zip(splits["dev"], merged) if ex.labels.get(task.source) is not None]
         dev_probs = [dict(zip(task.labels, map(float, m.sequence_probs[task.name]))) for _, m in labelled]
+        offered, left_out = (extra or {}).get(task.name, ([], 0))
         companion = choose_companion(task.name, task.source, task.problem, splits["train"],
                                      [ex for ex, _ in labelled], dev_probs, wanted[task.name].fuse_metric,
-                                     allow_context=config.context.mode != "none")
+                                     allow_context=config.context.mode != "none", extra=offered)
         predictor.companions[task.name] = companion
         summaries[task.name] = companion.summary()
+        if wanted[task.name].fuse_ngram_train:
+            summaries[task.name].update({"extra_offered": len(offered), "extra_left_out": left_out})
     return summaries
 
 
@@ -162,6 +187,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     splits = load_splits(config)
+    extra = ngram_extra(config, splits)
     tasks = build_tasks(config.tasks, splits["train"])
     scratch = config.model.encoder.scratch
     tokenizer_dir = run_dir / "tokenizer"
@@ -223,7 +249,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                           morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False),
                           perspective=dataclasses.asdict(config.data.perspective) if config.data.perspective else None)
-    fused = fit_companions(config, predictor, splits)
+    fused = fit_companions(config, predictor, splits, extra)
     tuned = tune_dev_thresholds(config, predictor, splits["dev"])
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
