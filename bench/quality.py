@@ -8,11 +8,17 @@ baselines fitted on the same train. The hybrid row fuses the n-gram model's prob
 the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
 (kold_span.ensemble), scored on the same test part. `--extra-train` adds more training files
 (the Toxic Spans trial posts) to the training side only, leaving the test part as it is.
+`--extra-ngram-train` offers more files to the hybrid's n-gram alone (`fuse_ngram_train`: dev
+decides whether it takes them); the n-gram cells then also show the n-gram fitted with them.
+`--runs-from TAG` scores another tag's finished models (trained there if missing) under this
+tag, for settings that only change what happens after training (hybrid, ensemble).
 
     python bench/quality.py --corpora kocosa irosva_es --seeds 13 14 15
     python bench/quality.py --corpora irosva_es --seeds 13 14 15 --ensemble   # reuses the finished runs
     python bench/quality.py --corpora toxic_spans --test ../shared/data/toxic_spans/tsd_trial.csv
     python bench/quality.py --corpora toxic_spans --tag trial --extra-train ../shared/data/toxic_spans/tsd_trial.csv
+    python bench/quality.py --corpora irosva_mx --tag pooled-ngram --runs-from minilm \
+        --extra-ngram-train ../shared/data/irosva/irosva.es.training.csv ../shared/data/irosva/irosva.cu.training.csv
 
 Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
 """
@@ -90,12 +96,13 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
 
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
-               task_name: str) -> dict[str, Any]:
+               task_name: str, extra: list[Example] = ()) -> dict[str, Any]:
     """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
 
     The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
     split with n-gram models fitted on its train split only, then the n-gram is refitted on
-    train + dev, the same data the n-gram baseline row is fitted on, before scoring test.
+    train + dev, the same data the n-gram baseline row is fitted on, before scoring test. `extra`
+    examples (none in dev or test) are offered to the n-gram and taken if dev prefers them.
     """
     def labelled(examples):
         return [e for e in examples if e.labels.get(spec.label) is not None]
@@ -103,22 +110,32 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(test)
     gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
             else label_str(e.labels[spec.label]) for e in test]
+    dev_texts = {e.text for e in dev}
     companion = choose_companion(task_name, spec.label, spec.problem, train, dev,
-                                 encoder_probs(predictor, dev, task_name), metric=spec.baseline_metric)
+                                 encoder_probs(predictor, dev, task_name), metric=spec.baseline_metric,
+                                 extra=[e for e in extra if e.text not in dev_texts])
     fused = companion.fuse(encoder_probs(predictor, test, task_name),
                            companion.ngram_probs([e.text for e in test], [context_string(e) for e in test]))
     predicted = [decode_probs(p, spec.problem) for p in fused]
-    return {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
-            **label_scores(gold, predicted, spec.problem)}
+    row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
+           **label_scores(gold, predicted, spec.problem)}
+    if extra:
+        row["extra_examples"] = companion.extra_examples
+    return row
 
 
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
-             limit: Optional[int], extra_train: Optional[list[Path]] = None) -> dict[str, Any]:
+             limit: Optional[int], extra_train: Optional[list[Path]] = None,
+             extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
     """What decides a run's result besides its seed: a recorded run is reused only under the same setup."""
     setup = {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in REUSE_IGNORED_KEYS),
              "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
     if extra_train:  # absent otherwise, so the setups recorded before this option still match
         setup["extra_train"] = [str(p) for p in extra_train]
+    if extra_ngram_train:
+        setup["extra_ngram_train"] = [str(p) for p in extra_ngram_train]
+    if runs_from:
+        setup["runs_from"] = runs_from
     return setup
 
 
@@ -170,16 +187,26 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         train_side = train_side + extra
         print(f"{name}: {len(extra)} extra training examples from {', '.join(map(str, args.extra_train))}"
               f" ({dropped} left out: their text is in the test part)", flush=True)
+    ngram_extra: list[Example] = []
+    if args.extra_ngram_train:
+        ngram_extra, dropped = extra_training(spec, args.extra_ngram_train, test)
+        print(f"{name}: {len(ngram_extra)} extra n-gram training examples ({dropped} left out: their text is in "
+              "the test part)", flush=True)
     # A tag's runs get their own data files: two configurations of one corpus may run at once.
-    work = args.out / (f"{name}-{args.tag}" if args.tag else name)
+    # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
+    run_tag = args.runs_from or args.tag
+    work = args.out / (f"{name}-{run_tag}" if run_tag else name)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
     result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
                               "metric": spec.metric, "test_file": args.test or "held-out part of the shared side"}
     result["baselines"] = run_baselines(train_side, test, spec.label, spec.problem, spec.span_type)
+    if ngram_extra:
+        result["baselines_extra_ngram"] = run_baselines(train_side + ngram_extra, test, spec.label, spec.problem,
+                                                        spec.span_type)
     configs = {seed: load_config(EXPERIMENTS / spec.experiment, [
         "data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + args.tag if args.tag else ''}-seed{seed}",
+        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + run_tag if run_tag else ''}-seed{seed}",
         "trainer.progress_bar=false", *args.set]) for seed in args.seeds}
     # Every seed is checked before any trains: a stale run must not surface after an hour of training.
     finished = {seed: finished_metrics(config, args.retrain) for seed, config in configs.items()}
@@ -194,12 +221,12 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds")}
         if spec.label:
             predictor = Predictor.from_pretrained(run_dir_of(config) / "model")
-            run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name)
+            run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name, ngram_extra)
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs
     if args.ensemble:
-        result["ensemble"] = ensemble_row(spec, list(configs.values()), test)
+        result["ensemble"] = ensemble_row(spec, list(configs.values()), test, ngram_extra)
         print(f"{name} ensemble of seeds {args.seeds}: {spec.metric} = {result['ensemble']['test'].get(spec.metric)}",
               flush=True)
     result["seconds"] = round(time.time() - started, 1)
@@ -218,7 +245,8 @@ def extra_training(spec: Corpus, paths: list[Path], test: list[Example]) -> tupl
     return kept, len(examples) - len(kept)
 
 
-def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example]) -> dict[str, Any]:
+def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
+                 ngram_extra: list[Example] = ()) -> dict[str, Any]:
     """The test scores of the seeds' models averaged (kold_span.ensemble), and of that ensemble's hybrid.
 
     The seeds share their train/dev split (data.split_seed), so the hybrid's weight is chosen on
@@ -236,7 +264,8 @@ def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example]) -> di
     ensemble = Ensemble.from_pretrained(dirs)
     row: dict[str, Any] = {"seeds": [config.seed for config in configs], "test": evaluate_predictor(ensemble, test)}
     if spec.label:
-        row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name)
+        row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name,
+                                   ngram_extra)
     return row
 
 
@@ -265,8 +294,8 @@ def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = Fals
         return None
     rows = [results[k] for k in keys]
 
-    def base(kind):
-        return statistics.mean(r["baselines"][kind]["macro_f1"] for r in rows)
+    def base(kind, field="baselines"):
+        return statistics.mean(r[field][kind]["macro_f1"] for r in rows)
 
     if ensemble:
         if not all("ensemble" in r for r in rows):
@@ -284,10 +313,22 @@ def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = Fals
         toolkit = per_seed(lambda run: run["test"]["irony/macro_f1"])
         hybrid = per_seed(lambda run: run["hybrid"]["macro_f1"])
         seeds = len(common)
+    extra = all("baselines_extra_ngram" in r for r in rows)
     return {"toolkit": toolkit, "hybrid": hybrid,
             "ngram": base("ngram"), "ngram_context": base("ngram_context"), "majority": base("majority"),
+            # the n-grams fitted with the extra n-gram data, when every variant's row was offered some
+            "extra": {kind: base(kind, "baselines_extra_ngram") for kind in ("ngram", "ngram_context")}
+            if extra else None,
             "n_train": sum(r["n_train"] for r in rows), "n_test": sum(r["n_test"] for r in rows),
             "seeds": seeds, "minutes": sum(run.get("seconds") or 0 for r in rows for run in r["runs"]) / 60}
+
+
+def ngram_cell(base: dict[str, Any], extra: Optional[dict[str, Any]], kind: str, metric: str) -> str:
+    """An n-gram baseline's score, and beside it the score with the extra n-gram data when a row offered some."""
+    if kind not in base:
+        return "—"
+    cell = f"{base[kind][metric]:.4f}"
+    return f"{cell} ({extra[kind][metric]:.4f} with extra)" if extra and kind in extra else cell
 
 
 def render(results: dict[str, Any], command: str = "") -> str:
@@ -309,8 +350,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
         spec = CORPORA[key.split(":")[0]]
         base = r["baselines"]
         metric_key = spec.baseline_metric
-        ngram = f"{base['ngram'][metric_key]:.4f}" if "ngram" in base else "—"
-        ngram_ctx = f"{base['ngram_context'][metric_key]:.4f}" if "ngram_context" in base else "—"
+        ngram, ngram_ctx = (ngram_cell(base, r.get("baselines_extra_ngram"), kind, metric_key)
+                            for kind in ("ngram", "ngram_context"))
         simple = (f"{base['lexicon']['char_f1']:.4f} (lexicon)" if "lexicon" in base
                   else f"{base['majority'][metric_key]:.4f}")
         minutes = sum(run.get("seconds") or 0 for run in r["runs"]) / 60
@@ -332,9 +373,12 @@ def render(results: dict[str, Any], command: str = "") -> str:
             average = irosva_average(results, tag, ensemble)
             if not average:
                 continue
+            cells = [ngram_cell({kind: {"f1": average[kind]}},
+                                {kind: {"f1": average["extra"][kind]}} if average["extra"] else None, kind, "f1")
+                     for kind in ("ngram", "ngram_context")]
             lines.append(f"| {row_label(f'irosva average:{tag}', ensemble)} ({average['n_train']}/{average['n_test']}) "
                          f"| macro_f1 | {mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | "
-                         f"{average['ngram']:.4f} | {average['ngram_context']:.4f} | {average['majority']:.4f} | "
+                         f"{cells[0]} | {cells[1]} | {average['majority']:.4f} | "
                          f"best average 0.6832; LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
     lines += ["", "Commands:", ""]
     by_command: dict[str, list[str]] = {}
@@ -357,6 +401,12 @@ def main() -> int:
     parser.add_argument("--extra-train", type=Path, nargs="+", metavar="PATH",
                         help="more training files in the corpus's format (Toxic Spans: tsd_trial.csv), added to "
                         "the training side only; an example whose text is in the test part is left out")
+    parser.add_argument("--extra-ngram-train", type=Path, nargs="+", metavar="PATH",
+                        help="more training files in the corpus's format offered to the hybrid's n-gram only "
+                        "(taken if dev prefers them); an example whose text is in dev or test is left out")
+    parser.add_argument("--runs-from", metavar="TAG",
+                        help="use the runs (and data files) of this tag, trained there if missing; "
+                        "for settings applied after training")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
     parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
@@ -382,7 +432,8 @@ def main() -> int:
     command = "python bench/quality.py " + shlex.join(sys.argv[1:])
     for name in args.corpora:
         key = f"{name}:{args.tag}" if args.tag else name
-        setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit, args.extra_train)
+        setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit, args.extra_train,
+                         args.extra_ngram_train, args.runs_from)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
         result["setup"] = setup
         result["command"] = command

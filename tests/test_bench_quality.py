@@ -194,3 +194,78 @@ def test_plot_names_a_missing_row_and_refuses_rows_with_different_metrics():
         plot_quality.summary_of(results, ["irosva_cu"])
     with pytest.raises(SystemExit, match="different metrics"):
         plot_quality.summary_of(results, ["irosva_es", "kocosa"])
+
+
+def test_extra_ngram_data_and_runs_from_are_recorded_in_the_setup_only_when_given():
+    base = quality.setup_of([], None, 0.2, 42, None)
+    assert quality.setup_of([], None, 0.2, 42, None, None, None, None) == base
+    setup = quality.setup_of([], None, 0.2, 42, None, None, [Path("mx.csv")], "minilm")
+    assert setup == {**base, "extra_ngram_train": ["mx.csv"], "runs_from": "minilm"}
+
+
+def test_hybrid_offers_extra_ngram_data_without_dev_texts_and_takes_it_when_dev_prefers():
+    from kold_span.data import Example
+
+    def make(i, text, ironic):
+        return Example(str(i), text, labels={"irony": ironic})
+
+    # The training side never shows "claro"; dev and test do, and so does the extra data. (Test alone
+    # would not tell: the chosen n-gram is refitted on train + dev, which shows "claro" either way.)
+    train = [make(i, f"{'oh sure' if i % 2 else 'rain'} today {i}", i % 2 == 1) for i in range(40)]
+    dev = [make(100 + i, f"{'claro' if i % 2 else 'bus'} ya {i}", i % 2 == 1) for i in range(20)]
+    test = [make(200 + i, f"{'claro' if i % 2 else 'bus'} hoy {i}", i % 2 == 1) for i in range(20)]
+    extra = [make(300 + i, f"{'claro' if i % 2 else 'tren'} si {i}", i % 2 == 1) for i in range(40)]
+    spec = quality.CORPORA["irosva_mx"]
+    plain = quality.hybrid_row(spec, UninformedPredictor(), {"train": train, "dev": dev}, test, "irony")
+    assert "extra_examples" not in plain and plain["dev_score"] < 0.8
+    row = quality.hybrid_row(spec, UninformedPredictor(), {"train": train, "dev": dev}, test, "irony",
+                             extra + dev[:5])  # dev texts in the extra data are left out
+    assert row["extra_examples"] == 40 and row["dev_score"] == 1.0 and row["macro_f1"] == 1.0
+
+
+def test_extra_ngram_cells_show_both_ngram_scores_and_the_irosva_average_does_too():
+    results = {f"irosva_{v}:pooled": corpus_result([(1, 0.6)], 0.5) for v in ("es", "mx", "cu")}
+    for v, score in zip(("es", "mx", "cu"), (0.6, 0.7, 0.8)):
+        results[f"irosva_{v}:pooled"]["baselines_extra_ngram"] = {"ngram": {"macro_f1": score},
+                                                                  "ngram_context": {"macro_f1": score - 0.1}}
+    table = quality.render(results)
+    assert "| 0.5000 (0.6000 with extra) | 0.5000 (0.5000 with extra) |" in table
+    assert "| irosva average [pooled] (30/15) | macro_f1 | 0.6000 | 0.7000 | 0.5000 (0.7000 with extra) |" in table
+
+
+def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, monkeypatch):
+    import argparse
+    from types import SimpleNamespace
+
+    import kold_span.training.run as training_run
+
+    data = tmp_path / "data"
+    (data / "toxic_spans").mkdir(parents=True)
+    rows = [f'"[0, 1, 2, 3]",Dumb take number {i}.' if i % 2 else f"[],Nice one number {i}." for i in range(20)]
+    (data / "toxic_spans" / "tsd_train.csv").write_text("spans,text\n" + "\n".join(rows) + "\n", encoding="utf-8")
+
+    def fake_train(config, quiet=False):
+        run_dir = quality.run_dir_of(config)
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+        metrics = {"test": {"OFF_span/char_f1": 0.42}, "seconds": 7}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        return SimpleNamespace(metrics=metrics)
+
+    def args(tag, runs_from=None):
+        return argparse.Namespace(data=data, test=None, test_fraction=0.2, split_seed=42, limit=None, extra_train=None,
+                                  extra_ngram_train=None, runs_from=runs_from, tag=tag, out=tmp_path / "out",
+                                  set=[], seeds=[13], retrain=False, ensemble=False)
+
+    monkeypatch.setattr(training_run, "train", fake_train)
+    first = quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("old"))
+    assert first["runs"][0]["test"]["OFF_span/char_f1"] == 0.42
+
+    def no_training(config, quiet=False):
+        raise AssertionError(f"trained {config.run}")
+
+    monkeypatch.setattr(training_run, "train", no_training)
+    again = quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("new", runs_from="old"))
+    assert again["runs"] == first["runs"]
+    with pytest.raises(AssertionError, match="trained toxic_spans-new-seed13"):
+        quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("new"))
