@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -96,7 +96,7 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
 
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
-               task_name: str, extra: list[Example] = ()) -> dict[str, Any]:
+               task_name: str, extra: Sequence[Example] = ()) -> dict[str, Any]:
     """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
 
     The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
@@ -246,7 +246,7 @@ def extra_training(spec: Corpus, paths: list[Path], test: list[Example]) -> tupl
 
 
 def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
-                 ngram_extra: list[Example] = ()) -> dict[str, Any]:
+                 ngram_extra: Sequence[Example] = ()) -> dict[str, Any]:
     """The test scores of the seeds' models averaged (kold_span.ensemble), and of that ensemble's hybrid.
 
     The seeds share their train/dev split (data.split_seed), so the hybrid's weight is chosen on

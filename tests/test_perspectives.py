@@ -1,4 +1,5 @@
 """Perspectivist data: per-annotator expansion, trait verbalisation, soft labels, conditioned predict."""
+import dataclasses
 import json
 from pathlib import Path
 
@@ -107,3 +108,22 @@ def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
     test = json.loads((result.run_dir / "metrics.json").read_text())["test"]
     assert {"irony/cross_entropy", "irony/manhattan", "irony/macro_f1"} <= set(test)
     assert 0 <= test["irony/manhattan"] <= 2
+
+
+def test_extra_ngram_data_is_expanded_by_annotator_like_the_splits(toy_file, tmp_path):
+    from kold_span.training.datamodule import load_splits
+    from kold_span.training.run import ngram_extra
+
+    extra = tmp_path / "extra.jsonl"
+    config = load_config(TINY, ["data.reader=jsonl", f"data.train={toy_file}", "data.test_fraction=0.25",
+                                "data.dev_fraction=0.25", "data.perspective={label: irony, traits: [gender]}",
+                                f"tasks=[{{name: irony, kind: sequence, source: irony, fuse_ngram: true, "
+                                f"fuse_ngram_train: [{extra}]}}]"])
+    splits = load_splits(config)
+    dev_texts = {ex.text for ex in splits["dev"]}
+    new = [dataclasses.replace(ex, id=f"x{ex.id}", text=f"more {ex.text}") for ex in toy_items(6)]
+    write_jsonl(new + [ex for ex in toy_items() if ex.text in dev_texts][:2], extra)  # two dev texts
+    kept, left_out = ngram_extra(config, splits)["irony"]
+    assert left_out == 2
+    assert len(kept) == 6 * 4  # one example per annotator
+    assert {ex.context[-1] for ex in kept} == {"annotator: gender female", "annotator: gender male"}

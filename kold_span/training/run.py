@@ -16,7 +16,7 @@ from kold_span.config import Config
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score, tune_span_threshold
-from kold_span.perspectives import trait_phrase
+from kold_span.perspectives import expand_by_annotator, trait_phrase
 from kold_span.tasks import Task, build_tasks, keep_example, label_set, tune_thresholds
 
 
@@ -119,7 +119,10 @@ def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> dict[str, t
                     for ex in corpora.read(config.data.reader, path, **config.data.reader_options)
                     if keep_example(ex, config.data.filter)]
             kept = [ex for ex in read if ex.text not in held_out]
-            out[task.name] = (kept, len(read) - len(kept))
+            left_out = len(read) - len(kept)
+            if config.data.perspective is not None:  # one example per annotator, as the splits are
+                kept = expand_by_annotator(kept, config.data.perspective.label, config.data.perspective.traits)
+            out[task.name] = (kept, left_out)
     return out
 
 
