@@ -323,12 +323,11 @@ def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = Fals
             "seeds": seeds, "minutes": sum(run.get("seconds") or 0 for r in rows for run in r["runs"]) / 60}
 
 
-def ngram_cell(base: dict[str, Any], extra: Optional[dict[str, Any]], kind: str, metric: str) -> str:
+def ngram_cell(score: Optional[float], with_extra: Optional[float] = None) -> str:
     """An n-gram baseline's score, and beside it the score with the extra n-gram data when a row offered some."""
-    if kind not in base:
+    if score is None:
         return "—"
-    cell = f"{base[kind][metric]:.4f}"
-    return f"{cell} ({extra[kind][metric]:.4f} with extra)" if extra and kind in extra else cell
+    return f"{score:.4f}" + (f" ({with_extra:.4f} with extra)" if with_extra is not None else "")
 
 
 def render(results: dict[str, Any], command: str = "") -> str:
@@ -350,7 +349,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
         spec = CORPORA[key.split(":")[0]]
         base = r["baselines"]
         metric_key = spec.baseline_metric
-        ngram, ngram_ctx = (ngram_cell(base, r.get("baselines_extra_ngram"), kind, metric_key)
+        extra = r.get("baselines_extra_ngram") or {}
+        ngram, ngram_ctx = (ngram_cell(base.get(kind, {}).get(metric_key), extra.get(kind, {}).get(metric_key))
                             for kind in ("ngram", "ngram_context"))
         simple = (f"{base['lexicon']['char_f1']:.4f} (lexicon)" if "lexicon" in base
                   else f"{base['majority'][metric_key]:.4f}")
@@ -373,9 +373,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
             average = irosva_average(results, tag, ensemble)
             if not average:
                 continue
-            cells = [ngram_cell({kind: {"f1": average[kind]}},
-                                {kind: {"f1": average["extra"][kind]}} if average["extra"] else None, kind, "f1")
-                     for kind in ("ngram", "ngram_context")]
+            extra = average["extra"] or {}
+            cells = [ngram_cell(average[kind], extra.get(kind)) for kind in ("ngram", "ngram_context")]
             lines.append(f"| {row_label(f'irosva average:{tag}', ensemble)} ({average['n_train']}/{average['n_test']}) "
                          f"| macro_f1 | {mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | "
                          f"{cells[0]} | {cells[1]} | {average['majority']:.4f} | "
