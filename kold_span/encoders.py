@@ -23,16 +23,21 @@ class EncoderLoadError(RuntimeError):
     """The encoder or tokenizer named in a config cannot be loaded."""
 
 
+def resolve_package_path(name: str) -> Path:
+    """`package:pkg/sub/path` -> that path inside the installed package (the package is not imported)."""
+    package, _, sub = name[len("package:"):].partition("/")
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EncoderLoadError(f"{name!r}: Python package {package!r} is not installed "
+                               f"(pip install {package.replace('_', '-')})")
+    return Path(list(spec.submodule_search_locations)[0]) / sub
+
+
 def resolve_encoder_path(name_or_path: str) -> str:
     """Turn `package:pkg/sub` into a directory; leave hub ids and paths as they are."""
     if not name_or_path.startswith("package:"):
         return name_or_path
-    package, _, sub = name_or_path[len("package:"):].partition("/")
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise EncoderLoadError(f"encoder {name_or_path!r}: Python package {package!r} is not installed "
-                               f"(pip install {package.replace('_', '-')})")
-    path = Path(list(spec.submodule_search_locations)[0]) / sub
+    path = resolve_package_path(name_or_path)
     if not path.is_dir():
         raise EncoderLoadError(f"encoder {name_or_path!r}: {path} is not a directory")
     return str(path)

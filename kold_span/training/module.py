@@ -64,10 +64,10 @@ class MultiTaskModule(pl.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+        trained = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
         params = [
-            {"params": [p for n, p in self.named_parameters() if not n.endswith(no_decay)],
-             "weight_decay": self.cfg.weight_decay},
-            {"params": [p for n, p in self.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+            {"params": [p for n, p in trained if not n.endswith(no_decay)], "weight_decay": self.cfg.weight_decay},
+            {"params": [p for n, p in trained if n.endswith(no_decay)], "weight_decay": 0.0},
         ]
         optimizer = torch.optim.AdamW(params, lr=self.cfg.lr)
         total = max(1, int(self.trainer.estimated_stepping_batches))

@@ -203,6 +203,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     else:
         tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
         save_tokenizer(tokenizer, tokenizer_dir)
+    if config.model.encoder.freeze_word_embeddings:
+        encoder.get_input_embeddings().weight.requires_grad_(False)
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride,
                           config.context.mode, config.context.max_turns)
     tc = config.trainer
