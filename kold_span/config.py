@@ -39,6 +39,8 @@ def yaml_load(text: str) -> Any:
 class ConfigError(ValueError):
     """A config file or override is invalid; the message names the key and the file."""
 
+POOLINGS = ("first", "mean")
+
 
 @dataclass
 class ScratchEncoderConfig:
@@ -72,6 +74,9 @@ class ModelConfig:
     dropout: float = 0.1
     max_length: int = 128
     stride: int = 32
+    # What the sequence heads read: the first token ("first") or the mean over the window's
+    # tokens ("mean", how sentence encoders such as e5 and all-MiniLM were trained).
+    pooling: str = "first"
 
 
 @dataclass
@@ -447,6 +452,8 @@ def check_values(config: Config, where: str) -> None:
     need((enc.name_or_path is None) != (enc.scratch is None),
          "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
     need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
+    need(config.model.pooling in POOLINGS, f"model.pooling must be one of {', '.join(POOLINGS)}, "
+                                           f"got {config.model.pooling!r}")
     need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")
     if config.data.perspective is not None:
         need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")

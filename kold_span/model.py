@@ -15,10 +15,11 @@ from kold_span.tasks import Task
 class MultiTaskModel(nn.Module):
     """Shared transformer encoder with one linear head per task."""
 
-    def __init__(self, encoder: nn.Module, tasks: Sequence[Task], dropout: float = 0.1):
+    def __init__(self, encoder: nn.Module, tasks: Sequence[Task], dropout: float = 0.1, pooling: str = "first"):
         super().__init__()
         self.encoder = encoder
         self.tasks = list(tasks)
+        self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
         hidden = encoder.config.hidden_size
         self.heads = nn.ModuleDict({t.name: nn.Linear(hidden, t.num_outputs) for t in self.tasks})
@@ -31,8 +32,8 @@ class MultiTaskModel(nn.Module):
         if self.uses_token_types and token_type_ids is not None:
             kwargs["token_type_ids"] = token_type_ids
         states = self.dropout(self.encoder(**kwargs).last_hidden_state)
-        first = states[:, 0]
-        return {t.name: self.heads[t.name](states if t.kind == "span" else first) for t in self.tasks}
+        pooled = pool(states, attention_mask, self.pooling)
+        return {t.name: self.heads[t.name](states if t.kind == "span" else pooled) for t in self.tasks}
 
     def losses(self, logits: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Per-task losses; examples without a label for a task do not count for it."""
@@ -40,6 +41,16 @@ class MultiTaskModel(nn.Module):
         for task in self.tasks:
             out[task.name] = task_loss(task, logits[task.name], batch)
         return out
+
+
+def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """[batch, tokens, hidden] -> [batch, hidden]: the first token, or the mean over unpadded tokens."""
+    if pooling == "first":
+        return states[:, 0]
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(states.dtype)
+        return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    raise ValueError(f"unknown pooling {pooling!r} (first or mean)")
 
 
 def task_loss(task: Task, logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:

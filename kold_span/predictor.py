@@ -62,7 +62,7 @@ class Predictor:
             "tasks": [t.to_dict() for t in self.tasks],
             "context": {"mode": enc.context_mode, "max_turns": enc.max_turns},
             "align": {"snap": self.snap, "trim": self.trim},
-            "max_length": enc.max_length, "stride": enc.stride,
+            "max_length": enc.max_length, "stride": enc.stride, "pooling": self.model.pooling,
             "morpheme_pretokenize": self.morpheme_pretokenize,
             "perspective": self.perspective,
             "ngram": sorted(self.companions),
@@ -90,7 +90,8 @@ class Predictor:
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
         if config.get("morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
-        model = MultiTaskModel(encoder_from_config(config["encoder"]), tasks)
+        # Models saved before `model.pooling` existed read the first token.
+        model = MultiTaskModel(encoder_from_config(config["encoder"]), tasks, pooling=config.get("pooling", "first"))
         model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
         return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
                    context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],

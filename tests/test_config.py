@@ -48,6 +48,7 @@ def test_mistyped_key_in_a_part_file_names_that_file():
     ("align.snap=word", "align.snap must be one of"),
     ("context.mode=headline", "context.mode must be one of"),
     ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
+    ("model.pooling=max", "model.pooling must be one of first, mean"),
 ])
 def test_bad_values_fail_before_any_work(override, fragment):
     with pytest.raises(ConfigError, match=fragment):

@@ -209,3 +209,24 @@ def test_predict_cli_keeps_rows_with_repeated_ids_apart(trained, tmp_path):
                  "--quiet"]) == 0
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["text"] for r in rows] == ["좋은 기사", "너 진짜 바보"]
+
+
+def test_pool_reads_the_first_token_or_the_unpadded_mean():
+    import torch
+
+    from kold_span.model import pool
+    states = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [50.0, 60.0]]])
+    mask = torch.tensor([[1, 1, 0]])  # the third token is padding
+    assert pool(states, mask, "first").tolist() == [[1.0, 2.0]]
+    assert pool(states, mask, "mean").tolist() == [[2.0, 3.0]]
+
+
+def test_mean_pooling_is_trained_saved_and_reloaded(tmp_path):
+    result = train(tiny_config(tmp_path, "data.limit=8", "trainer.max_epochs=2", "model.pooling=mean"), quiet=True)
+    predictor = Predictor.from_pretrained(result.model_dir)
+    assert predictor.model.pooling == "mean"
+    texts = [ex.text for ex in corpora.read("kold", FIXTURE)[:4]]
+    before = predictor.predict(texts)
+    # The same weights read through the first token give other probabilities.
+    predictor.model.pooling = "first"
+    assert predictor.predict(texts) != before

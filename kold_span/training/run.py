@@ -216,7 +216,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if splits["dev"]:
         evaluator = dev_evaluator(tasks, splits["dev"], datamodule.window_meta("dev"), config.align.snap,
                                   config.align.trim)
-    model = MultiTaskModel(encoder, tasks, config.model.dropout)
+    model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     module = MultiTaskModule(model, tasks, tc, evaluator)
 
     has_dev = bool(splits["dev"])
