@@ -172,6 +172,7 @@ class TrainerConfig:
     overfit_batches: float = 0.0
     threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
     group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
+    keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
 
 
 @dataclass
@@ -363,7 +364,7 @@ def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
 
 # Keys that say where a run is written or how it executes, not what it computes: a finished run
 # is reused across them (a grid resumed with another thread count is still the same grid).
-REUSE_IGNORED_KEYS = ("output_dir", "trainer.threads", "trainer.progress_bar")
+REUSE_IGNORED_KEYS = ("output_dir", "trainer.threads", "trainer.progress_bar", "trainer.keep_checkpoints")
 
 
 def saved_config_changes(saved_path: Union[str, Path], config: Config) -> list[str]:

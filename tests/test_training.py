@@ -185,6 +185,18 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     assert (second.run_dir / "logs" / "version_1" / "metrics.csv").exists()
 
 
+def test_keep_checkpoints_false_leaves_the_model_and_drops_the_checkpoints(tmp_path):
+    small = ("trainer.max_epochs=1", "data.limit=8", "data.test_fraction=0.25")
+    kept = train(tiny_config(tmp_path, *small, "run=kept"), quiet=True)
+    dropped = train(tiny_config(tmp_path, *small, "run=dropped", "trainer.keep_checkpoints=false"), quiet=True)
+    assert (kept.run_dir / "checkpoints" / "last.ckpt").exists()
+    assert json.loads((kept.run_dir / "metrics.json").read_text())["best_checkpoint"]
+    assert not (dropped.run_dir / "checkpoints").exists()
+    saved = json.loads((dropped.run_dir / "metrics.json").read_text())
+    assert saved["best_checkpoint"] is None and "OFF_span/char_f1" in saved["test"]
+    assert Predictor.from_pretrained(dropped.model_dir).predict(["짧은 댓글"])
+
+
 @pytest.mark.parametrize("group_by_length", ["false", "true"])
 def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
     """Two gloo processes train a few steps and export one model (also with length-grouped batches)."""

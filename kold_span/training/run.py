@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -258,8 +259,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     tuned = tune_dev_thresholds(config, predictor, splits["dev"])
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
-                               "best_checkpoint": best, "best_dev_score": _float(checkpoint.best_model_score),
-                               "monitor": monitor, "sizes": {k: len(v) for k, v in splits.items()}}
+                               "best_checkpoint": best if tc.keep_checkpoints else None,
+                               "best_dev_score": _float(checkpoint.best_model_score), "monitor": monitor, "sizes": {k: len(v) for k, v in splits.items()}}
     for split in ("dev", "test"):
         if splits[split]:
             results[split] = evaluate_predictor(predictor, splits[split], tc.eval_batch_size)
@@ -272,6 +273,10 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
         results["thresholds"] = tuned
     results["seconds"] = round(time.time() - started, 1)
     (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    if not tc.keep_checkpoints:
+        # The best weights live on in model/; the Lightning checkpoints (weights and optimizer
+        # state, twice) are what makes a run directory large.
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     if not quiet and "test" in results:
         print(f"\nTest metrics ({len(splits['test'])} examples) — {run_dir / 'metrics.json'}")
         print(format_table(results["test"]))
