@@ -260,7 +260,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
                                "best_checkpoint": best if tc.keep_checkpoints else None,
-                               "best_dev_score": _float(checkpoint.best_model_score), "monitor": monitor, "sizes": {k: len(v) for k, v in splits.items()}}
+                               "best_dev_score": _float(checkpoint.best_model_score), "monitor": monitor,
+                               "sizes": {k: len(v) for k, v in splits.items()}}
     for split in ("dev", "test"):
         if splits[split]:
             results[split] = evaluate_predictor(predictor, splits[split], tc.eval_batch_size)
