@@ -6,7 +6,8 @@ sides are run that way, independently). The toolkit trains on train (its dev spl
 train, seeded), and is scored on test next to the majority, TF-IDF n-gram and span-lexicon
 baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
 the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
-(kold_span.ensemble), scored on the same test part. `--extra-train` adds more training files
+(kold_span.ensemble), scored on the same test part; `--ensemble-with TAG ...` averages in other
+tags' runs of the same seeds as well (other configurations on the same split). `--extra-train` adds more training files
 (the Toxic Spans trial posts) to the training side only, leaving the test part as it is.
 `--extra-ngram-train` offers more files to the hybrid's n-gram alone (`fuse_ngram_train`: dev
 decides whether it takes them); the n-gram cells then also show the n-gram fitted with them.
@@ -15,6 +16,7 @@ tag, for settings that only change what happens after training (hybrid, ensemble
 
     python bench/quality.py --corpora kocosa irosva_es --seeds 13 14 15
     python bench/quality.py --corpora irosva_es --seeds 13 14 15 --ensemble   # reuses the finished runs
+    python bench/quality.py --corpora unsmile --tag mix --runs-from e5 --ensemble --ensemble-with e5-lr1e-4
     python bench/quality.py --corpora toxic_spans --test ../shared/data/toxic_spans/tsd_trial.csv
     python bench/quality.py --corpora toxic_spans --tag trial --extra-train ../shared/data/toxic_spans/tsd_trial.csv
     python bench/quality.py --corpora irosva_mx --tag pooled-ngram --runs-from minilm \
@@ -226,7 +228,8 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs
     if args.ensemble:
-        result["ensemble"] = ensemble_row(spec, list(configs.values()), test, ngram_extra)
+        companions = companion_models(name, args.ensemble_with or [], args, work, next(iter(configs.values())))
+        result["ensemble"] = ensemble_row(spec, list(configs.values()), test, ngram_extra, companions)
         print(f"{name} ensemble of seeds {args.seeds}: {spec.metric} = {result['ensemble']['test'].get(spec.metric)}",
               flush=True)
     result["seconds"] = round(time.time() - started, 1)
@@ -245,24 +248,62 @@ def extra_training(spec: Corpus, paths: list[Path], test: list[Example]) -> tupl
     return kept, len(examples) - len(kept)
 
 
+def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, work: Path,
+                     reference: Config) -> list[Path]:
+    """The model folders of other tags' runs of the same seeds, to join this row's ensemble (--ensemble-with).
+
+    A companion must have learnt from the same examples: its tag's train and test files must equal
+    this row's (`work`), and each of its runs must have carved the same dev split (its data
+    settings, file paths aside, equal to `reference`'s), else the hybrid's dev would hold
+    examples a member trained on.
+    """
+    def split_settings(data: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in data.items() if key not in ("train", "dev", "test")}
+
+    dirs = []
+    for tag in tags:
+        other = args.out / f"{name}-{tag}"
+        for file in ("train.jsonl", "test.jsonl"):
+            if not (other / file).exists() or (other / file).read_bytes() != (work / file).read_bytes():
+                raise SystemExit(f"--ensemble-with {tag}: {other / file} is missing or differs from {work / file}; "
+                                 "a companion tag must have been run on the same split of the corpus")
+        for seed in args.seeds:
+            run_dir = args.out / "runs" / reference.experiment / f"{name}-{tag}-seed{seed}"
+            saved_path = run_dir / "config.json"
+            if not saved_path.exists():
+                raise SystemExit(f"--ensemble-with {tag}: {saved_path} is missing "
+                                 f"(run that tag with seed {seed} first)")
+            saved = split_settings(json.loads(saved_path.read_text(encoding="utf-8"))["data"])
+            ours = split_settings(reference.to_dict()["data"])
+            changed = sorted(key for key in saved.keys() | ours.keys() if saved.get(key) != ours.get(key))
+            if changed:
+                raise SystemExit(f"--ensemble-with {tag}: {saved_path} split its data otherwise "
+                                 f"(data.{', data.'.join(changed)} differ)")
+            dirs.append(run_dir / "model")
+    return dirs
+
+
 def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
-                 ngram_extra: Sequence[Example] = ()) -> dict[str, Any]:
+                 ngram_extra: Sequence[Example] = (), companions: Sequence[Path] = ()) -> dict[str, Any]:
     """The test scores of the seeds' models averaged (kold_span.ensemble), and of that ensemble's hybrid.
 
-    The seeds share their train/dev split (data.split_seed), so the hybrid's weight is chosen on
-    the same dev examples as each seed's.
+    `companions` are more model folders averaged in (other configurations' runs, see
+    `companion_models`). The seeds share their train/dev split (data.split_seed), so the
+    hybrid's weight is chosen on the same dev examples as each seed's.
     """
     from kold_span.ensemble import Ensemble
     from kold_span.training.datamodule import load_splits
     from kold_span.training.run import evaluate_predictor
 
-    dirs = [run_dir_of(config) / "model" for config in configs]
+    dirs = [run_dir_of(config) / "model" for config in configs] + list(companions)
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
-        raise SystemExit(f"--ensemble needs every seed's model directory; missing: {', '.join(missing)} "
+        raise SystemExit(f"--ensemble needs every member's model directory; missing: {', '.join(missing)} "
                          "(its scores were reused from the results file: pass --retrain to train it again)")
     ensemble = Ensemble.from_pretrained(dirs)
     row: dict[str, Any] = {"seeds": [config.seed for config in configs], "test": evaluate_predictor(ensemble, test)}
+    if companions:
+        row["members"] = [str(d.parent.name) for d in dirs]
     if spec.label:
         row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name,
                                    ngram_extra)
@@ -366,7 +407,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
         lines.append(row(row_label(key), r["runs"], len(r["runs"])))
         commands[row_label(key)] = r.get("command") or results.get("_command", command)
         if "ensemble" in r:
-            lines.append(row(row_label(key, ensemble=True), [r["ensemble"]], f"{len(r['ensemble']['seeds'])} averaged"))
+            members = r["ensemble"].get("members") or r["ensemble"]["seeds"]
+            lines.append(row(row_label(key, ensemble=True), [r["ensemble"]], f"{len(members)} averaged"))
             commands[row_label(key, ensemble=True)] = commands[row_label(key)]
     for tag in dict.fromkeys(key.partition(":")[2] for key in results if key.startswith("irosva_")):
         for ensemble in (False, True):
@@ -415,12 +457,17 @@ def main() -> int:
     parser.add_argument("--retrain", action="store_true", help="retrain runs that already have metrics")
     parser.add_argument("--ensemble", action="store_true",
                         help="also score the seeds' models averaged (one more row; needs every seed's model folder)")
+    parser.add_argument("--ensemble-with", nargs="+", metavar="TAG",
+                        help="with --ensemble: also average in these tags' runs of the same seeds "
+                        "(other configurations trained on the same split)")
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite the docs table from --results without training anything")
     args = parser.parse_args()
     if args.test and len(args.corpora) != 1:
         parser.error("--test names one corpus's test file: pass exactly one --corpora")
+    if args.ensemble_with and not args.ensemble:
+        parser.error("--ensemble-with adds members to the --ensemble row: pass --ensemble too")
 
     results_path = args.results
     results = json.loads(results_path.read_text()) if results_path.exists() else {}

@@ -269,3 +269,46 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
     assert again["runs"] == first["runs"]
     with pytest.raises(AssertionError, match="trained toxic_spans-new-seed13"):
         quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("new"))
+
+
+def test_ensemble_companions_must_share_the_split_and_their_row_counts_every_member(tmp_path):
+    import argparse
+
+    spec = quality.CORPORA["unsmile"]
+    out = tmp_path / "out"
+    work, other = out / "unsmile-a", out / "unsmile-b"
+    for folder in (work, other):
+        folder.mkdir(parents=True)
+        (folder / "train.jsonl").write_text('{"text": "x"}\n')
+        (folder / "test.jsonl").write_text('{"text": "y"}\n')
+
+    def saved_run(tag, seed, *overrides):
+        config = quality.load_config(quality.EXPERIMENTS / spec.experiment, [
+            "data.reader=jsonl", f"data.train={out / f'unsmile-{tag}' / 'train.jsonl'}", f"seed={seed}",
+            f"output_dir={out / 'runs'}", f"run=unsmile-{tag}-seed{seed}", *overrides])
+        run_dir = quality.run_dir_of(config)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+        return config
+
+    reference = saved_run("a", 13)
+    for seed in (13, 14):
+        saved_run("b", seed, "trainer.lr=0.0001")  # another configuration, the same split
+    args = argparse.Namespace(out=out, seeds=[13, 14])
+    assert quality.companion_models("unsmile", ["b"], args, work, reference) == [
+        out / "runs" / reference.experiment / f"unsmile-b-seed{seed}" / "model" for seed in (13, 14)]
+
+    saved_run("b", 14, "data.dev_fraction=0.2")
+    with pytest.raises(SystemExit, match=r"unsmile-b-seed14/config.json split its data otherwise \(data.dev_fraction"):
+        quality.companion_models("unsmile", ["b"], args, work, reference)
+    saved_run("b", 14)
+    (other / "test.jsonl").write_text('{"text": "z"}\n')
+    with pytest.raises(SystemExit, match="unsmile-b/test.jsonl is missing or differs"):
+        quality.companion_models("unsmile", ["b"], args, work, reference)
+
+    results = {"irosva_es:mix": corpus_result([(1, 0.5), (2, 0.6)], 0.5)}
+    results["irosva_es:mix"]["ensemble"] = {"seeds": [1, 2], "members": ["a-1", "a-2", "b-1", "b-2"],
+                                            "test": {"irony/macro_f1": 0.7}, "hybrid": {"macro_f1": 0.71}}
+    assert "| irosva_es [mix, ensemble] (10/5) | macro_f1 | 0.7000 | 0.7100 | 0.5000 | 0.5000 | 0.5000 | " \
+        in quality.render(results)
+    assert "| 4 averaged |" in quality.render(results)
