@@ -7,8 +7,9 @@ train, seeded), and is scored on test next to the majority, TF-IDF n-gram and sp
 baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
 the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
 (kold_span.ensemble), scored on the same test part; `--ensemble-with TAG ...` averages in other
-tags' runs of the same seeds as well (other configurations on the same split). `--extra-train` adds more training files
-(the Toxic Spans trial posts) to the training side only, leaving the test part as it is.
+tags' runs of the same seeds as well (other configurations on the same split). `--extra-train`
+adds more training files (the Toxic Spans trial posts) to the training side only, leaving the
+test part as it is.
 `--extra-ngram-train` offers more files to the hybrid's n-gram alone (`fuse_ngram_train`: dev
 decides whether it takes them); the n-gram cells then also show the n-gram fitted with them.
 `--runs-from TAG` scores another tag's finished models (trained there if missing) under this
@@ -303,7 +304,7 @@ def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
     ensemble = Ensemble.from_pretrained(dirs)
     row: dict[str, Any] = {"seeds": [config.seed for config in configs], "test": evaluate_predictor(ensemble, test)}
     if companions:
-        row["members"] = [str(d.parent.name) for d in dirs]
+        row["members"] = [d.parent.name for d in dirs]
     if spec.label:
         row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name,
                                    ngram_extra)
@@ -325,6 +326,11 @@ def row_label(key: str, ensemble: bool = False) -> str:
     return f"{name} [{tags}]" if tags else name
 
 
+def ensemble_size(row: dict[str, Any]) -> int:
+    """How many models an ensemble row averaged: its seeds', and other tags' with --ensemble-with."""
+    return len(row.get("members") or row["seeds"])
+
+
 def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = False) -> Optional[dict[str, Any]]:
     """The IroSvA average row (the mean of the three variants), per seed, when all three ran.
 
@@ -343,7 +349,7 @@ def irosva_average(results: dict[str, Any], tag: str = "", ensemble: bool = Fals
             return None
         toolkit = [statistics.mean(r["ensemble"]["test"]["irony/macro_f1"] for r in rows)]
         hybrid = [statistics.mean(r["ensemble"]["hybrid"]["macro_f1"] for r in rows)]
-        seeds: Any = f"{len(rows[0]['ensemble']['seeds'])} averaged"
+        seeds: Any = f"{ensemble_size(rows[0]['ensemble'])} averaged"
     else:
         common = sorted(set.intersection(*({run["seed"] for run in r["runs"]} for r in rows)))
 
@@ -407,8 +413,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
         lines.append(row(row_label(key), r["runs"], len(r["runs"])))
         commands[row_label(key)] = r.get("command") or results.get("_command", command)
         if "ensemble" in r:
-            members = r["ensemble"].get("members") or r["ensemble"]["seeds"]
-            lines.append(row(row_label(key, ensemble=True), [r["ensemble"]], f"{len(members)} averaged"))
+            averaged = f"{ensemble_size(r['ensemble'])} averaged"
+            lines.append(row(row_label(key, ensemble=True), [r["ensemble"]], averaged))
             commands[row_label(key, ensemble=True)] = commands[row_label(key)]
     for tag in dict.fromkeys(key.partition(":")[2] for key in results if key.startswith("irosva_")):
         for ensemble in (False, True):
