@@ -231,8 +231,9 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
     if args.ensemble:
         companions = companion_models(name, args.ensemble_with or [], args, work, next(iter(configs.values())))
         result["ensemble"] = ensemble_row(spec, list(configs.values()), test, ngram_extra, companions)
-        print(f"{name} ensemble of seeds {args.seeds}: {spec.metric} = {result['ensemble']['test'].get(spec.metric)}",
-              flush=True)
+        print(f"{name} ensemble of {ensemble_size(result['ensemble'])} models (seeds {args.seeds}"
+              f"{', with ' + ', '.join(args.ensemble_with) if args.ensemble_with else ''}): "
+              f"{spec.metric} = {result['ensemble']['test'].get(spec.metric)}", flush=True)
     result["seconds"] = round(time.time() - started, 1)
     return result
 
