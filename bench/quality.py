@@ -127,6 +127,11 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     return row
 
 
+def labelled(name: str, tag: Optional[str]) -> str:
+    """A corpus's name with a tag, as its data folder and runs are named (`unsmile-e5`; untagged `unsmile`)."""
+    return f"{name}-{tag}" if tag else name
+
+
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
              limit: Optional[int], extra_train: Optional[list[Path]] = None,
              extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
@@ -198,7 +203,7 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
     # A tag's runs get their own data files: two configurations of one corpus may run at once.
     # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
     run_tag = args.runs_from or args.tag
-    work = args.out / (f"{name}-{run_tag}" if run_tag else name)
+    work = args.out / labelled(name, run_tag)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
     result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
@@ -209,7 +214,7 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                                                         spec.span_type)
     configs = {seed: load_config(EXPERIMENTS / spec.experiment, [
         "data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={name}{'-' + run_tag if run_tag else ''}-seed{seed}",
+        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={labelled(name, run_tag)}-seed{seed}",
         "trainer.progress_bar=false", *args.set]) for seed in args.seeds}
     # Every seed is checked before any trains: a stale run must not surface after an hour of training.
     finished = {seed: finished_metrics(config, args.retrain) for seed, config in configs.items()}
@@ -255,32 +260,28 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
     """The model folders of other tags' runs of the same seeds, to join this row's ensemble (--ensemble-with).
 
     A companion must have learnt from the same examples: its tag's train and test files must equal
-    this row's (`work`), and each of its runs must have carved the same dev split (its data
+    this row's (`work`), and each of its runs must have carved the same dev split (its saved data
     settings, file paths aside, equal to `reference`'s), else the hybrid's dev would hold
     examples a member trained on.
     """
-    def split_settings(data: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in data.items() if key not in ("train", "dev", "test")}
-
     dirs = []
     for tag in tags:
-        other = args.out / f"{name}-{tag}"
+        other = args.out / labelled(name, tag)
         for file in ("train.jsonl", "test.jsonl"):
             if not (other / file).exists() or (other / file).read_bytes() != (work / file).read_bytes():
                 raise SystemExit(f"--ensemble-with {tag}: {other / file} is missing or differs from {work / file}; "
                                  "a companion tag must have been run on the same split of the corpus")
         for seed in args.seeds:
-            run_dir = args.out / "runs" / reference.experiment / f"{name}-{tag}-seed{seed}"
+            run_dir = args.out / "runs" / reference.experiment / f"{labelled(name, tag)}-seed{seed}"
             saved_path = run_dir / "config.json"
             if not saved_path.exists():
                 raise SystemExit(f"--ensemble-with {tag}: {saved_path} is missing "
                                  f"(run that tag with seed {seed} first)")
-            saved = split_settings(json.loads(saved_path.read_text(encoding="utf-8"))["data"])
-            ours = split_settings(reference.to_dict()["data"])
-            changed = sorted(key for key in saved.keys() | ours.keys() if saved.get(key) != ours.get(key))
+            changed = [key for key in saved_config_changes(saved_path, reference)
+                       if key.startswith("data.") and key not in ("data.train", "data.dev", "data.test")]
             if changed:
                 raise SystemExit(f"--ensemble-with {tag}: {saved_path} split its data otherwise "
-                                 f"(data.{', data.'.join(changed)} differ)")
+                                 f"({', '.join(changed)} differ)")
             dirs.append(run_dir / "model")
     return dirs
 
