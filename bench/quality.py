@@ -132,6 +132,11 @@ def labelled(name: str, tag: Optional[str]) -> str:
     return f"{name}-{tag}" if tag else name
 
 
+def run_name(name: str, tag: Optional[str], seed: int) -> str:
+    """The run folder of one seed of a tagged corpus (`unsmile-e5-seed13`)."""
+    return f"{labelled(name, tag)}-seed{seed}"
+
+
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
              limit: Optional[int], extra_train: Optional[list[Path]] = None,
              extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
@@ -214,7 +219,7 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                                                         spec.span_type)
     configs = {seed: load_config(EXPERIMENTS / spec.experiment, [
         "data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={labelled(name, run_tag)}-seed{seed}",
+        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={run_name(name, run_tag, seed)}",
         "trainer.progress_bar=false", *args.set]) for seed in args.seeds}
     # Every seed is checked before any trains: a stale run must not surface after an hour of training.
     finished = {seed: finished_metrics(config, args.retrain) for seed, config in configs.items()}
@@ -272,7 +277,7 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
                 raise SystemExit(f"--ensemble-with {tag}: {other / file} is missing or differs from {work / file}; "
                                  "a companion tag must have been run on the same split of the corpus")
         for seed in args.seeds:
-            run_dir = args.out / "runs" / reference.experiment / f"{labelled(name, tag)}-seed{seed}"
+            run_dir = args.out / "runs" / reference.experiment / run_name(name, tag, seed)
             saved_path = run_dir / "config.json"
             if not saved_path.exists():
                 raise SystemExit(f"--ensemble-with {tag}: {saved_path} is missing "
