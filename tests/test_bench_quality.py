@@ -315,3 +315,69 @@ def test_ensemble_companions_must_share_the_split_and_their_row_counts_every_mem
                                                           "0.7100 | 0.5000 |")).endswith("| 4 averaged | 2.0 |")
     assert next(line for line in lines if line.startswith("| irosva average [mix, ensemble] (30/15) | macro_f1 | "
                                                           "0.7000 | 0.7100 |")).endswith("| 4 averaged | 6.0 |")
+
+
+def dev_scored(runs, ngram=0.5, ngram_context=0.55, **setup):
+    """A kocosa result whose runs are (seed, dev score, encoder test, fused test)."""
+    return {"n_train": 10, "n_test": 5, "command": "cmd",
+            "setup": {"set": [], "test": None, "test_fraction": 0.2, "split_seed": 42, "limit": None, **setup},
+            "baselines": {"ngram": {"balanced_accuracy": ngram}, "ngram_context": {"balanced_accuracy": ngram_context},
+                          "majority": {"balanced_accuracy": 0.5}},
+            "runs": [{"seed": seed, "seconds": 600 + 60 * seed, "test": {"sarcasm/balanced_accuracy": encoder},
+                      "hybrid": {"dev_score": dev, "balanced_accuracy": fused}}
+                     for seed, dev, encoder, fused in runs]}
+
+
+def test_dev_chooses_the_best_mean_dev_among_three_seed_rows_on_the_same_split():
+    results = {
+        "kocosa": dev_scored([(1, 0.60, 0.5, 0.6), (2, 0.70, 0.5, 0.6), (3, 0.80, 0.5, 0.6)]),  # mean dev 0.70
+        "kocosa:a": dev_scored([(1, 0.72, 0.5, 0.6), (2, 0.70, 0.5, 0.6), (3, 0.71, 0.5, 0.6)]),  # 0.71: chosen
+        "kocosa:one-seed": dev_scored([(1, 0.99, 0.9, 0.9)]),
+        "kocosa:rescored": dev_scored([(s, 0.98, 0.9, 0.9) for s in (1, 2, 3)], runs_from="a"),
+        "kocosa:more-data": dev_scored([(s, 0.97, 0.9, 0.9) for s in (1, 2, 3)], extra_train=["x.json"]),
+        "beep": dev_scored([(s, 0.99, 0.9, 0.9) for s in (1, 2, 3)]),  # another corpus
+    }
+    assert quality.dev_candidates(results, "kocosa") == pytest.approx({"kocosa": 0.70, "kocosa:a": 0.71})
+    assert quality.dev_choice(results, "kocosa") == "kocosa:a"
+    results["kocosa:b"] = dev_scored([(1, 0.71, 0.5, 0.6), (2, 0.71, 0.5, 0.6), (3, 0.71, 0.5, 0.6)])
+    assert quality.dev_choice(results, "kocosa") == "kocosa:a"  # a tie keeps the row recorded first
+    assert quality.dev_choice(results, "unsmile") is None
+    # a span corpus records no dev score: its untagged row (the experiment file) once it has three seeds
+    spans = {"toxic_spans": {"runs": [{"seed": s, "test": {"OFF_span/char_f1": 0.6}} for s in (1, 2, 3)]}}
+    assert quality.dev_choice(spans, "toxic_spans") == "toxic_spans"
+    assert quality.dev_choice({"toxic_spans": {"runs": spans["toxic_spans"]["runs"][:2]}}, "toxic_spans") is None
+
+
+def test_headline_scores_the_fused_model_of_the_dev_choice_against_the_stronger_ngram_and_the_aim():
+    results = {
+        "kocosa": dev_scored([(1, 0.60, 0.50, 0.90), (2, 0.60, 0.50, 0.90), (3, 0.60, 0.50, 0.90)]),
+        "kocosa:a": dev_scored([(1, 0.70, 0.60, 0.54), (2, 0.70, 0.62, 0.56), (3, 0.70, 0.64, 0.76)]),
+    }
+    lines = quality.render_headline(results)
+    # fused 0.54 / 0.56 / 0.76: mean 0.62, std 0.1217; 0.56 and 0.76 beat the n-gram with context (0.55);
+    # the aim is 0.72; the longest run is seed 3's, 600 + 180 seconds = 13.0 minutes
+    assert ("| kocosa | balanced_accuracy | kocosa [a] (2) | 0.7000 | 0.6200 ± 0.0200 | 0.6200 ± 0.1217 | "
+            "0.540 / 0.560 / 0.760 | 0.5500 | 2 / 3 | 0.72: missed | 13.0 |") in lines
+    assert not any(line.startswith("| beep") or line.startswith("| irosva average") for line in lines)
+    table = quality.render(results)
+    assert table.index("### The configuration dev would ship") < table.index("### Every configuration measured")
+
+
+def test_headline_averages_the_three_irosva_choices_per_seed_and_reads_the_lexicon_for_spans():
+    def irony(fused, ngram):
+        return {"setup": {}, "baselines": {"ngram": {"macro_f1": ngram}, "ngram_context": {"macro_f1": ngram - 0.1}},
+                "runs": [{"seed": s, "seconds": 60, "test": {"irony/macro_f1": f - 0.1},
+                          "hybrid": {"dev_score": 0.5, "macro_f1": f}} for s, f in zip((1, 2, 3), fused)]}
+
+    results = {"irosva_es": irony((0.70, 0.80, 0.90), 0.70), "irosva_mx": irony((0.60, 0.60, 0.60), 0.60),
+               "irosva_cu": irony((0.80, 0.70, 0.60), 0.80),
+               "toxic_spans": {"baselines": {"lexicon": {"char_f1": 0.58}},
+                               "runs": [{"seed": s, "seconds": 120, "test": {"OFF_span/char_f1": v}}
+                                        for s, v in ((1, 0.66), (2, 0.68), (3, 0.70))]}}
+    lines = quality.render_headline(results)
+    # per seed (0.7 + 0.6 + 0.8) / 3 = 0.70, (0.8 + 0.6 + 0.7) / 3 = 0.70, (0.9 + 0.6 + 0.6) / 3 = 0.70,
+    # against the stronger n-gram row of the average, the text-only one: (0.7 + 0.6 + 0.8) / 3 = 0.70
+    assert ("| irosva average | macro_f1 | the three above | — | — | 0.7000 ± 0.0000 | 0.700 / 0.700 / 0.700 | "
+            "0.7000 | 0 / 3 | 0.70: met | — |") in lines
+    assert ("| toxic_spans | char_f1 | toxic_spans (1) | — | 0.6800 ± 0.0200 | 0.6800 ± 0.0200 | "
+            "0.660 / 0.680 / 0.700 | 0.5800 | 3 / 3 | 0.70: missed | 2.0 |") in lines
