@@ -197,6 +197,25 @@ def test_keep_checkpoints_false_leaves_the_model_and_drops_the_checkpoints(tmp_p
     assert Predictor.from_pretrained(dropped.model_dir).predict(["짧은 댓글"])
 
 
+def test_max_steps_ending_an_epoch_early_still_exports_a_model(tmp_path):
+    """A short smoke run (`trainer.max_steps` under one epoch) with a dev split and early stopping."""
+    config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.batch_size=4",
+                         "trainer.max_steps=2", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
+    result = train(config, quiet=True)  # 18 training examples: 5 steps an epoch, stopped after 2
+    saved = json.loads((result.run_dir / "metrics.json").read_text())
+    assert saved["best_dev_score"] is None and "OFF/macro_f1" in saved["dev"]  # no validation before the stop
+    assert Predictor.from_pretrained(result.model_dir).predict(["짧은 댓글"])
+
+
+def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
+    config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.max_epochs=10",
+                         "trainer.lr=0.0", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
+    result = train(config, quiet=True)  # lr 0: the dev score never moves
+    with open(result.run_dir / "logs" / "version_0" / "metrics.csv", encoding="utf-8") as f:
+        epochs = {int(row["epoch"]) for row in csv.DictReader(f) if row.get("dev/OFF/macro_f1")}
+    assert epochs == {0, 1, 2}  # the first score, then two epochs without improvement
+
+
 @pytest.mark.parametrize("group_by_length", ["false", "true"])
 def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
     """Two gloo processes train a few steps and export one model (also with length-grouped batches)."""

@@ -227,7 +227,9 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                                  auto_insert_metric_name=False)
     callbacks: list[Any] = [checkpoint, LearningRateMonitor(logging_interval="step")]
     if tc.early_stopping_patience and has_dev:
-        callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience))
+        # Checked after each validation only: an epoch cut short by max_steps has no dev score to read.
+        callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience,
+                                       check_on_train_epoch_end=False))
     # One version folder per session (logs/version_0, version_1 after --resume): nothing is overwritten.
     version = f"version_{len(list((run_dir / 'logs').glob('version_*')))}"
     loggers = [CSVLogger(run_dir, name="logs", version=version),
