@@ -14,7 +14,7 @@ vocabularies as JSON, its IDF and linear weights as safetensors.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -194,7 +194,7 @@ class Companion:
 
 def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],
                      dev_encoder_probs: Sequence[Probs], metric: Metric = "macro_f1",
-                     allow_context: bool = True, extra: Sequence[Example] = ()) -> Companion:
+                     allow_context: bool = True, extra: Sequence[Example] = (), refit: bool = True) -> Companion:
     """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
 
     Args:
@@ -209,6 +209,8 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
         extra: more labelled examples the n-gram may learn from (not the encoder); with any,
             each n-gram variant is also fitted on train + extra, and kept if dev prefers it.
             Keep dev and test examples out of it: dev would score an n-gram that has seen it.
+        refit: False returns the chosen n-gram as fitted for the choice, on train (and extra)
+            only, for scoring dev afterwards (dev thresholds); `refit_companion` adds dev later.
 
     Returns:
         The companion: the text-only n-gram on train unless one that also reads the context,
@@ -232,12 +234,18 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
         scorer = HybridScorer(problem=problem)
         weight = scorer.choose_weight(dev_encoder_probs, ngram.predict_proba(dev), gold, metric=metric)
         if best is None or scorer.dev_scores_[weight] > best[0]:
-            best = (scorer.dev_scores_[weight], use_context, more, scorer)
-    dev_score, use_context, more, scorer = best
-    final = NgramBaseline(label, problem, use_context=use_context).fit(
-        list(train) + list(dev) + (extra if more else []))
-    return Companion(task, scorer.weight, NgramScorer.from_baseline(final), dev_score, dict(scorer.dev_scores_),
-                     len(extra) if more else 0)
+            best = (scorer.dev_scores_[weight], more, scorer, ngram)
+    dev_score, more, scorer, ngram = best
+    chosen = Companion(task, scorer.weight, NgramScorer.from_baseline(ngram), dev_score, dict(scorer.dev_scores_),
+                       len(extra) if more else 0)
+    return refit_companion(chosen, list(train) + list(dev) + (extra if more else [])) if refit else chosen
+
+
+def refit_companion(companion: Companion, examples: Sequence[Example]) -> Companion:
+    """The same companion (weight, n-gram variant, dev scores) with its n-gram fitted again on `examples`."""
+    scorer = companion.scorer
+    model = NgramBaseline(scorer.label, scorer.problem, use_context=scorer.use_context).fit(list(examples))
+    return replace(companion, scorer=NgramScorer.from_baseline(model))
 
 
 def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:

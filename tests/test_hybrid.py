@@ -1,15 +1,16 @@
 """The n-gram model fused into a sequence task: exact export, weight choice, training and the CLI."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kold_span.baselines import NgramBaseline
+from kold_span.baselines import NgramBaseline, context_string
 from kold_span.cli import main
 from kold_span.config import ConfigError, load_config
 from kold_span.data import Example
-from kold_span.hybrid import Companion, NgramScorer, choose_companion
+from kold_span.hybrid import Companion, NgramScorer, choose_companion, refit_companion
 from kold_span.predictor import Predictor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +141,56 @@ def test_extra_ngram_data_is_taken_only_when_dev_prefers_it():
     unlabelled = [Example("u", "moron moron", labels={})]
     assert choose_companion("OFF", "off", "single", train, dev, flat, "accuracy",
                             extra=useful + unlabelled).extra_examples == 200
+
+
+def test_choice_without_refit_keeps_the_train_only_ngram_and_refit_adds_the_given_examples():
+    train, dev = examples(60, rude), examples(30, rude)
+    flat = [{"true": 0.5, "false": 0.5}] * len(dev)
+    probe = [ex.text for ex in dev[:5]] + ["idiot idiot news day"]
+
+    def ngram_true(fitted_on):
+        model = NgramBaseline("off", "single", use_context=False).fit(fitted_on)
+        return [p["true"] for p in model.predict_proba([Example("p", t, labels={}) for t in probe])]
+
+    unfitted = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy", refit=False)
+    assert [p["true"] for p in unfitted.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
+        ngram_true(train), abs=1e-5)
+    refitted = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy")
+    assert [p["true"] for p in refitted.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
+        ngram_true(train + dev), abs=1e-5)
+    assert ngram_true(train) != pytest.approx(ngram_true(train + dev), abs=1e-3)  # dev does change the n-gram
+    again = refit_companion(unfitted, train + dev)
+    assert (again.weight, again.dev_score, again.dev_scores) == (refitted.weight, refitted.dev_score,
+                                                                 refitted.dev_scores)
+    assert [p["true"] for p in again.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
+        [p["true"] for p in refitted.ngram_probs(probe, [""] * len(probe))], abs=1e-7)
+
+
+def test_training_scores_dev_with_the_train_only_ngram_and_saves_the_train_plus_dev_one(tmp_path):
+    """Refitted on train + dev before dev is scored, the n-gram would make the fused dev scores perfect."""
+    from kold_span.training.datamodule import load_splits
+    from kold_span.training.run import evaluate_predictor, train
+
+    config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=leak",
+                                "data.dev_fraction=0.4", "trainer.max_epochs=2", "trainer.threads=1",
+                                "tasks=[{name: OFF, kind: sequence, source: OFF, fuse_ngram: true, "
+                                "fuse_metric: accuracy}]"])
+    result = train(config, quiet=True)
+    splits = load_splits(config)
+    saved = Predictor.from_pretrained(result.model_dir)
+    companion = saved.companions["OFF"]
+    texts = [ex.text for ex in splits["dev"]]
+    contexts = [context_string(ex) for ex in splits["dev"]]
+
+    def fitted_on(examples):
+        model = NgramBaseline("OFF", "single", use_context=companion.use_context).fit(examples)
+        return NgramScorer.from_baseline(model).predict_proba(texts, contexts)
+
+    true = [p["true"] for p in companion.ngram_probs(texts, contexts)]
+    assert true == pytest.approx([p["true"] for p in fitted_on(splits["train"] + splits["dev"])], abs=1e-5)
+    saved.companions["OFF"] = replace(companion, scorer=NgramScorer.from_baseline(
+        NgramBaseline("OFF", "single", use_context=companion.use_context).fit(splits["train"])))
+    assert result.metrics["dev"] == pytest.approx(evaluate_predictor(saved, splits["dev"]))
 
 
 def test_choose_companion_checks_its_inputs():

@@ -134,7 +134,9 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
     `extra` is `ngram_extra`'s result: the examples each task's n-gram may also learn from.
     Returns {task: summary} (weight, n-gram variant, dev scores by weight; weight 1.0 is the
     encoder alone; with extra examples offered, how many were offered, left out and taken).
-    Dev scores reported afterwards include the fusion, so they are optimistic.
+    The attached n-grams are fitted on train (and extra) only, as for the choice, so that dev
+    can still score the fused model (dev thresholds, the reported dev scores, optimistic since
+    the weight was chosen there); `refit_companions` then fits them on train + dev.
     """
     from kold_span.hybrid import choose_companion
 
@@ -152,12 +154,24 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
         offered, left_out = (extra or {}).get(task.name, ([], 0))
         companion = choose_companion(task.name, task.source, task.problem, splits["train"],
                                      [ex for ex, _ in labelled], dev_probs, wanted[task.name].fuse_metric,
-                                     allow_context=config.context.mode != "none", extra=offered)
+                                     allow_context=config.context.mode != "none", extra=offered, refit=False)
         predictor.companions[task.name] = companion
         summaries[task.name] = companion.summary()
         if wanted[task.name].fuse_ngram_train:
             summaries[task.name].update({"extra_offered": len(offered), "extra_left_out": left_out})
     return summaries
+
+
+def refit_companions(config: Config, predictor, splits: dict[str, list[Example]],
+                     extra: Optional[dict[str, tuple[list[Example], int]]] = None) -> None:
+    """Fit each attached n-gram again on train + dev (+ the extra examples it took), as it is saved."""
+    from kold_span.hybrid import refit_companion
+
+    sources = {t.name: t.source for t in config.tasks}
+    for name, companion in predictor.companions.items():
+        dev = [ex for ex in splits["dev"] if ex.labels.get(sources[name]) is not None]
+        taken = (extra or {}).get(name, ([], 0))[0] if companion.extra_examples else []
+        predictor.companions[name] = refit_companion(companion, list(splits["train"]) + dev + list(taken))
 
 
 def tokenizer_texts(examples: list[Example]) -> list[str]:
@@ -257,16 +271,20 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
                           max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                           morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False),
                           perspective=dataclasses.asdict(config.data.perspective) if config.data.perspective else None)
+    # Dev is scored (thresholds, then the reported scores) while the n-grams have seen train only:
+    # refitted on train + dev first, they would make the fused dev probabilities look perfect.
     fused = fit_companions(config, predictor, splits, extra)
     tuned = tune_dev_thresholds(config, predictor, splits["dev"])
-    model_dir = predictor.save_pretrained(run_dir / "model")
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
                                "best_checkpoint": best if tc.keep_checkpoints else None,
                                "best_dev_score": _float(checkpoint.best_model_score), "monitor": monitor,
                                "sizes": {k: len(v) for k, v in splits.items()}}
-    for split in ("dev", "test"):
-        if splits[split]:
-            results[split] = evaluate_predictor(predictor, splits[split], tc.eval_batch_size)
+    if splits["dev"]:
+        results["dev"] = evaluate_predictor(predictor, splits["dev"], tc.eval_batch_size)
+    refit_companions(config, predictor, splits, extra)
+    model_dir = predictor.save_pretrained(run_dir / "model")
+    if splits["test"]:
+        results["test"] = evaluate_predictor(predictor, splits["test"], tc.eval_batch_size)
     if config.data.perspective and splits["test"]:
         results["test_by_trait"] = scores_by_trait(predictor, splits["test"], config.data.perspective.traits,
                                                    tc.eval_batch_size)
