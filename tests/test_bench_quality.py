@@ -381,3 +381,34 @@ def test_headline_averages_the_three_irosva_choices_per_seed_and_reads_the_lexic
             "0.7000 | 0 / 3 | 0.70: met | — |") in lines
     assert ("| toxic_spans | char_f1 | toxic_spans (1) | — | 0.6800 ± 0.0200 | 0.6800 ± 0.0200 | "
             "0.660 / 0.680 / 0.700 | 0.5800 | 3 / 3 | 0.70: missed | 2.0 |") in lines
+
+
+# Each experiment file of a model dev chose, the quality rows it was measured as, and their base file.
+SHIPPED = {"kocosa_e5.yaml": (["kocosa:e5-mean"], "kocosa.yaml"),
+           "beep_e5.yaml": (["beep:e5-lr1e-4-mean"], "beep.yaml"),
+           "unsmile_e5.yaml": (["unsmile:e5-lr1e-4-3ep"], "unsmile.yaml"),
+           "irosva_e5.yaml": ([f"irosva_{v}:e5-mean" for v in ("es", "mx", "cu")], "irosva.yaml")}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_experiment_file_is_the_configuration_dev_chose_and_fuses_the_ngram(name):
+    """The file a user trains is the recorded row dev would ship, with the fusion switched on."""
+    results = json.loads((Path(quality.ROOT) / "bench" / "results" / "quality.json").read_text())
+    keys, base = SHIPPED[name]
+
+    def settings(config):
+        d = config.to_dict()
+        for key in ("train", "dev", "test"):  # bench/quality.py names its own split files
+            d["data"].pop(key)
+        for task in d["tasks"]:
+            task.pop("fuse_ngram"), task.pop("fuse_metric")
+        return d
+
+    shipped = quality.load_config(quality.EXPERIMENTS / name)
+    assert shipped.tasks[0].fuse_ngram
+    for key in keys:
+        corpus = key.split(":")[0]
+        assert quality.dev_choice(results, corpus) == key
+        assert shipped.tasks[0].fuse_metric == quality.CORPORA[corpus].baseline_metric  # what the hybrid tuned on
+        measured = quality.load_config(quality.EXPERIMENTS / base, results[key]["setup"]["set"])
+        assert settings(shipped) == settings(measured)
