@@ -152,14 +152,14 @@ def test_choice_without_refit_keeps_the_train_only_ngram_and_refit_adds_the_give
         model = NgramBaseline("off", "single", use_context=False).fit(fitted_on)
         return [p["true"] for p in model.predict_proba([Example("p", t, labels={}) for t in probe])]
 
-    unfitted = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy", refit=False)
-    assert [p["true"] for p in unfitted.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
+    train_only = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy", refit=False)
+    assert [p["true"] for p in train_only.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
         ngram_true(train), abs=1e-5)
     refitted = choose_companion("OFF", "off", "single", train, dev, flat, "accuracy")
     assert [p["true"] for p in refitted.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
         ngram_true(train + dev), abs=1e-5)
     assert ngram_true(train) != pytest.approx(ngram_true(train + dev), abs=1e-3)  # dev does change the n-gram
-    again = refit_companion(unfitted, train + dev)
+    again = refit_companion(train_only, train + dev)
     assert (again.weight, again.dev_score, again.dev_scores) == (refitted.weight, refitted.dev_score,
                                                                  refitted.dev_scores)
     assert [p["true"] for p in again.ngram_probs(probe, [""] * len(probe))] == pytest.approx(
@@ -182,14 +182,14 @@ def test_training_scores_dev_with_the_train_only_ngram_and_saves_the_train_plus_
     texts = [ex.text for ex in splits["dev"]]
     contexts = [context_string(ex) for ex in splits["dev"]]
 
-    def fitted_on(examples):
-        model = NgramBaseline("OFF", "single", use_context=companion.use_context).fit(examples)
-        return NgramScorer.from_baseline(model).predict_proba(texts, contexts)
+    def ngram_on(examples):
+        return NgramScorer.from_baseline(NgramBaseline("OFF", "single", use_context=companion.use_context)
+                                         .fit(examples))
 
     true = [p["true"] for p in companion.ngram_probs(texts, contexts)]
-    assert true == pytest.approx([p["true"] for p in fitted_on(splits["train"] + splits["dev"])], abs=1e-5)
-    saved.companions["OFF"] = replace(companion, scorer=NgramScorer.from_baseline(
-        NgramBaseline("OFF", "single", use_context=companion.use_context).fit(splits["train"])))
+    assert true == pytest.approx([p["true"] for p in ngram_on(splits["train"] + splits["dev"])
+                                  .predict_proba(texts, contexts)], abs=1e-5)
+    saved.companions["OFF"] = replace(companion, scorer=ngram_on(splits["train"]))
     assert result.metrics["dev"] == pytest.approx(evaluate_predictor(saved, splits["dev"]))
 
 
