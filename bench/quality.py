@@ -479,25 +479,27 @@ def render_headline(results: dict[str, Any]) -> list[str]:
         shipped = shipped_scores(spec, row)
         if name.startswith("irosva_"):
             irosva[name] = shipped
-        baseline = best_baseline(spec, [row])
-        candidates = len(dev_candidates(results, name)) or 1
-        dev = f"{statistics.mean(run['hybrid']['dev_score'] for run in row['runs']):.4f}" if spec.label else "—"
-        per_seed = " / ".join(f"{shipped[s]:.3f}" for s in sorted(shipped))
-        above = sum(score > baseline for score in shipped.values())
+        dev_scores = dev_candidates(results, name)
+        dev = f"{dev_scores[key]:.4f}" if key in dev_scores else "—"
+        values = [shipped[s] for s in sorted(shipped)]
         minutes = max(run.get("seconds") or 0 for run in row["runs"]) / 60
-        lines.append(f"| {name} | {spec.metric.split('/')[-1]} | {row_label(key)} ({candidates}) | {dev} | "
+        lines.append(f"| {name} | {spec.metric.split('/')[-1]} | {row_label(key)} ({len(dev_scores) or 1}) | {dev} | "
                      f"{mean_std([run['test'].get(spec.metric) for run in row['runs']])} | "
-                     f"{mean_std(list(shipped.values()))} | {per_seed} | {baseline:.4f} | {above} / {len(shipped)} | "
-                     f"{target_cell(name, list(shipped.values()))} | {minutes:.1f} |")
+                     f"{shipped_cells(values, best_baseline(spec, [row]))} | "
+                     f"{target_cell(name, values)} | {minutes:.1f} |")
     if len(irosva) == 3:
         seeds = sorted(set.intersection(*(set(s) for s in irosva.values())))
         average = [statistics.mean(scores[s] for scores in irosva.values()) for s in seeds]
         baseline = best_baseline(CORPORA["irosva_es"], [results[n] for n in irosva])
-        lines.append(f"| irosva average | macro_f1 | the three above | — | — | {mean_std(average)} | "
-                     f"{' / '.join(f'{v:.3f}' for v in average)} | {baseline:.4f} | "
-                     f"{sum(v > baseline for v in average)} / {len(average)} | "
+        lines.append(f"| irosva average | macro_f1 | the three above | — | — | {shipped_cells(average, baseline)} | "
                      f"{target_cell('irosva average', average)} | — |")
     return lines + [""]
+
+
+def shipped_cells(values: list[float], baseline: float) -> str:
+    """The shipped model's cells: mean ± std, each seed's score, the baseline and how many seeds beat it."""
+    return (f"{mean_std(values)} | {' / '.join(f'{v:.3f}' for v in values)} | {baseline:.4f} | "
+            f"{sum(v > baseline for v in values)} / {len(values)}")
 
 
 def render(results: dict[str, Any], command: str = "") -> str:
