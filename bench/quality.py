@@ -44,10 +44,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import corpora  # noqa: E402
 from kold_span.baselines import context_string, decode_probs, label_scores, run_baselines  # noqa: E402
-from kold_span.hybrid import choose_companion  # noqa: E402
+from kold_span.hybrid import choose_companion, refit_companion  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, load_config, saved_config_changes  # noqa: E402
 from kold_span.data import Example, write_jsonl  # noqa: E402
-from kold_span.tasks import label_str  # noqa: E402
+from kold_span.tasks import Task, label_str, tune_thresholds  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
@@ -99,32 +99,57 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
 
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
-               task_name: str, extra: Sequence[Example] = ()) -> dict[str, Any]:
+               task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
     """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
 
     The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
     split with n-gram models fitted on its train split only, then the n-gram is refitted on
     train + dev, the same data the n-gram baseline row is fitted on, before scoring test. `extra`
     examples (none in dev or test) are offered to the n-gram and taken if dev prefers them.
+    The row's scores decode the fusion at 0.5. With `thresholds` (a multi-label task configured
+    with `threshold: dev`), "tuned" holds the test scores at each label's F1-best threshold on the
+    fused dev probabilities of the train-only n-gram, the order a training run follows.
     """
     def labelled(examples):
         return [e for e in examples if e.labels.get(spec.label) is not None]
+
+    def ngram_inputs(examples):
+        return [e.text for e in examples], [context_string(e) for e in examples]
 
     train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(test)
     gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
             else label_str(e.labels[spec.label]) for e in test]
     dev_texts = {e.text for e in dev}
-    companion = choose_companion(task_name, spec.label, spec.problem, train, dev,
-                                 encoder_probs(predictor, dev, task_name), metric=spec.baseline_metric,
-                                 extra=[e for e in extra if e.text not in dev_texts])
-    fused = companion.fuse(encoder_probs(predictor, test, task_name),
-                           companion.ngram_probs([e.text for e in test], [context_string(e) for e in test]))
+    offered = [e for e in extra if e.text not in dev_texts]
+    dev_probs = encoder_probs(predictor, dev, task_name)
+    companion = choose_companion(task_name, spec.label, spec.problem, train, dev, dev_probs,
+                                 metric=spec.baseline_metric, extra=offered, refit=False)
+    tuned = None
+    if thresholds and spec.problem == "multi":
+        dev_fused = companion.fuse(dev_probs, companion.ngram_probs(*ngram_inputs(dev)))
+        tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
+    taken = labelled(offered) if companion.extra_examples else []
+    companion = refit_companion(companion, train + dev + taken)
+    fused = companion.fuse(encoder_probs(predictor, test, task_name), companion.ngram_probs(*ngram_inputs(test)))
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
            **label_scores(gold, predicted, spec.problem)}
+    if tuned is not None:
+        at_tuned = [sorted(name for name, p in probs.items() if p >= tuned[name]) for probs in fused]
+        row["tuned"] = {"thresholds": tuned, **label_scores(gold, at_tuned, spec.problem)}
     if extra:
         row["extra_examples"] = companion.extra_examples
     return row
+
+
+def fused_thresholds(task_name: str, label: str, dev: Sequence[Example],
+                     dev_fused: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each label's F1-best threshold on the fused dev probabilities (kold_span.tasks.tune_thresholds)."""
+    names = tuple(sorted(dev_fused[0])) if dev_fused else ()
+    task = Task(task_name, "sequence", label, problem="multi", labels=names)
+    golds = [{label_str(v) for v in e.labels[label]} for e in dev]
+    chosen = tune_thresholds(task, golds, [[probs.get(name, 0.0) for name in names] for probs in dev_fused])
+    return dict(zip(names, chosen))
 
 
 def labelled(name: str, tag: Optional[str]) -> str:
@@ -231,10 +256,12 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
             print(f"{name} seed {seed}: reused from {args.results}", flush=True)
             continue
         metrics = finished[seed] if finished[seed] is not None else train(config, quiet=True).metrics
-        run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds")}
+        run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds"),
+               "machine": machine_line()}
         if spec.label:
             predictor = Predictor.from_pretrained(run_dir_of(config) / "model")
-            run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name, ngram_extra)
+            run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name, ngram_extra,
+                                       thresholds=config.tasks[0].threshold == "dev")
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs
@@ -314,7 +341,7 @@ def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
         row["members"] = [d.parent.name for d in dirs]
     if spec.label:
         row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name,
-                                   ngram_extra)
+                                   ngram_extra, thresholds=configs[0].tasks[0].threshold == "dev")
     return row
 
 
@@ -429,9 +456,14 @@ def dev_choice(results: dict[str, Any], name: str, min_seeds: int = 3) -> Option
 
 
 def shipped_scores(spec: Corpus, row: dict[str, Any]) -> dict[int, float]:
-    """Each seed's test score of the model the rule ships: the fused model where there is one, else the encoder."""
-    metric = spec.baseline_metric if spec.label else spec.metric
-    return {run["seed"]: (run["hybrid"] if spec.label else run["test"])[metric] for run in row["runs"]}
+    """Each seed's test score of the model the rule ships: the fused model where there is one, else the encoder.
+
+    The fused model is decoded as a training run decodes it: at the dev-tuned thresholds where the
+    hybrid recorded them ("tuned": a multi-label task with `threshold: dev`), else at 0.5.
+    """
+    if not spec.label:
+        return {run["seed"]: run["test"][spec.metric] for run in row["runs"]}
+    return {run["seed"]: run["hybrid"].get("tuned", run["hybrid"])[spec.baseline_metric] for run in row["runs"]}
 
 
 def best_baseline(spec: Corpus, rows: Sequence[dict[str, Any]]) -> float:
@@ -460,10 +492,12 @@ def render_headline(results: dict[str, Any]) -> list[str]:
         "",
         "Chosen without looking at test: of each corpus's rows with three seeds on the same split, the one",
         "whose fused model (encoder ⊕ n-gram, `fuse_ngram: true`) has the best dev score averaged over the",
-        "seeds; that fused model is what is scored, decoded at 0.5 as in the hybrid column (Toxic Spans, a",
-        "span task without a fused model or a recorded dev score: the experiment file's configuration,",
-        "encoder alone). \"above\" counts the seeds whose score beats the stronger n-gram row (the lexicon",
-        "for Toxic Spans). The chosen configurations are experiment files:",
+        "seeds; that fused model is what is scored, decoded as its training run decodes it: at 0.5, or, for",
+        "a multi-label task with `threshold: dev` (UnSmile), at each label's threshold tuned on the fused",
+        "dev probabilities where the run recorded them (the hybrid column's \"dev thresholds\" figure).",
+        "Toxic Spans, a span task without a fused model or a recorded dev score: the experiment file's",
+        "configuration, encoder alone. \"above\" counts the seeds whose score beats the stronger n-gram",
+        "row (the lexicon for Toxic Spans). The chosen configurations are experiment files:",
         "`configs/experiment/quality/{kocosa,beep,unsmile,irosva}_e5.yaml` (`make encoder-e5` first).",
         "",
         "| corpus | metric | chosen on dev (candidates) | dev | encoder | shipped | per seed | "
@@ -502,11 +536,20 @@ def shipped_cells(values: list[float], baseline: float) -> str:
             f"{sum(v > baseline for v in values)} / {len(values)}")
 
 
+def machines_line(results: dict[str, Any]) -> str:
+    """The machines the runs record (runs record it since 2026-12-02) and the one rendering the table."""
+    recorded = sorted({run["machine"] for key, row in results.items() if not key.startswith("_")
+                       for run in row.get("runs", []) if run.get("machine")})
+    known = "; ".join(recorded) if recorded else "none yet"
+    return (f"2-core CPU machines over several sessions (recorded per run since 2026-12-02: {known}); "
+            f"rendered on {machine_line()}")
+
+
 def render(results: dict[str, Any], command: str = "") -> str:
     lines = [
         "## Quality on the public corpora",
         "",
-        f"Machine: {machine_line()}; the command of each row is listed under the table.",
+        f"Machines: {machines_line(results)}; the command of each row is listed under the table.",
         "Test: a seeded, stratified held-out part (20%) of each shared training side unless a test file is named.",
         "Toolkit rows are mean ± std over the seeds listed; baselines are deterministic.",
         "",
@@ -535,6 +578,8 @@ def render(results: dict[str, Any], command: str = "") -> str:
             """One table line; `scored` are the runs (or the one ensemble) whose test and hybrid scores it shows."""
             toolkit = mean_std([run["test"].get(spec.metric) for run in scored])
             hybrid = mean_std([run.get("hybrid", {}).get(metric_key) for run in scored]) if spec.label else "—"
+            if spec.label and all("tuned" in run.get("hybrid", {}) for run in scored):
+                hybrid += f" (dev thresholds {mean_std([run['hybrid']['tuned'][metric_key] for run in scored])})"
             return (f"| {label} ({r['n_train']}/{r['n_test']}) | {spec.metric.split('/')[-1]} | {toolkit} | "
                     f"{hybrid} | {ngram} | {ngram_ctx} | {simple} | {spec.anchor} | {seeds} | {minutes:.1f} |")
 

@@ -89,6 +89,66 @@ def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_l
     assert row["weight"] < 0.5  # the uninformed encoder gets the smaller share
 
 
+class ConstantNgram:
+    """A stand-in n-gram that gives every label the same probability."""
+
+    use_context = False
+
+    def __init__(self, p):
+        self.p = p
+
+    def predict_proba(self, texts, contexts):
+        return [{"a": self.p, "b": self.p} for _ in texts]
+
+
+class GoldReadingPredictor:
+    """A stand-in multi-label encoder: the text names the gold labels; positives 0.62 (a) and 0.32 (b)."""
+
+    def predict(self, texts, contexts, batch_size=64):
+        return [{"labels": {"groups": {"probs": {"a": 0.62 if "a" in t else 0.2, "b": 0.32 if "b" in t else 0.08}}}}
+                for t in texts]
+
+
+def test_hybrid_tunes_multi_label_thresholds_on_dev_with_the_train_only_ngram_then_refits(monkeypatch):
+    from dataclasses import replace
+
+    from kold_span.data import Example
+    from kold_span.hybrid import Companion
+
+    def make(i, labels):
+        return Example(str(i), "".join(labels) or "none", labels={"groups": labels})
+
+    golds = [["a"], ["b"], ["a", "b"], []]
+    splits = {"train": [make(i, g) for i, g in enumerate(golds * 3)],
+              "dev": [make(100 + i, g) for i, g in enumerate(golds)]}
+    test = [make(200 + i, g) for i, g in enumerate(golds)]
+    refitted_on = []
+
+    def choose(task, label, problem, train, dev, dev_probs, metric, extra, refit):
+        assert refit is False  # dev is scored before the n-gram sees it
+        return Companion(task, 0.5, ConstantNgram(0.2), dev_score=0.9)
+
+    def refit(companion, examples):
+        refitted_on.append(len(examples))
+        return replace(companion, scorer=ConstantNgram(0.3))
+
+    monkeypatch.setattr(quality, "choose_companion", choose)
+    monkeypatch.setattr(quality, "refit_companion", refit)
+    spec = quality.CORPORA["unsmile"]
+    row = quality.hybrid_row(spec, GoldReadingPredictor(), splits, test, "groups", thresholds=True)
+    assert refitted_on == [16]  # train (12) + dev (4)
+    # dev fused with the train-only n-gram (0.2), weight 0.5: a 0.41 / 0.20, b 0.26 / 0.14, so the F1-best
+    # thresholds nearest 0.5 are 0.40 and 0.25 (with the refitted n-gram, 0.3, they would be 0.45 and 0.30)
+    assert row["tuned"]["thresholds"] == pytest.approx({"a": 0.40, "b": 0.25})
+    # test, with the refitted n-gram: a 0.46 / 0.25, b 0.31 / 0.19: all right at the tuned thresholds,
+    # nothing reaches 0.5
+    assert row["tuned"]["macro_f1"] == 1.0 and row["macro_f1"] == 0.0 and row["dev_score"] == 0.9
+    assert "tuned" not in quality.hybrid_row(spec, GoldReadingPredictor(), splits, test, "groups")
+    # the rule ships the thresholded fusion where it was recorded, else the fusion at 0.5
+    recorded = {"runs": [{"seed": 1, "hybrid": row}, {"seed": 2, "hybrid": {"macro_f1": 0.3}}]}
+    assert quality.shipped_scores(spec, recorded) == {1: 1.0, 2: 0.3}
+
+
 def test_recorded_runs_are_reused_only_for_the_same_setup():
     setup = quality.setup_of(["trainer.max_epochs=3", "trainer.threads=1"], None, 0.2, 42, None)
     # threads and the progress bar change how a run executes, not what it computes
@@ -412,3 +472,11 @@ def test_shipped_experiment_file_is_the_configuration_dev_chose_and_fuses_the_ng
         assert shipped.tasks[0].fuse_metric == quality.CORPORA[corpus].baseline_metric  # what the hybrid tuned on
         measured = quality.load_config(quality.EXPERIMENTS / base, results[key]["setup"]["set"])
         assert settings(shipped) == settings(measured)
+
+
+def test_machines_line_lists_each_recorded_machine_once():
+    results = {"_command": "cmd",
+               "kocosa": {"runs": [{"seed": 1, "machine": "CPU B"}, {"seed": 2, "machine": "CPU A"}, {"seed": 3}]},
+               "beep": {"runs": [{"seed": 1, "machine": "CPU B"}]}}
+    assert "(recorded per run since 2026-12-02: CPU A; CPU B)" in quality.machines_line(results)
+    assert "none yet" in quality.machines_line({"beep": {"runs": [{"seed": 1}]}})
