@@ -468,6 +468,7 @@ def test_shipped_experiment_file_is_the_configuration_dev_chose_and_fuses_the_ng
 
     shipped = quality.load_config(quality.EXPERIMENTS / name)
     assert shipped.tasks[0].fuse_ngram
+    assert shipped.tasks[0].threshold != "dev"  # the fusion decoded at 0.5, as dev scored it
     for key in keys:
         corpus = key.split(":")[0]
         assert quality.dev_choice(results, corpus) == key
