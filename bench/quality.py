@@ -130,16 +130,36 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
         tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
     taken = labelled(offered) if companion.extra_examples else []
     companion = refit_companion(companion, train + dev + taken)
-    fused = companion.fuse(encoder_probs(predictor, test, task_name), companion.ngram_probs(*ngram_inputs(test)))
+    test_probs = encoder_probs(predictor, test, task_name)
+    fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
            **label_scores(gold, predicted, spec.problem)}
+    if spec.problem == "single" and any(a.labels.get(spec.label) is not None for e in test for a in e.annotations):
+        row["all_annotations"] = {
+            "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),
+            "fused": annotation_scores(spec.label, test, predicted)}
     if tuned is not None:
         at_tuned = [sorted(name for name, p in probs.items() if p >= tuned[name]) for probs in fused]
         row["tuned"] = {"thresholds": tuned, **label_scores(gold, at_tuned, spec.problem)}
     if extra:
         row["extra_examples"] = companion.extra_examples
     return row
+
+
+def annotation_scores(label: str, examples: Sequence[Example], predicted: Sequence[str]) -> dict[str, Any]:
+    """Scores over every (example, annotator) pair: each annotator's own label against the example's prediction.
+
+    The perspectivist reading of a corpus that keeps each annotator's label (MultiPICo): a model
+    that predicts the majority is scored against the minority annotators too.
+    """
+    gold, pairs = [], []
+    for example, guess in zip(examples, predicted):
+        for annotation in example.annotations:
+            if annotation.labels.get(label) is not None:
+                gold.append(label_str(annotation.labels[label]))
+                pairs.append(guess)
+    return {"pairs": len(gold), **label_scores(gold, pairs, "single")}
 
 
 def fused_thresholds(task_name: str, label: str, dev: Sequence[Example],
@@ -534,6 +554,24 @@ def shipped_cells(values: list[float], baseline: float) -> str:
             f"{sum(v > baseline for v in values)} / {len(values)}")
 
 
+def render_annotation_rows(results: dict[str, Any]) -> list[str]:
+    """Rows scored against every annotator's own label (MultiPICo), where the hybrid recorded it."""
+    scored = {key: row for key, row in results.items() if not key.startswith("_") and row.get("runs")
+              and all("all_annotations" in run.get("hybrid", {}) for run in row["runs"])}
+    if not scored:
+        return []
+    lines = ["", "Against every annotator's own label (one pair per post and annotator; the table above scores "
+             "the majority label):", "",
+             "| corpus | pairs | macro-F1, encoder | macro-F1, fused | F1 of \"true\", encoder | "
+             "F1 of \"true\", fused | seeds |", "|---|---|---|---|---|---|---|"]
+    for key, row in scored.items():
+        cells = [mean_std([run["hybrid"]["all_annotations"][model][metric] for run in row["runs"]])
+                 for metric in ("macro_f1", "f1") for model in ("encoder", "fused")]
+        pairs = row["runs"][0]["hybrid"]["all_annotations"]["fused"]["pairs"]
+        lines.append(f"| {row_label(key)} | {pairs} | {' | '.join(cells)} | {len(row['runs'])} |")
+    return lines
+
+
 def machines_line(results: dict[str, Any]) -> str:
     """The machines the runs record (runs record it since 2026-12-02) and the one rendering the table."""
     recorded = sorted({run["machine"] for key, row in results.items() if not key.startswith("_")
@@ -598,6 +636,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
                          f"| macro_f1 | {mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | "
                          f"{cells[0]} | {cells[1]} | {average['majority']:.4f} | "
                          f"best average 0.6832; LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
+    lines += render_annotation_rows(results)
     lines += ["", "Commands:", ""]
     by_command: dict[str, list[str]] = {}
     for label, cmd in commands.items():

@@ -483,3 +483,38 @@ def test_machines_line_lists_each_recorded_machine_once():
                "beep": {"runs": [{"seed": 1, "machine": "CPU B"}]}}
     assert "(recorded per run since 2026-12-02: CPU A; CPU B)" in quality.machines_line(results)
     assert "none yet" in quality.machines_line({"beep": {"runs": [{"seed": 1}]}})
+
+
+def test_annotation_scores_count_every_annotators_label_against_the_posts_prediction():
+    from kold_span.data import Annotation, Example
+
+    def post(i, votes):
+        return Example(str(i), f"post {i}", labels={"irony": sum(votes) * 2 > len(votes)},
+                       annotations=[Annotation(f"A{j}", {"irony": v}) for j, v in enumerate(votes)])
+
+    examples = [post(1, [True, True, False]), post(2, [False, True]), post(3, [])]
+    scores = quality.annotation_scores("irony", examples, ["true", "false", "true"])
+    # pairs: gold t t f | f t against predicted t t t | f f: "true" P = R = 2/3, "false" P = R = 1/2
+    assert scores["pairs"] == 5 and scores["accuracy"] == pytest.approx(0.6)
+    assert scores["f1"] == pytest.approx(2 / 3) and scores["macro_f1"] == pytest.approx((2 / 3 + 0.5) / 2)
+    splits = {"train": [post(10 + i, [i % 2 == 0] * 3) for i in range(20)], "dev": [post(40 + i, [i % 2 == 0] * 3)
+                                                                                    for i in range(10)]}
+    row = quality.hybrid_row(quality.CORPORA["multipico"], UninformedPredictor(), splits, examples[:2], "irony")
+    assert row["all_annotations"]["fused"]["pairs"] == 5 and row["all_annotations"]["encoder"]["pairs"] == 5
+    assert "all_annotations" not in quality.hybrid_row(quality.CORPORA["multipico"], UninformedPredictor(), splits,
+                                                       [Example("9", "post 9", labels={"irony": True})], "irony")
+
+
+def test_annotation_rows_render_only_for_rows_whose_every_run_recorded_them():
+    def run(seed, encoder, fused):
+        scores = {"encoder": {"pairs": 7, "macro_f1": encoder, "f1": encoder - 0.2},
+                  "fused": {"pairs": 7, "macro_f1": fused, "f1": fused - 0.2}}
+        return {"seed": seed, "hybrid": {"all_annotations": scores}}
+
+    results = {"multipico:e5": {"runs": [run(1, 0.6, 0.7), run(2, 0.8, 0.7)]},
+               "multipico": {"runs": [run(1, 0.5, 0.5), {"seed": 2, "hybrid": {}}]}}
+    lines = quality.render_annotation_rows(results)
+    # encoder 0.6 / 0.8: 0.70 ± 0.1414; fused 0.7 / 0.7; "true" F1 0.2 lower
+    assert "| multipico [e5] | 7 | 0.7000 ± 0.1414 | 0.7000 ± 0.0000 | 0.5000 ± 0.1414 | 0.5000 ± 0.0000 | 2 |" in lines
+    assert not any(line.startswith("| multipico |") for line in lines)
+    assert quality.render_annotation_rows({"multipico": results["multipico"]}) == []
