@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import corpora  # noqa: E402
 from kold_span.baselines import context_string, decode_probs, label_scores, run_baselines  # noqa: E402
-from kold_span.hybrid import choose_companion, refit_companion  # noqa: E402
+from kold_span.hybrid import choose_companion, refit_companion, taken_extra  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, load_config, saved_config_changes  # noqa: E402
 from kold_span.data import Example, write_jsonl  # noqa: E402
 from kold_span.tasks import Task, label_str, tune_thresholds  # noqa: E402
@@ -128,8 +128,7 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     if thresholds and spec.problem == "multi":
         dev_fused = companion.fuse(dev_probs, companion.ngram_probs(*ngram_inputs(dev)))
         tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
-    taken = labelled(offered) if companion.extra_examples else []
-    companion = refit_companion(companion, train + dev + taken)
+    companion = refit_companion(companion, train + dev + taken_extra(companion, offered))
     test_probs = encoder_probs(predictor, test, task_name)
     fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
     predicted = [decode_probs(p, spec.problem) for p in fused]

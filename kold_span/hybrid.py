@@ -238,7 +238,17 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
     dev_score, more, scorer, ngram = best
     chosen = Companion(task, scorer.weight, NgramScorer.from_baseline(ngram), dev_score, dict(scorer.dev_scores_),
                        len(extra) if more else 0)
-    return refit_companion(chosen, list(train) + list(dev) + (extra if more else [])) if refit else chosen
+    return refit_companion(chosen, list(train) + list(dev) + taken_extra(chosen, extra)) if refit else chosen
+
+
+def taken_extra(companion: Companion, extra: Sequence[Example]) -> list[Example]:
+    """The examples of `extra` (as offered to `choose_companion`) that the companion's n-gram was fitted with.
+
+    None unless dev preferred the n-gram with them; then those that carry its label.
+    """
+    if not companion.extra_examples:
+        return []
+    return [ex for ex in extra if ex.labels.get(companion.scorer.label) is not None]
 
 
 def refit_companion(companion: Companion, examples: Sequence[Example]) -> Companion:

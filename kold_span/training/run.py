@@ -165,13 +165,13 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
 def refit_companions(config: Config, predictor, splits: dict[str, list[Example]],
                      extra: Optional[dict[str, tuple[list[Example], int]]] = None) -> None:
     """Fit each attached n-gram again on train + dev (+ the extra examples it took), as it is saved."""
-    from kold_span.hybrid import refit_companion
+    from kold_span.hybrid import refit_companion, taken_extra
 
     sources = {t.name: t.source for t in config.tasks}
     for name, companion in predictor.companions.items():
         dev = [ex for ex in splits["dev"] if ex.labels.get(sources[name]) is not None]
-        taken = (extra or {}).get(name, ([], 0))[0] if companion.extra_examples else []
-        predictor.companions[name] = refit_companion(companion, list(splits["train"]) + dev + list(taken))
+        taken = taken_extra(companion, (extra or {}).get(name, ([], 0))[0])
+        predictor.companions[name] = refit_companion(companion, list(splits["train"]) + dev + taken)
 
 
 def tokenizer_texts(examples: list[Example]) -> list[str]:
