@@ -185,7 +185,8 @@ def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, sp
              limit: Optional[int], extra_train: Optional[list[Path]] = None,
              extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
     """What decides a run's result besides its seed: a recorded run is reused only under the same setup."""
-    setup = {"set": sorted(o for o in overrides if o.split("=", 1)[0].strip() not in REUSE_IGNORED_KEYS),
+    last = {o.split("=", 1)[0].strip(): o for o in overrides}  # a key given twice: the later one applies
+    setup = {"set": sorted(o for key, o in last.items() if key not in REUSE_IGNORED_KEYS),
              "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
     if extra_train:  # absent otherwise, so the setups recorded before this option still match
         setup["extra_train"] = [str(p) for p in extra_train]
