@@ -136,6 +136,9 @@ class DataConfig:
     filter: dict[str, Any] = field(default_factory=dict)  # keep examples whose labels match
     reader_options: dict[str, Any] = field(default_factory=dict)
     limit: Optional[int] = None  # read only the first N training examples (debugging)
+    # share of the training split (after dev/test are carved) whose A/B speaker marks are exchanged,
+    # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
+    speaker_swap: float = 0.0
     perspective: Optional[PerspectiveConfig] = None
 
 
@@ -409,6 +412,8 @@ def check_values(config: Config, where: str) -> None:
             raise ConfigError(f"{where}: {message}")
 
     need(bool(config.tasks), "at least one entry under 'tasks' is required")
+    need(0.0 <= config.data.speaker_swap <= 1.0,
+         f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
     names = [t.name for t in config.tasks]
     need(len(set(names)) == len(names), f"task names must be unique, got {names}")
     for i, task in enumerate(config.tasks):

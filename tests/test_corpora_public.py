@@ -272,6 +272,37 @@ def test_kocosa_speaker_swap():
         read("kocosa", FIXTURES / "kocosa", speaker_swap=2)
 
 
+def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
+    """`data.speaker_swap` swaps a share of the examples left for training after dev and test
+    are carved, so the model is trained on swapped dialogues and scored on dialogues as read."""
+    from kold_span.config import ConfigError, load_config
+    from kold_span.data import Example, write_jsonl
+    from kold_span.training.datamodule import load_splits
+
+    dialogues = [Example(f"d{i}", f"B: 답 {i}", context=[f"A: 말 {i}", f"B: 응 {i}"], labels={"sarcasm": i % 2 == 0},
+                         meta={"speakers": ["A", "B"], "response_speaker": "B"}) for i in range(20)]
+    write_jsonl(dialogues, tmp_path / "d.jsonl")
+    tiny = Path(__file__).parent / "fixtures" / "configs" / "tiny.yaml"
+    base = ["data.reader=jsonl", f"data.train={tmp_path / 'd.jsonl'}", "data.dev_fraction=0.2",
+            "data.test_fraction=0.2", "data.stratify=sarcasm", "tasks=[{name: s, kind: sequence, source: sarcasm}]"]
+    plain = load_splits(load_config(tiny, base))
+    half = load_splits(load_config(tiny, base + ["data.speaker_swap=0.5"]))
+    for name in ("dev", "test"):  # the same examples as without the option, none swapped
+        assert half[name] == plain[name] and len(half[name]) == 4
+    assert [ex.id for ex in half["train"]] == [ex.id for ex in plain["train"]]
+    swapped = [ex for ex in half["train"] if ex.meta.get("speakers_swapped")]
+    assert len(swapped) == 6  # round(0.5 * 12)
+    one = swapped[0]
+    i = one.id[1:]
+    assert one.text == f"A: 답 {i}" and one.context == [f"B: 말 {i}", f"A: 응 {i}"]
+    assert one.meta["response_speaker"] == "A" and one.labels == {"sarcasm": int(i) % 2 == 0}
+    assert one.meta["speakers"] == ["B", "A"] and "explanation" not in one.meta  # no key invented
+    assert [ex.id for ex in load_splits(load_config(tiny, base + ["data.speaker_swap=0.5", "seed=8"]))["train"]
+            if ex.meta.get("speakers_swapped")] != [ex.id for ex in swapped]  # the run's seed picks them
+    with pytest.raises(ConfigError, match="data.speaker_swap"):
+        load_config(tiny, base + ["data.speaker_swap=1.5"])
+
+
 def test_kocosa_bad_label_and_missing_field_name_record(tmp_path):
     file = fixture_copy(tmp_path, "kocosa") / "KoCoSa_dev.json"
     data = json.loads(file.read_text(encoding="utf-8"))

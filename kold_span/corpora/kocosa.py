@@ -64,10 +64,13 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
             examples.append(_example(f"{file.stem}-{key}", {c: columns[c].get(key) for c in COLUMNS}, where))
         except DataError as err:
             bad.handle(err)
-    if speaker_swap:
-        chosen = set(random.Random(seed).sample(range(len(examples)), round(speaker_swap * len(examples))))
-        examples = [swap_speakers(ex) if i in chosen else ex for i, ex in enumerate(examples)]
-    return examples
+    return swap_share(examples, speaker_swap, seed) if speaker_swap else examples
+
+
+def swap_share(examples: list[Example], share: float, seed: int) -> list[Example]:
+    """The examples, with exactly round(share × n) of them, chosen with `seed`, speaker-swapped."""
+    chosen = set(random.Random(seed).sample(range(len(examples)), round(share * len(examples))))
+    return [swap_speakers(ex) if i in chosen else ex for i, ex in enumerate(examples)]
 
 
 def _load_columns(file: Path) -> dict[str, dict[str, Any]]:
@@ -124,10 +127,13 @@ def swap_speakers(example: Example) -> Example:
     def swap_mark(turn: str) -> str:
         return _MARK.sub(lambda m: f"{_SWAP.get(m.group(1), m.group(1))}:", turn, count=1)
 
-    meta = dict(example.meta)
-    meta["speakers"] = [_SWAP.get(s, s) for s in meta.get("speakers", [])]
-    meta["response_speaker"] = _SWAP.get(meta.get("response_speaker"), meta.get("response_speaker"))
-    meta["explanation"] = _SPEAKER_LETTER.sub(lambda m: _SWAP[m.group(0)], meta.get("explanation", ""))
+    meta = dict(example.meta)  # the KoCoSa reader's keys, where present (a JSONL file may lack them)
+    if "speakers" in meta:
+        meta["speakers"] = [_SWAP.get(s, s) for s in meta["speakers"]]
+    if "response_speaker" in meta:
+        meta["response_speaker"] = _SWAP.get(meta["response_speaker"], meta["response_speaker"])
+    if "explanation" in meta:
+        meta["explanation"] = _SPEAKER_LETTER.sub(lambda m: _SWAP[m.group(0)], meta["explanation"])
     meta["speakers_swapped"] = not meta.get("speakers_swapped", False)
     context = [swap_mark(t) for t in example.context] if isinstance(example.context, list) else example.context
     return replace(example, text=swap_mark(example.text), context=context, labels=dict(example.labels), meta=meta)

@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader, Sampler
 
 from kold_span import corpora
 from kold_span.config import Config
+from kold_span.corpora.kocosa import swap_share
 from kold_span.data import Example, context_turns
 from kold_span.encoding import InputEncoder, collate, encode_example
 from kold_span.morphemes import prefetch_for
@@ -41,6 +42,8 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
             splits[name] = []
     if not splits["train"]:
         raise ValueError(f"no training examples left in {data.train} after data.filter={data.filter}")
+    if data.speaker_swap:
+        splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
     if data.perspective is not None:
         # Split by item first, so one item's annotators never straddle train and test.
         splits = {name: expand_by_annotator(exs, data.perspective.label, data.perspective.traits)
