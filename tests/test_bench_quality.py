@@ -161,7 +161,6 @@ def test_recorded_runs_are_reused_only_for_the_same_setup():
     assert quality.recorded_runs({}, setup) == {}
 
 
-
 def test_a_setting_given_twice_is_recorded_with_its_last_value_as_training_applied_it():
     # `--set model.pooling=mean ... model.pooling=first` trains at the first token; sorting both
     # overrides would put `first` before `mean` and a reload of the recorded setup would read mean
@@ -169,6 +168,7 @@ def test_a_setting_given_twice_is_recorded_with_its_last_value_as_training_appli
     assert later["set"] == ["model.pooling=first", "trainer.max_epochs=5"]
     assert later != quality.setup_of(["model.pooling=first", "model.pooling=mean"], None, 0.2, 42, None)
     assert quality.load_config(quality.EXPERIMENTS / "kocosa.yaml", later["set"]).model.pooling == "first"
+
 
 def test_extra_training_files_change_the_setup_and_leave_out_texts_of_the_test_part(tmp_path):
     base = quality.setup_of([], None, 0.2, 42, None)
