@@ -106,9 +106,11 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     split with n-gram models fitted on its train split only, then the n-gram is refitted on
     train + dev, the same data the n-gram baseline row is fitted on, before scoring test. `extra`
     examples (none in dev or test) are offered to the n-gram and taken if dev prefers them.
-    The row's scores decode the fusion at 0.5. With `thresholds` (a multi-label task configured
-    with `threshold: dev`), "tuned" holds the test scores at each label's F1-best threshold on the
-    fused dev probabilities of the train-only n-gram, the order a training run follows.
+    "dev_scores" keeps every weight's dev score for the chosen n-gram variant (ties go to the
+    smallest weight, kold_span.baselines.HybridScorer.choose_weight). The row's scores decode the
+    fusion at 0.5. With `thresholds` (a multi-label task configured with `threshold: dev`), "tuned"
+    holds the test scores at each label's F1-best threshold on the fused dev probabilities of the
+    train-only n-gram, the order a training run follows.
     """
     def labelled(examples):
         return [e for e in examples if e.labels.get(spec.label) is not None]
@@ -133,7 +135,7 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
-           **label_scores(gold, predicted, spec.problem)}
+           "dev_scores": companion.summary()["dev_scores"], **label_scores(gold, predicted, spec.problem)}
     if spec.problem == "single" and any(a.labels.get(spec.label) is not None for e in test for a in e.annotations):
         row["all_annotations"] = {
             "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),

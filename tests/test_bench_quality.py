@@ -87,6 +87,11 @@ def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_l
     assert row["ngram_context"] is True
     assert row["macro_f1"] == 1.0 and row["dev_score"] == 1.0
     assert row["weight"] < 0.5  # the uninformed encoder gets the smaller share
+    # Every weight's dev score is kept: the 50/50 encoder alone (weight 1) cannot tell the labels
+    # apart, any share of the context n-gram reads them all, so the tie goes to the smallest weight.
+    assert sorted(row["dev_scores"], key=float) == [str(i / 10) for i in range(11)]
+    assert row["dev_scores"]["1.0"] < 1.0
+    assert all(row["dev_scores"][str(i / 10)] == 1.0 for i in range(10)) and row["weight"] == 0.0
 
 
 class ConstantNgram:
