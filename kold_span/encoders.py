@@ -136,6 +136,7 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
         from kold_span.morphemes import MorphemePreTokenizer
         tok.pre_tokenizer = pre_tokenizers.PreTokenizer.custom(MorphemePreTokenizer())
     tok.train_from_iterator(texts, trainer)
+    tok.model = _numbered_in_order(tok, config.tokenizer)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -150,6 +151,31 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     if config.morpheme_pretokenize:
         attach_morpheme_pretokenizer(wrapped)
     return wrapped
+
+
+def _numbered_in_order(tok, kind: str):
+    """The trained model with ids that depend on its tokens alone: specials first, then sorted.
+
+    The `tokenizers` trainers number tokens in hash-map order, which changes from one process
+    to the next, and with it which embedding row a seeded initialisation gives each token: two
+    runs of one config and seed trained different models. WordPiece matches by the token set
+    and Unigram by the scores, so renumbering changes no segmentation. WordPiece runs are then
+    reproducible; the Unigram trainer also hands single characters scores in hash order (1e-4
+    apart), so Unigram is only renumbered by score.
+    """
+    from tokenizers import models, pre_tokenizers
+
+    custom, tok.pre_tokenizer = tok.pre_tokenizer, pre_tokenizers.Whitespace()  # a custom one cannot be serialised
+    state = json.loads(tok.to_str())["model"]
+    tok.pre_tokenizer = custom
+    if kind == "wordpiece":
+        rest = sorted(t for t in state["vocab"] if t not in SPECIAL_TOKENS)
+        vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + rest)}
+        return models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=state["max_input_chars_per_word"])
+    pieces = [(piece, score) for piece, score in state["vocab"] if piece not in SPECIAL_TOKENS]
+    specials = [(piece, 0.0) for piece in SPECIAL_TOKENS]
+    ordered = specials + sorted(pieces, key=lambda ps: (-ps[1], ps[0]))
+    return models.Unigram(ordered, unk_id=SPECIAL_TOKENS.index("[UNK]"), byte_fallback=False)
 
 
 def attach_morpheme_pretokenizer(tokenizer) -> None:

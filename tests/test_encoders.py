@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,18 @@ def test_joint_model_fine_tunes_the_packaged_pretrained_encoder(tmp_path, monkey
     assert predictor.model.encoder.config.hidden_size == 384
     [out] = predictor.predict(["you are a complete idiot"])
     assert set(out["labels"]["OFF"]["probs"]) == {"false", "true"}
+
+
+@pytest.mark.parametrize("kiwi", [False, True])
+def test_trained_wordpiece_ids_do_not_depend_on_the_run(kiwi):
+    """The trainer numbers tokens in hash order, so each run gave other ids and, with them, other
+    embedding rows under the same seed; ids are now specials first, then the tokens sorted."""
+    from kold_span import corpora
+    from kold_span.config import ScratchEncoderConfig
+    from kold_span.encoders import SPECIAL_TOKENS, train_tokenizer
+
+    texts = [ex.text for ex in corpora.read("kold", Path(__file__).parent / "fixtures/kold_small.json")]
+    config = ScratchEncoderConfig(vocab_size=300, morpheme_pretokenize=kiwi, tokenizer="wordpiece")
+    vocabs = [train_tokenizer(texts, config).get_vocab() for _ in range(4)]
+    assert all(v == vocabs[0] for v in vocabs[1:])
+    assert [vocabs[0][t] for t in SPECIAL_TOKENS] == list(range(len(SPECIAL_TOKENS)))

@@ -207,6 +207,18 @@ def test_max_steps_ending_an_epoch_early_still_exports_a_model(tmp_path):
     assert Predictor.from_pretrained(result.model_dir).predict(["짧은 댓글"])
 
 
+def test_loader_workers_change_nothing_but_speed(tmp_path):
+    """The GPU presets' `num_workers`: the same batches, so the same weights as without workers."""
+    texts = [ex.text for ex in corpora.read("kold", FIXTURE)]
+    outputs = {}
+    for workers in (0, 2):
+        config = tiny_config(tmp_path / str(workers), "data.limit=24", "data.dev_fraction=0.25",
+                             "trainer.max_epochs=3", "trainer.batch_size=4", f"trainer.num_workers={workers}")
+        result = train(config, quiet=True)
+        outputs[workers] = Predictor.from_pretrained(result.model_dir).predict(texts)
+    assert outputs[2] == outputs[0]
+
+
 def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
     config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.max_epochs=10",
                          "trainer.lr=0.0", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
