@@ -52,7 +52,7 @@ class ScratchEncoderConfig:
     heads: int = 2
     intermediate_size: int = 256
     max_position: int = 512
-    tokenizer: str = "wordpiece"  # or "unigram" (its trainer is not reproducible run to run)
+    tokenizer: str = "wordpiece"  # or "unigram"
     morpheme_pretokenize: bool = False  # Kiwi morphemes as pre-tokens (Korean)
     lowercase: bool = True
 

@@ -159,9 +159,9 @@ def _numbered_in_order(tok, kind: str):
     The `tokenizers` trainers number tokens in hash-map order, which changes from one process
     to the next, and with it which embedding row a seeded initialisation gives each token: two
     runs of one config and seed trained different models. WordPiece matches by the token set
-    and Unigram by the scores, so renumbering changes no segmentation. WordPiece runs are then
-    reproducible; the Unigram trainer also hands single characters scores in hash order (1e-4
-    apart), so Unigram is only renumbered by score.
+    and Unigram by the scores, so renumbering changes no segmentation. What renumbering cannot
+    mend: on count ties the WordPiece trainer may pick other merges in another process
+    (tokenizers issue #1794), and the Unigram trainer scores single characters in hash order.
     """
     from tokenizers import models, pre_tokenizers
 
