@@ -9,6 +9,11 @@ the joint model's predict time spent outside the network (tokenization, window m
 alignment, morpheme snapping, JSON writing).
 
     python bench/throughput.py [--data DIR] [--n 2000] [--repeats 3] [--hidden 256 --layers 4]
+                               [--device cuda] [--no-kiwi]
+
+`--no-kiwi` splits words without Kiwi and does not snap spans to morphemes (for a machine
+without Kiwi's model); `--device cuda` runs the network on the GPU, waiting for it before each
+forward pass is timed.
 """
 from __future__ import annotations
 
@@ -52,10 +57,11 @@ def load_comments(data_dir: Path, n: int) -> tuple[list[Example], str]:
     return [examples[i % len(examples)] for i in range(n)], source
 
 
-def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, max_length: int) -> Predictor:
+def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, max_length: int,
+                  snap: str = "morpheme", device: str = "cpu") -> Predictor:
     torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
-    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap="morpheme")
+    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap=snap, device=device)
 
 
 def timed_predict(predictor: Predictor, examples: list[Example], batch_size: int) -> tuple[float, float]:
@@ -63,10 +69,16 @@ def timed_predict(predictor: Predictor, examples: list[Example], batch_size: int
     inside = 0.0
     forward = predictor.model.forward
 
+    cuda = predictor.device.type == "cuda"
+
     def timed_forward(*args, **kwargs):
         nonlocal inside
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         out = forward(*args, **kwargs)
+        if cuda:
+            torch.cuda.synchronize()
         inside += time.perf_counter() - start
         return out
 
@@ -90,6 +102,9 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=768)
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1, …")
+    parser.add_argument("--no-kiwi", action="store_true",
+                        help="split words without Kiwi and do not snap spans to morphemes")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
     parser.add_argument("--section", default="throughput", help="section of docs/BENCHMARKS.md to (re)write")
     args = parser.parse_args()
@@ -97,11 +112,13 @@ def main() -> int:
     examples, source = load_comments(args.data, args.n)
     scratch = ScratchEncoderConfig(vocab_size=16000, hidden_size=args.hidden, layers=args.layers,
                                    heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
-                                   max_position=512, morpheme_pretokenize=True)
+                                   max_position=512, morpheme_pretokenize=not args.no_kiwi)
     texts = [e.text for e in examples] + sorted({e.context for e in examples if isinstance(e.context, str)})
     tokenizer = train_tokenizer(texts, scratch)
     setups = {"joint": [OFF, OFF_SPAN], "classifier": [OFF], "tagger": [OFF_SPAN]}
-    predictors = {name: predictor_for(tasks, tokenizer, scratch, args.max_length) for name, tasks in setups.items()}
+    snap = "none" if args.no_kiwi else "morpheme"
+    predictors = {name: predictor_for(tasks, tokenizer, scratch, args.max_length, snap, args.device)
+                  for name, tasks in setups.items()}
     for predictor in predictors.values():  # warm-up
         timed_predict(predictor, examples[:64], args.batch_size)
 
@@ -116,14 +133,14 @@ def main() -> int:
     result = {
         "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": args.batch_size,
         "encoder": {"hidden": args.hidden, "layers": args.layers, "max_length": args.max_length},
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(), "device": device_name(args.device), "kiwi": not args.no_kiwi,
         "joint_comments_per_s": round(joint_rate, 1), "pair_comments_per_s": round(pair_rate, 1),
         "speedup": round(joint_rate / pair_rate, 3),
         "classifier_s": round(median["classifier"], 2), "tagger_s": round(median["tagger"], 2),
         "joint_s": round(median["joint"], 2), "joint_outside_model_share": round(joint_outside, 3),
         "machine": machine_line(),
     }
-    out = ROOT / "bench/results/throughput.json"
+    out = ROOT / "bench/results" / f"{args.section}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print(json.dumps(result, indent=1, ensure_ascii=False))
@@ -133,14 +150,25 @@ def main() -> int:
     return 0
 
 
+def device_name(device: str) -> str:
+    """'cpu', or the GPU's name with the torch and CUDA versions."""
+    if not device.startswith("cuda"):
+        return "cpu"
+    return f"{torch.cuda.get_device_name(torch.device(device))} (torch {torch.__version__}, CUDA {torch.version.cuda})"
+
+
 def render(r: dict, command: str) -> str:
+    device = r.get("device", "cpu")
+    on_device = "" if device == "cpu" else f"; the network on {device}"
+    words = ("Kiwi morphemes as pre-tokens, spans snapped to morphemes" if r.get("kiwi", True)
+             else "no Kiwi (BERT word splitting, spans not snapped)")
     return f"""## Throughput: one joint model vs a classifier + a tagger (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers)
 
-Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads.
+Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads{on_device}.
 Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: BERT,
 {r['encoder']['layers']} layers, hidden {r['encoder']['hidden']}, windows of {r['encoder']['max_length']} tokens,
 randomly initialised (speed does not depend on the weights); median of {r['repeats']} passes,
-each predicting and writing JSONL, morpheme snapping on.
+each predicting and writing JSONL, {words}.
 
 | setup | seconds | comments / s |
 |---|---|---|
