@@ -12,7 +12,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from kold_span.config import ScratchEncoderConfig
 
@@ -116,10 +116,12 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     # tokenizer would analyse another string than the one spans are snapped on.
     norm = ([] if config.morpheme_pretokenize else [normalizers.NFKC()]) + \
         ([normalizers.Lowercase()] if config.lowercase else [])
+    normalizer = normalizers.Sequence(norm) if norm else None
+    texts = list(texts)
     if config.tokenizer == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
-        trainer = trainers.WordPieceTrainer(vocab_size=config.vocab_size, special_tokens=SPECIAL_TOKENS,
-                                            min_frequency=2)
+        trainer = trainers.WordPieceTrainer(vocab_size=config.vocab_size, min_frequency=2,
+                                            special_tokens=SPECIAL_TOKENS + _continuations(texts, normalizer))
         tok.decoder = decoders.WordPiece()
     elif config.tokenizer == "unigram":
         tok = Tokenizer(models.Unigram())
@@ -128,15 +130,18 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     else:
         raise EncoderLoadError(f"model.encoder.scratch.tokenizer must be 'wordpiece' or 'unigram', "
                                f"got {config.tokenizer!r}")
-    if norm:
-        tok.normalizer = normalizers.Sequence(norm)
+    if normalizer is not None:
+        tok.normalizer = normalizer
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    texts = list(texts)
     if config.morpheme_pretokenize:
         from kold_span.morphemes import MorphemePreTokenizer
         tok.pre_tokenizer = pre_tokenizers.PreTokenizer.custom(MorphemePreTokenizer())
     tok.train_from_iterator(texts, trainer)
-    tok.model = _numbered_in_order(tok, config.tokenizer)
+    # A fresh tokenizer around the renumbered model: the "##" pieces registered for training
+    # must not stay special (added) tokens.
+    trained, tok = tok, Tokenizer(_numbered_in_order(tok, config.tokenizer))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = trained.normalizer, trained.pre_tokenizer, trained.decoder
+    tok.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -153,15 +158,26 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     return wrapped
 
 
+def _continuations(texts: Sequence[str], normalizer) -> list[str]:
+    """"##c" for every character of the (normalised) texts, sorted.
+
+    The WordPiece trainer creates these pieces while walking a hash map, so their ids, which
+    break ties between merges of equal count, changed from one process to the next, and with
+    them the merges and the vocabulary (tokenizers issue #1794). Registered before training,
+    they get fixed ids, and training gives one vocabulary in every run.
+    """
+    normalize = normalizer.normalize_str if normalizer is not None else str
+    return ["##" + c for c in sorted({c for text in texts for c in normalize(text) if not c.isspace()})]
+
+
 def _numbered_in_order(tok, kind: str):
     """The trained model with ids that depend on its tokens alone: specials first, then sorted.
 
     The `tokenizers` trainers number tokens in hash-map order, which changes from one process
     to the next, and with it which embedding row a seeded initialisation gives each token: two
     runs of one config and seed trained different models. WordPiece matches by the token set
-    and Unigram by the scores, so renumbering changes no segmentation. What renumbering cannot
-    mend: on count ties the WordPiece trainer may pick other merges in another process
-    (tokenizers issue #1794), and the Unigram trainer scores single characters in hash order.
+    and Unigram by the scores, so renumbering changes no segmentation. (The Unigram trainer also
+    scores single characters in hash order, which renumbering cannot mend.)
     """
     from tokenizers import models, pre_tokenizers
 

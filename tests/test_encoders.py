@@ -96,3 +96,18 @@ def test_wordpiece_ids_are_numbered_by_token_not_by_trainer_order():
     assert [vocab[t] for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
     assert vocab["##at"] == 5 and vocab["t"] == 13  # then the tokens sorted: "##at" < "##e" < "##s" < "a" …
     assert pieces == ["cat", "##s", "s", "##e", "##at"]
+
+
+def test_wordpiece_training_gives_one_vocabulary_in_every_process():
+    """Four processes train on the fixture; before the "##" pieces were registered, about half
+    of such runs picked other merges (tokenizers issue #1794) at this vocabulary size."""
+    code = ("import hashlib, json, sys; from kold_span import corpora; "
+            "from kold_span.config import ScratchEncoderConfig; from kold_span.encoders import train_tokenizer; "
+            "texts = [ex.text for ex in corpora.read('kold', sys.argv[1])]; "
+            "vocab = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=400)).get_vocab(); "
+            "print(hashlib.md5(json.dumps(sorted(vocab.items())).encode()).hexdigest())")
+    fixture = str(Path(__file__).parent / "fixtures/kold_small.json")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    digests = {subprocess.run([sys.executable, "-c", code, fixture], env=env, capture_output=True, text=True,
+                              check=True, timeout=300).stdout.strip() for _ in range(4)}
+    assert len(digests) == 1, digests

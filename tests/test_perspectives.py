@@ -88,15 +88,19 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     assert set(metrics["test_by_trait"]["gender"]) == {"gender female", "gender male"}
     predictor = Predictor.from_pretrained(result.model_dir)
     assert predictor.perspective == {"label": "irony", "traits": ["gender"]}
-    inputs = tmp_path / "in.txt"
-    inputs.write_text("great service number 99\n", encoding="utf-8")
+    # The context the training replies had: without it the input is unlike anything trained on,
+    # and the probability there is arbitrary (with the tokenizer trained reproducibly, this toy
+    # model gave 0.0002 for both genders on the bare text, and 0.9996 against 0.0002 with it).
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(json.dumps({"text": "great service number 99", "context": "the train was late"}) + "\n",
+                      encoding="utf-8")
     for who in ("gender=Female", "gender=Male"):
         out = tmp_path / f"{who}.jsonl"
         assert main(["predict", "--model", str(result.model_dir), "--input", str(inputs), "--output", str(out),
                      "--perspective", who, "--quiet"]) == 0
     woman = json.loads((tmp_path / "gender=Female.jsonl").read_text())["labels"]["irony"]["probs"]["true"]
     man = json.loads((tmp_path / "gender=Male.jsonl").read_text())["labels"]["irony"]["probs"]["true"]
-    assert woman > man
+    assert woman > 0.5 > man
 
 
 def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
