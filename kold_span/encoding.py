@@ -53,22 +53,32 @@ class InputEncoder:
             cache[pair] = (prefix, middle, suffix)
         return cache[pair]
 
-    def _tokens(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
-
     def encode(self, text: str, context: Context = None) -> list[dict[str, Any]]:
         """All windows of one example: input ids, masks, text offsets and a text-token mask."""
-        ctx, is_dialogue = self.context_string(context)
-        text_ids, text_offsets = self._tokens(text)
-        ctx_ids: list[int] = []
-        if ctx is not None:
-            ctx_ids, _ = self._tokens(ctx)
+        return self.encode_many([text], [context])[0]
+
+    def encode_many(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[list[dict[str, Any]]]:
+        """`encode` for many examples, with one batched tokenizer call for all their strings."""
+        pairs = [(text, self.context_string(context)) for text, context in zip(texts, contexts, strict=True)]
+        strings = list(dict.fromkeys([text for text, _ in pairs] + [ctx for _, (ctx, _) in pairs if ctx is not None]))
+        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True) if strings else {}
+        tokens = {s: (ids, [tuple(o) for o in offsets])
+                  for s, ids, offsets in zip(strings, enc.get("input_ids", []), enc.get("offset_mapping", []))}
+        return [self._windows(tokens[text], None if ctx is None else tokens[ctx][0], is_dialogue)
+                for text, (ctx, is_dialogue) in pairs]
+
+    def _windows(self, text_tokens: tuple[list[int], list[tuple[int, int]]], ctx_ids: Optional[list[int]],
+                 is_dialogue: bool) -> list[dict[str, Any]]:
+        text_ids, text_offsets = text_tokens
+        if ctx_ids is not None:
+            ctx_ids = list(ctx_ids)
             prefix, middle, suffix = self._template(pair=True)
             budget = self.max_length - len(prefix) - len(middle) - len(suffix)
             keep = min(len(ctx_ids), max(budget - len(text_ids), budget // 4))
             # Titles keep their beginning; dialogues keep their latest turns.
             ctx_ids = ctx_ids[len(ctx_ids) - keep:] if is_dialogue else ctx_ids[:keep]
+        else:
+            ctx_ids = []
         if not ctx_ids:
             prefix, middle, suffix = self._template(pair=False)
         room = self.max_length - len(prefix) - len(ctx_ids) - len(middle) - len(suffix)

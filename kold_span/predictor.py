@@ -108,8 +108,8 @@ class Predictor:
         prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
                      snap=self.snap == "morpheme")
         windows, owners = [], []
-        for i, (text, context) in enumerate(zip(texts, contexts)):
-            for window in self.encoder.encode(text, context):
+        for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
+            for window in example_windows:
                 windows.append(window)
                 owners.append(i)
         order = sorted(range(len(windows)), key=lambda j: len(windows[j]["input_ids"]))

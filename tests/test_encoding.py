@@ -60,3 +60,16 @@ def test_dialogue_keeps_the_last_turns(tokenizer):
     assert enc.context_string(["A: 오늘", "B: 경기", "A: 응원"]) == ("A: 응원", True)
     enc.max_turns = 0
     assert enc.context_string(["A: 오늘"]) == (None, True)
+
+
+def test_a_batch_encodes_each_example_as_it_would_alone(tokenizer):
+    """`encode_many` tokenizes every distinct string once; each example still gets its own windows."""
+    enc = InputEncoder(tokenizer, max_length=16, stride=4, max_turns=2)
+    long_text = " ".join(WORDS * 2)
+    texts = ["너 진짜 바보", "오늘 기사 제목", long_text, "너 진짜 바보", "경기 응원"]
+    contexts = ["오늘 기사 제목", None, ["경기", "응원 합니다", "바보 멍청이"], "   ", "너 진짜 바보"]
+    together = enc.encode_many(texts, contexts)
+    assert together == [enc.encode_many([t], [c])[0] for t, c in zip(texts, contexts)]
+    assert len(together[2]) > 1 and together[0] != together[3]  # windows of a long text; " " is no context
+    with pytest.raises(ValueError):
+        enc.encode_many(texts, contexts[:-1])
