@@ -116,26 +116,27 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     # tokenizer would analyse another string than the one spans are snapped on.
     norm = ([] if config.morpheme_pretokenize else [normalizers.NFKC()]) + \
         ([normalizers.Lowercase()] if config.lowercase else [])
-    normalizer = normalizers.Sequence(norm) if norm else None
-    texts = list(texts)
     if config.tokenizer == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
-        trainer = trainers.WordPieceTrainer(vocab_size=config.vocab_size, min_frequency=2,
-                                            special_tokens=SPECIAL_TOKENS + _continuations(texts, normalizer))
         tok.decoder = decoders.WordPiece()
     elif config.tokenizer == "unigram":
         tok = Tokenizer(models.Unigram())
-        trainer = trainers.UnigramTrainer(vocab_size=config.vocab_size, special_tokens=SPECIAL_TOKENS,
-                                          unk_token="[UNK]")
     else:
         raise EncoderLoadError(f"model.encoder.scratch.tokenizer must be 'wordpiece' or 'unigram', "
                                f"got {config.tokenizer!r}")
-    if normalizer is not None:
-        tok.normalizer = normalizer
+    if norm:
+        tok.normalizer = normalizers.Sequence(norm)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    texts = list(texts)
     if config.morpheme_pretokenize:
         from kold_span.morphemes import MorphemePreTokenizer
         tok.pre_tokenizer = pre_tokenizers.PreTokenizer.custom(MorphemePreTokenizer())
+    if config.tokenizer == "wordpiece":
+        trainer = trainers.WordPieceTrainer(vocab_size=config.vocab_size, min_frequency=2,
+                                            special_tokens=SPECIAL_TOKENS + _continuations(tok, texts))
+    else:
+        trainer = trainers.UnigramTrainer(vocab_size=config.vocab_size, special_tokens=SPECIAL_TOKENS,
+                                          unk_token="[UNK]")
     tok.train_from_iterator(texts, trainer)
     # A fresh tokenizer around the renumbered model: the "##" pieces registered for training
     # must not stay special (added) tokens.
@@ -158,16 +159,18 @@ def train_tokenizer(texts: Iterable[str], config: ScratchEncoderConfig):
     return wrapped
 
 
-def _continuations(texts: Sequence[str], normalizer) -> list[str]:
-    """"##c" for every character of the (normalised) texts, sorted.
+def _continuations(tok, texts: Sequence[str]) -> list[str]:
+    """The "##c" pieces the WordPiece trainer will make: every character after a word's first.
 
-    The WordPiece trainer creates these pieces while walking a hash map, so their ids, which
-    break ties between merges of equal count, changed from one process to the next, and with
-    them the merges and the vocabulary (tokenizers issue #1794). Registered before training,
-    they get fixed ids, and training gives one vocabulary in every run.
+    The trainer creates these pieces while walking a hash map, so their ids, which break ties
+    between merges of equal count, changed from one process to the next, and with them the
+    merges and the vocabulary (tokenizers issue #1794). Registered before training (sorted,
+    and exactly these, so the vocabulary budget is spent as before), they get fixed ids.
     """
-    normalize = normalizer.normalize_str if normalizer is not None else str
-    return ["##" + c for c in sorted({c for text in texts for c in normalize(text) if not c.isspace()})]
+    normalize = tok.normalizer.normalize_str if tok.normalizer is not None else str
+    inner = {c for text in texts for word, _ in tok.pre_tokenizer.pre_tokenize_str(normalize(text))
+             for c in word[1:]}
+    return ["##" + c for c in sorted(inner)]
 
 
 def _numbered_in_order(tok, kind: str):
