@@ -210,8 +210,8 @@ def test_max_steps_ending_an_epoch_early_still_exports_a_model(tmp_path):
 def test_loader_workers_change_nothing_but_speed(tmp_path):
     """The GPU presets' `num_workers`: the same batches, so the same weights as without workers.
 
-    The second run starts from the first run's tokenizer (as a re-run does): the WordPiece
-    trainer itself can break count ties differently from run to run (tokenizers issue #1794).
+    The second run starts from the first run's tokenizer (as a re-run in a run directory does),
+    so the loader is the only difference between them.
     """
     import shutil
 
