@@ -179,7 +179,7 @@ each predicting and writing JSONL, {words}.
 
 - Speed-up of the joint model: **{r['speedup']}×** (target ≥ 1.8×; the limit is 2×).
 - Share of the joint model's predict time spent outside the network (tokenization, window
-  merging, decoding, morpheme snapping, JSON writing): **{r['joint_outside_model_share'] * 100:.1f}%** (target ≤ 15%).
+  merging, decoding, {'morpheme snapping, ' if r.get('kiwi', True) else ''}JSON writing): **{r['joint_outside_model_share'] * 100:.1f}%** (target ≤ 15%).
 """
 
 
