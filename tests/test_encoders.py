@@ -111,3 +111,20 @@ def test_wordpiece_training_gives_one_vocabulary_in_every_process():
     digests = {subprocess.run([sys.executable, "-c", code, fixture], env=env, capture_output=True, text=True,
                               check=True, timeout=300).stdout.strip() for _ in range(4)}
     assert len(digests) == 1, digests
+
+
+def test_unigram_tokenizer_trains_saves_and_loads(tmp_path):
+    """`tokenizer: unigram`: specials first, [UNK] for unseen characters, the same ids after a reload."""
+    from transformers import AutoTokenizer
+
+    from kold_span import corpora
+    from kold_span.config import ScratchEncoderConfig
+    from kold_span.encoders import SPECIAL_TOKENS, save_tokenizer, train_tokenizer
+
+    texts = [ex.text for ex in corpora.read("kold", Path(__file__).parent / "fixtures/kold_small.json")]
+    tok = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=200, tokenizer="unigram"))
+    assert [tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    ids = tok(texts[0], "기사 제목 あ")["input_ids"]
+    assert ids[0] == tok.cls_token_id and ids.count(tok.sep_token_id) == 2 and tok.unk_token_id in ids
+    save_tokenizer(tok, tmp_path / "tok")
+    assert AutoTokenizer.from_pretrained(str(tmp_path / "tok"))(texts[0], "기사 제목 あ")["input_ids"] == ids
