@@ -182,11 +182,9 @@ def _numbered_in_order(tok, kind: str):
     and Unigram by the scores, so renumbering changes no segmentation. (The Unigram trainer also
     scores single characters in hash order, which renumbering cannot mend.)
     """
-    from tokenizers import models, pre_tokenizers
+    from tokenizers import Tokenizer, models
 
-    custom, tok.pre_tokenizer = tok.pre_tokenizer, pre_tokenizers.Whitespace()  # a custom one cannot be serialised
-    state = json.loads(tok.to_str())["model"]
-    tok.pre_tokenizer = custom
+    state = json.loads(Tokenizer(tok.model).to_str())["model"]  # the model alone: a custom pre-tokenizer cannot be serialised
     if kind == "wordpiece":
         rest = sorted(t for t in state["vocab"] if t not in SPECIAL_TOKENS)
         vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + rest)}

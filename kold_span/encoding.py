@@ -60,25 +60,24 @@ class InputEncoder:
     def encode_many(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[list[dict[str, Any]]]:
         """`encode` for many examples, with one batched tokenizer call for all their strings."""
         pairs = [(text, self.context_string(context)) for text, context in zip(texts, contexts, strict=True)]
+        if not pairs:
+            return []
         strings = list(dict.fromkeys([text for text, _ in pairs] + [ctx for _, (ctx, _) in pairs if ctx is not None]))
-        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True) if strings else {}
+        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True)
         tokens = {s: (ids, [tuple(o) for o in offsets])
-                  for s, ids, offsets in zip(strings, enc.get("input_ids", []), enc.get("offset_mapping", []))}
-        return [self._windows(tokens[text], None if ctx is None else tokens[ctx][0], is_dialogue)
+                  for s, ids, offsets in zip(strings, enc["input_ids"], enc["offset_mapping"])}
+        return [self._windows(tokens[text], tokens[ctx][0] if ctx is not None else [], is_dialogue)
                 for text, (ctx, is_dialogue) in pairs]
 
-    def _windows(self, text_tokens: tuple[list[int], list[tuple[int, int]]], ctx_ids: Optional[list[int]],
+    def _windows(self, text_tokens: tuple[list[int], list[tuple[int, int]]], ctx_ids: list[int],
                  is_dialogue: bool) -> list[dict[str, Any]]:
         text_ids, text_offsets = text_tokens
-        if ctx_ids is not None:
-            ctx_ids = list(ctx_ids)
+        if ctx_ids:
             prefix, middle, suffix = self._template(pair=True)
             budget = self.max_length - len(prefix) - len(middle) - len(suffix)
             keep = min(len(ctx_ids), max(budget - len(text_ids), budget // 4))
             # Titles keep their beginning; dialogues keep their latest turns.
             ctx_ids = ctx_ids[len(ctx_ids) - keep:] if is_dialogue else ctx_ids[:keep]
-        else:
-            ctx_ids = []
         if not ctx_ids:
             prefix, middle, suffix = self._template(pair=False)
         room = self.max_length - len(prefix) - len(ctx_ids) - len(middle) - len(suffix)
