@@ -594,6 +594,10 @@ def render(results: dict[str, Any], command: str = "") -> str:
         *render_headline(results),
         "### Every configuration measured",
         "",
+        "Every recorded row, kept as the record of what each lever did. The rule that a toolkit row",
+        "must beat the n-gram is checked on what would ship (the table above); a row below that loses",
+        "to the n-gram is a configuration tried and not shipped.",
+        "",
         "| corpus | metric | toolkit (encoder) | hybrid (encoder ⊕ n-gram) | n-gram | n-gram + context | "
         "majority / lexicon | published anchor | seeds | training minutes (all seeds) |",
         "|---|---|---|---|---|---|---|---|---|---|",
