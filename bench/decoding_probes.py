@@ -1,0 +1,162 @@
+"""Decoding probes on finished bench/quality.py runs: other ways to turn the same outputs into predictions.
+
+Nothing trains here; each probe loads a run's model folder, predicts its dev and test splits, and
+prints one JSON line a run (docs/BENCHMARKS.md quotes them, "expected-F1 decoding" and "one
+decision threshold shared by the labels").
+
+    python bench/decoding_probes.py expected-f1 checkpoints/quality/runs/quality-toxic_spans/toxic_spans-seed13
+    python bench/decoding_probes.py shared-threshold \\
+        checkpoints/quality/runs/quality-unsmile/unsmile-e5-lr1e-4-3ep-mean-seed13
+
+`expected-f1` (a span task): each post's inside set is the one that maximises its expected
+char-F1 under the token probabilities, instead of one dev-tuned P(B) + P(I) threshold for all.
+`shared-threshold` (UnSmile's fused model): one decision threshold for every label, chosen on the
+fused dev probabilities, beside 0.5 and the per-label thresholds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kold_span import metrics  # noqa: E402
+from kold_span.align import tags_to_spans  # noqa: E402
+from kold_span.baselines import context_string, label_scores  # noqa: E402
+from kold_span.config import config_from_dict  # noqa: E402
+from kold_span.data import spans_to_offsets  # noqa: E402
+from kold_span.decoding import gate_open  # noqa: E402
+from kold_span.evaluation import predicted_offsets  # noqa: E402
+from kold_span.hybrid import choose_companion, refit_companion  # noqa: E402
+from kold_span.tasks import THRESHOLD_GRID, label_str  # noqa: E402
+from quality import CORPORA, encoder_probs, fused_thresholds  # noqa: E402
+
+
+def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) -> np.ndarray:
+    """Which tokens to mark: the top k by P(inside) for the k with the best expected char-F1.
+
+    Expected F1 of the top k is taken as 2·Σ_top-k len·p / (Σ_top-k len + Σ_all len·p); no token
+    is marked when `p_empty` (the probability that the post has no span, scored 1 when nothing is
+    predicted) is at least the best of those.
+
+    Example:
+        >>> expected_f1_inside(np.array([0.9, 0.45, 0.45]), np.ones(3), 0.0).tolist()
+        [True, True, True]
+        >>> expected_f1_inside(np.array([0.05, 0.1]), np.ones(2), 0.855).tolist()
+        [False, False]
+    """
+    order = np.argsort(-inside, kind="stable")
+    weighted = lengths * inside
+    f1 = 2 * np.cumsum(weighted[order]) / (np.cumsum(lengths[order]) + weighted.sum())
+    k = int(np.argmax(f1)) + 1
+    marked = np.zeros(len(inside), bool)
+    if p_empty < f1[k - 1]:
+        marked[order[:k]] = True
+    return marked
+
+
+def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) -> set[int]:
+    """One post's predicted offsets by expected-F1 decoding; `empty`: "independent", "gate" or "never"."""
+    probs = merged.token_probs[task.name]
+    if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
+        return set()
+    inside = probs[:, 1] + probs[:, 2]
+    lengths = np.array([end - start for start, end in merged.token_offsets], float)
+    if empty == "independent":
+        p_empty = float(np.prod(1 - inside))
+    elif empty == "gate":
+        gate = next(t for t in tasks if t.name == task.gate)
+        p_empty = float(merged.sequence_probs[gate.name][gate.labels.index("false")])
+    else:
+        p_empty = -1.0
+    marked = expected_f1_inside(inside, lengths, p_empty)
+    tags = ["O" if not m else ("B" if b >= i else "I") for m, (_, b, i) in zip(marked, probs)]
+    return spans_to_offsets(tags_to_spans(tags, merged.token_offsets, text, snap="none", trim=trim))
+
+
+def load_run(run: Path):
+    from kold_span.predictor import Predictor
+    from kold_span.training.datamodule import load_splits
+
+    config = config_from_dict(json.loads((run / "config.json").read_text()))
+    return config, Predictor.from_pretrained(run / "model"), load_splits(config)
+
+
+def expected_f1(run: Path) -> dict:
+    config, predictor, splits = load_run(run)
+    task = next(t for t in predictor.tasks if t.kind == "span")
+    out = {"run": run.name, "threshold": list(task.thresholds)}
+    for split in ("dev", "test"):
+        examples = splits[split]
+        merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], 64)
+        golds = [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
+        out[f"{split}/tuned"] = metrics.mean_char_f1(
+            predicted_offsets(task, predictor.tasks, examples, merged, "none", predictor.trim), golds)
+        empties = ("independent", "gate", "never") if task.gate else ("independent", "never")
+        for empty in empties:
+            predicted = [expected_f1_offsets(task, predictor.tasks, m, e.text, predictor.trim, empty)
+                         for e, m in zip(examples, merged)]
+            out[f"{split}/expected_f1/{empty}"] = metrics.mean_char_f1(predicted, golds)
+            out[f"{split}/expected_f1/{empty}/no_span"] = sum(not p for p in predicted)
+        out[f"{split}/gold_no_span"] = sum(not g for g in golds)
+    return out
+
+
+def shared_threshold(run: Path) -> dict:
+    """The fusion of bench/quality.py's hybrid_row, decoded at one threshold for every label."""
+    config, predictor, splits = load_run(run)
+    spec, task = CORPORA["unsmile"], config.tasks[0].name
+
+    def labelled(examples):
+        return [e for e in examples if e.labels.get(spec.label) is not None]
+
+    def gold(examples):
+        return [[label_str(v) for v in e.labels[spec.label]] for e in examples]
+
+    def ngram_inputs(examples):
+        return [e.text for e in examples], [context_string(e) for e in examples]
+
+    def at(fused, thresholds):
+        return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
+
+    def macro(examples, fused, thresholds):
+        return label_scores(gold(examples), at(fused, thresholds), "multi")["macro_f1"]
+
+    train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(splits["test"])
+    dev_probs = encoder_probs(predictor, dev, task)
+    companion = choose_companion(task, spec.label, spec.problem, train, dev, dev_probs,
+                                 metric=spec.baseline_metric, refit=False)
+    dev_fused = companion.fuse(dev_probs, companion.ngram_probs(*ngram_inputs(dev)))
+    names = sorted(dev_fused[0])
+    dev_by_t = {t: macro(dev, dev_fused, dict.fromkeys(names, t)) for t in THRESHOLD_GRID}
+    shared = max(THRESHOLD_GRID, key=lambda t: (dev_by_t[t], -abs(t - 0.5)))
+    per_label = fused_thresholds(task, spec.label, dev, dev_fused)
+    companion = refit_companion(companion, train + dev)
+    test_probs = encoder_probs(predictor, test, task)
+    fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
+    return {"run": run.name, "weight": companion.weight, "shared": shared,
+            "dev": {t: round(v, 4) for t, v in dev_by_t.items()},
+            "test@0.5": macro(test, fused, dict.fromkeys(names, 0.5)),
+            "test@shared": macro(test, fused, dict.fromkeys(names, shared)),
+            "test@per-label": macro(test, fused, per_label)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("probe", choices=["expected-f1", "shared-threshold"])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders of bench/quality.py (with model/)")
+    args = parser.parse_args()
+    probe = expected_f1 if args.probe == "expected-f1" else shared_threshold
+    for run in args.runs:
+        print(json.dumps(probe(run)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
