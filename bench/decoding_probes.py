@@ -81,6 +81,7 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 
 def load_run(run: Path):
+    """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
     from kold_span.predictor import Predictor
     from kold_span.training.datamodule import load_splits
 
@@ -89,7 +90,7 @@ def load_run(run: Path):
 
 
 def expected_f1(run: Path) -> dict:
-    config, predictor, splits = load_run(run)
+    _, predictor, splits = load_run(run)
     task = next(t for t in predictor.tasks if t.kind == "span")
     out = {"run": run.name, "threshold": list(task.thresholds)}
     for split in ("dev", "test"):
