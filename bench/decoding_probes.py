@@ -50,6 +50,8 @@ def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) 
         [True, True, True]
         >>> expected_f1_inside(np.array([0.05, 0.1]), np.ones(2), 0.855).tolist()
         [False, False]
+        >>> expected_f1_inside(np.array([0.9, 0.3]), np.array([1.0, 10.0]), 0.0).tolist()  # lengths count
+        [True, True]
     """
     order = np.argsort(-inside, kind="stable")
     weighted = lengths * inside

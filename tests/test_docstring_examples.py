@@ -19,8 +19,9 @@ def test_docstring_examples(name):
     assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples in {name} failed"
 
 
-def test_bench_cross_variant_examples():
+@pytest.mark.parametrize("name", ["cross_variant", "decoding_probes"])
+def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
-    cross_variant = pytest.importorskip("cross_variant")
-    result = doctest.testmod(cross_variant)
+    module = pytest.importorskip(name)
+    result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
