@@ -1,15 +1,18 @@
-"""Training speed with random vs length-grouped batches (`trainer.group_by_length`).
+"""Training speed with random vs length-grouped batches (`trainer.group_by_length`), and in bf16.
 
 Batches are padded to their longest window. On corpora whose texts range from a few words to
 several hundred, a random batch of 16 almost always holds one long window, so most of its
 compute goes to padding. This trains one epoch over the same windows twice, from the same
 initial weights, once with random batches and once with length-grouped ones, and reports
-seconds per epoch and the padded tokens per real token. The config is a quality-benchmark
-experiment (default: Toxic Spans with the packaged MiniLM), run on its first `--n` examples.
+seconds per epoch and the padded tokens per real token. `--bf16` adds a third epoch, grouped,
+with forward and loss under bf16 autocast (what `trainer.precision: bf16-mixed` does on a CPU;
+the weights and the optimizer stay float32). The config is a quality-benchmark experiment
+(default: Toxic Spans with the packaged MiniLM), run on its first `--n` examples.
 
     python bench/batching.py [--experiment toxic_spans_minilm.yaml] [--n 2000] [--threads 1]
+    python bench/batching.py --experiment unsmile_e5.yaml --threads 2 --bf16 --section precision
 
-Results: bench/results/batching.json and a section of docs/BENCHMARKS.md.
+Results: bench/results/SECTION.json (default `batching`) and that section of docs/BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -41,16 +44,19 @@ from report import machine_line, write_section  # noqa: E402
 DATA_FILES = {spec.reader: spec.path for spec in CORPORA.values()}
 
 
-def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float) -> tuple[float, int, int]:
-    """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step."""
+def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float,
+                  bf16: bool = False) -> tuple[float, int, int]:
+    """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step;
+    with `bf16`, forward and loss under CPU bf16 autocast."""
     tasks = datamodule.tasks
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     model.train()
     steps = padded = 0
     start = time.perf_counter()
     for batch in datamodule.train_dataloader():
-        logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
-        losses = model.losses(logits, batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+            losses = model.losses(logits, batch)
         sum(task.weight * losses[task.name] for task in tasks).backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -65,6 +71,8 @@ def main() -> int:
     parser.add_argument("--experiment", default="toxic_spans_minilm.yaml")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true", help="also time a grouped epoch under bf16 autocast")
+    parser.add_argument("--section", default="batching", help="section of docs/BENCHMARKS.md to (re)write")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
     args = parser.parse_args()
 
@@ -75,37 +83,59 @@ def main() -> int:
     splits = load_splits(config)
     tasks = build_tasks(config.tasks, splits["train"])
     tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
+    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
+        encoder.get_input_embeddings().weight.requires_grad_(False)
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride, config.context.mode,
                           config.context.max_turns)
     torch.manual_seed(0)
-    initial = MultiTaskModel(encoder, tasks, config.model.dropout)
+    initial = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     result = {"experiment": args.experiment, "n": args.n, "examples": len(splits["train"]),
               "batch_size": config.trainer.batch_size, "max_length": config.model.max_length, "encoder": config.model.encoder.name_or_path or "scratch",
               "torch_threads": torch.get_num_threads(), "machine": machine_line()}
-    for mode in ("random", "grouped"):
+    for mode in ("random", "grouped") + (("grouped-bf16",) if args.bf16 else ()):
         datamodule = WindowsDataModule(splits, tasks, inputs, config.trainer.batch_size,
-                                       group_by_length=mode == "grouped", seed=config.seed)
+                                       group_by_length=mode != "random", seed=config.seed)
         datamodule.setup()
         real = sum(datamodule.window_lengths("train"))
-        seconds, steps, padded = epoch_seconds(copy.deepcopy(initial), datamodule, config.trainer.lr)
+        seconds, steps, padded = epoch_seconds(copy.deepcopy(initial), datamodule, config.trainer.lr,
+                                               bf16=mode == "grouped-bf16")
         result[mode] = {"seconds": round(seconds, 1), "batches": steps,
                         "padded_per_real_token": round(padded / real, 3)}
         result["windows"], result["real_tokens"] = len(datamodule.datasets["train"]), real
         print(mode, result[mode], flush=True)
     result["speedup"] = round(result["random"]["seconds"] / result["grouped"]["seconds"], 2)
-    out = ROOT / "bench/results/batching.json"
+    if args.bf16:
+        result["bf16_speedup"] = round(result["grouped"]["seconds"] / result["grouped-bf16"]["seconds"], 2)
+    out = ROOT / "bench/results" / f"{args.section}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print(json.dumps(result, indent=1, ensure_ascii=False))
     if not args.no_docs:
-        write_section("batching", render(result, ("python bench/batching.py " + " ".join(sys.argv[1:])).strip()))
+        write_section(args.section, render(result, ("python bench/batching.py " + " ".join(sys.argv[1:])).strip()))
     return 0
 
 
 def render(r: dict, command: str) -> str:
+    """The docs section of one result; a `--bf16` result gets its third row, title and speed-up line.
+
+        >>> r = {"machine": "CPU", "torch_threads": 2, "examples": 9, "n": 10, "experiment": "x.yaml", "windows": 9,
+        ...      "real_tokens": 90, "max_length": 16, "batch_size": 4, "encoder": "scratch", "speedup": 2.0,
+        ...      "random": {"batches": 3, "padded_per_real_token": 2.0, "seconds": 4.0},
+        ...      "grouped": {"batches": 3, "padded_per_real_token": 1.0, "seconds": 2.0}}
+        >>> "bf16" in render(r, "cmd")
+        False
+        >>> r.update({"grouped-bf16": {"batches": 3, "padded_per_real_token": 1.0, "seconds": 1.25}, "bf16_speedup": 1.6})
+        >>> text = render(r, "cmd")
+        >>> "| grouped-bf16 | 3 | 1.00 | 1.2 |" in text, "bf16 autocast over float32 (grouped batches): **1.6×**" in text
+        (True, True)
+    """
+    modes = ("random", "grouped") + (("grouped-bf16",) if "grouped-bf16" in r else ())
     rows = "\n".join(f"| {m} | {r[m]['batches']} | {r[m]['padded_per_real_token']:.2f} | {r[m]['seconds']:.1f} |"
-                     for m in ("random", "grouped"))
-    return f"""## Training speed: random vs length-grouped batches
+                     for m in modes)
+    title = "random vs length-grouped batches" + (", float32 vs bf16" if "grouped-bf16" in r else "")
+    bf16 = (f"\nSpeed-up of bf16 autocast over float32 (grouped batches): **{r['bf16_speedup']}×**."
+            if "grouped-bf16" in r else "")
+    return f"""## Training speed: {title}
 
 Command: `{command}` — {r['machine']}, {r['torch_threads']} torch thread(s).
 One training epoch (forward, backward, AdamW step; no evaluation) over the {r['examples']} training examples
@@ -116,8 +146,7 @@ at most {r['max_length']} tokens, batch {r['batch_size']}, encoder `{r['encoder'
 |---|---|---|---|
 {rows}
 
-Speed-up with `trainer.group_by_length: true`: **{r['speedup']}×**."""
-
+Speed-up with `trainer.group_by_length: true`: **{r['speedup']}×**.{bf16}"""
 
 if __name__ == "__main__":
     sys.exit(main())
