@@ -460,7 +460,7 @@ def test_headline_averages_the_three_irosva_choices_per_seed_and_reads_the_lexic
 # Each experiment file of a model dev chose, the quality rows it was measured as, and their base file.
 SHIPPED = {"kocosa_e5.yaml": (["kocosa:e5-balanced-swap"], "kocosa.yaml"),
            "beep_e5.yaml": (["beep:e5-lr1e-4-mean"], "beep.yaml"),
-           "unsmile_e5.yaml": (["unsmile:e5-lr1e-4-3ep-mean"], "unsmile.yaml"),
+           "unsmile_e5.yaml": (["unsmile:e5-4ep-mean-bf16"], "unsmile.yaml"),
            "irosva_e5.yaml": ([f"irosva_{v}:e5-mean" for v in ("es", "mx", "cu")], "irosva.yaml")}
 
 
