@@ -148,5 +148,6 @@ at most {r['max_length']} tokens, batch {r['batch_size']}, encoder `{r['encoder'
 
 Speed-up with `trainer.group_by_length: true`: **{r['speedup']}×**.{bf16}"""
 
+
 if __name__ == "__main__":
     sys.exit(main())
