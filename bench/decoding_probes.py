@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import metrics  # noqa: E402
 from kold_span.align import tags_to_spans  # noqa: E402
-from kold_span.baselines import context_string, label_scores  # noqa: E402
+from kold_span.baselines import label_scores  # noqa: E402
 from kold_span.config import config_from_dict  # noqa: E402
 from kold_span.data import spans_to_offsets  # noqa: E402
 from kold_span.decoding import gate_open  # noqa: E402
 from kold_span.evaluation import predicted_offsets  # noqa: E402
 from kold_span.hybrid import choose_companion, refit_companion  # noqa: E402
 from kold_span.tasks import THRESHOLD_GRID, label_str  # noqa: E402
-from quality import CORPORA, encoder_probs, fused_thresholds  # noqa: E402
+from quality import CORPORA, encoder_probs, fuse_with_ngram, fused_thresholds, with_label  # noqa: E402
 
 
 def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) -> np.ndarray:
@@ -116,14 +116,8 @@ def shared_threshold(run: Path) -> dict:
     config, predictor, splits = load_run(run)
     spec, task = CORPORA["unsmile"], config.tasks[0].name
 
-    def labelled(examples):
-        return [e for e in examples if e.labels.get(spec.label) is not None]
-
     def gold(examples):
         return [[label_str(v) for v in e.labels[spec.label]] for e in examples]
-
-    def ngram_inputs(examples):
-        return [e.text for e in examples], [context_string(e) for e in examples]
 
     def at(fused, thresholds):
         return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
@@ -131,18 +125,18 @@ def shared_threshold(run: Path) -> dict:
     def macro(examples, fused, thresholds):
         return label_scores(gold(examples), at(fused, thresholds), "multi")["macro_f1"]
 
-    train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(splits["test"])
+    train, dev, test = (with_label(spec.label, splits[part]) for part in ("train", "dev", "test"))
     dev_probs = encoder_probs(predictor, dev, task)
     companion = choose_companion(task, spec.label, spec.problem, train, dev, dev_probs,
                                  metric=spec.baseline_metric, refit=False)
-    dev_fused = companion.fuse(dev_probs, companion.ngram_probs(*ngram_inputs(dev)))
+    dev_fused = fuse_with_ngram(companion, dev_probs, dev)
     names = sorted(dev_fused[0])
     dev_by_t = {t: macro(dev, dev_fused, dict.fromkeys(names, t)) for t in THRESHOLD_GRID}
     shared = max(THRESHOLD_GRID, key=lambda t: (dev_by_t[t], -abs(t - 0.5)))
     per_label = fused_thresholds(task, spec.label, dev, dev_fused)
     companion = refit_companion(companion, train + dev)
     test_probs = encoder_probs(predictor, test, task)
-    fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
+    fused = fuse_with_ngram(companion, test_probs, test)
     return {"run": run.name, "weight": companion.weight, "shared": shared,
             "dev": {t: round(v, 4) for t, v in dev_by_t.items()},
             "test@0.5": macro(test, fused, dict.fromkeys(names, 0.5)),

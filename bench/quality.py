@@ -98,6 +98,18 @@ def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[di
     return [o["labels"][task_name]["probs"] for o in outputs]
 
 
+def with_label(label: str, examples: Sequence[Example]) -> list[Example]:
+    """The examples that carry `label` (gold for it)."""
+    return [e for e in examples if e.labels.get(label) is not None]
+
+
+def fuse_with_ngram(companion, probs: Sequence[dict[str, float]],
+                    examples: Sequence[Example]) -> list[dict[str, float]]:
+    """The encoder's `probs` for `examples` fused with the companion n-gram's for the same examples."""
+    texts, contexts = [e.text for e in examples], [context_string(e) for e in examples]
+    return companion.fuse(probs, companion.ngram_probs(texts, contexts))
+
+
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
     """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
@@ -112,13 +124,7 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     holds the test scores at each label's F1-best threshold on the fused dev probabilities of the
     train-only n-gram, the order a training run follows.
     """
-    def labelled(examples):
-        return [e for e in examples if e.labels.get(spec.label) is not None]
-
-    def ngram_inputs(examples):
-        return [e.text for e in examples], [context_string(e) for e in examples]
-
-    train, dev, test = labelled(splits["train"]), labelled(splits["dev"]), labelled(test)
+    train, dev, test = (with_label(spec.label, part) for part in (splits["train"], splits["dev"], test))
     gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
             else label_str(e.labels[spec.label]) for e in test]
     dev_texts = {e.text for e in dev}
@@ -128,11 +134,11 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
                                  metric=spec.baseline_metric, extra=offered, refit=False)
     tuned = None
     if thresholds and spec.problem == "multi":
-        dev_fused = companion.fuse(dev_probs, companion.ngram_probs(*ngram_inputs(dev)))
+        dev_fused = fuse_with_ngram(companion, dev_probs, dev)
         tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
     companion = refit_companion(companion, train + dev + taken_extra(companion, offered))
     test_probs = encoder_probs(predictor, test, task_name)
-    fused = companion.fuse(test_probs, companion.ngram_probs(*ngram_inputs(test)))
+    fused = fuse_with_ngram(companion, test_probs, test)
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
            "dev_scores": companion.summary()["dev_scores"], **label_scores(gold, predicted, spec.problem)}
