@@ -203,6 +203,10 @@ SNAPS = ("morpheme", "eojeol", "none")
 CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")
 
 
+# 1e-4, 5E-5, 2.5e+3: numbers to a reader, strings to YAML 1.1 (its floats need a dot before the exponent)
+EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -259,6 +263,8 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
         return value
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value.strip()):
+        return float(value)  # YAML 1.1 reads 1e-4 (no dot) as a string, and learning rates are written so
     if hint is bool and not isinstance(value, bool):
         raise ConfigError(f"{where}: key '{key}' must be true or false, got {value!r}")
     if hint in (int, float) and isinstance(value, bool):

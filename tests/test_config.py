@@ -29,6 +29,16 @@ def test_set_overrides_win_and_are_typed():
     assert parse_override("a.b=[1, 2]") == {"a": {"b": [1, 2]}}
 
 
+def test_exponent_floats_without_a_dot_are_numbers():
+    # YAML 1.1 (PyYAML) reads 1e-4 as the string '1e-4'; a float key takes it as 0.0001.
+    config = load_config(DEMO, ["trainer.lr=1e-4", "trainer.weight_decay=5E-3", "trainer.warmup_ratio=.5e-1"])
+    assert (config.trainer.lr, config.trainer.weight_decay, config.trainer.warmup_ratio) == (0.0001, 0.005, 0.05)
+    with pytest.raises(ConfigError, match="'trainer.lr' must be float, got '1e-4x'"):
+        load_config(DEMO, ["trainer.lr=1e-4x"])
+    with pytest.raises(ConfigError, match="'trainer.max_epochs' must be int, got '1e1'"):
+        load_config(DEMO, ["trainer.max_epochs=1e1"])
+
+
 def test_mistyped_key_names_key_file_and_allowed_keys(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text("trainer:\n  max_epoch: 3\n")

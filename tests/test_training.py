@@ -185,6 +185,18 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     assert (second.run_dir / "logs" / "version_1" / "metrics.csv").exists()
 
 
+def test_last_checkpoint_is_the_last_epoch_even_when_dev_stops_improving(tmp_path):
+    # lr 1e-9: the dev score never beats the first epoch's, so the best checkpoint stays at epoch 0;
+    # --resume must still continue after epoch 2 (Lightning 2.6 writes save_last only with a new best).
+    config = tiny_config(tmp_path, "trainer.max_epochs=3", "data.limit=16", "data.dev_fraction=0.25",
+                         "trainer.lr=1e-9", "trainer.monitor=dev/OFF/macro_f1", "trainer.monitor_mode=max")
+    run = train(config, quiet=True).run_dir
+    import torch
+
+    assert torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)["epoch"] == 0
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["epoch"] == 2
+
+
 def test_keep_checkpoints_false_leaves_the_model_and_drops_the_checkpoints(tmp_path):
     small = ("trainer.max_epochs=1", "data.limit=8", "data.test_fraction=0.25")
     kept = train(tiny_config(tmp_path, *small, "run=kept"), quiet=True)

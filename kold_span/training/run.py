@@ -237,9 +237,13 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     has_dev = bool(splits["dev"])
     monitor = tc.monitor if has_dev else "train/loss"
     checkpoint = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor=monitor,
-                                 mode=tc.monitor_mode if has_dev else "min", save_last=True, save_top_k=1,
+                                 mode=tc.monitor_mode if has_dev else "min", save_top_k=1,
                                  auto_insert_metric_name=False)
-    callbacks: list[Any] = [checkpoint, LearningRateMonitor(logging_interval="step")]
+    # last.ckpt is written every epoch by a checkpoint of its own: since Lightning 2.6, save_last on the
+    # best-model checkpoint writes it only in epochs with a new best, so --resume would go back to that.
+    latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
+                             enable_version_counter=False)
+    callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step")]
     if tc.early_stopping_patience and has_dev:
         # Checked after each validation only: an epoch cut short by max_steps has no dev score to read.
         callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience,
