@@ -176,6 +176,9 @@ class TrainerConfig:
     threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
     group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
     keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
+    # validate, checkpoint and export an exponential moving average of the trained weights with this
+    # decay (e.g. 0.999: about the last thousand steps); null trains and exports the weights as they are
+    ema_decay: Optional[float] = None
 
 
 @dataclass
@@ -457,6 +460,8 @@ def check_values(config: Config, where: str) -> None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",
                  f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
+    ema = config.trainer.ema_decay
+    need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
     need(config.align.snap in SNAPS, f"align.snap must be one of {SNAPS}, got {config.align.snap!r}")
     need(config.context.mode in CONTEXT_MODES,
          f"context.mode must be one of {CONTEXT_MODES}, got {config.context.mode!r}")

@@ -59,6 +59,7 @@ def test_mistyped_key_in_a_part_file_names_that_file():
     ("context.mode=headline", "context.mode must be one of"),
     ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
     ("model.pooling=max", "model.pooling must be one of first, mean"),
+    ("trainer.ema_decay=1.0", r"trainer.ema_decay must be in \(0, 1\) or null, got 1.0"),
 ])
 def test_bad_values_fail_before_any_work(override, fragment):
     with pytest.raises(ConfigError, match=fragment):

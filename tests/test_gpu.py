@@ -99,3 +99,19 @@ def test_ddp_preset_on_every_gpu(tmp_path):
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
     assert "OFF_span/char_f1" in metrics["dev"]
+
+
+def test_weight_average_on_cuda_resumes_and_exports_the_average(tmp_path):
+    """`trainer.ema_decay` under the `gpu` preset: the average lives on the GPU, a resume moves it back there."""
+    common = [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=ema", "data.limit=16",
+              "data.dev_fraction=0.25", "trainer.batch_size=4", "trainer.monitor=dev/loss",
+              "trainer.ema_decay=0.9", NO_KIWI, *preset("gpu")]
+    train(load_config(TINY, [*common, "trainer.max_epochs=2"]), quiet=True)
+    result = train(load_config(TINY, [*common, "trainer.max_epochs=3"]), resume=True, quiet=True)
+    last = torch.load(result.run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    assert last["epoch"] == 2 and last["callbacks"]["WeightEMA[0.9]"]["updates"] == 9
+    best = torch.load(json.loads((result.run_dir / "metrics.json").read_text())["best_checkpoint"],
+                      map_location="cpu", weights_only=True)["state_dict"]
+    exported = Predictor.from_pretrained(result.model_dir).model.state_dict()
+    for key, value in exported.items():
+        assert torch.equal(value, best[f"model.{key}"].float()), key

@@ -193,6 +193,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     from kold_span.encoding import InputEncoder
     from kold_span.model import MultiTaskModel
     from kold_span.predictor import Predictor
+    from kold_span.training.averaging import WeightEMA
     from kold_span.training.datamodule import WindowsDataModule, load_splits
     from kold_span.training.module import MultiTaskModule
 
@@ -244,6 +245,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False)
     callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step")]
+    if tc.ema_decay is not None:
+        callbacks.append(WeightEMA(tc.ema_decay))
     if tc.early_stopping_patience and has_dev:
         # Checked after each validation only: an epoch cut short by max_steps has no dev score to read.
         callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience,
