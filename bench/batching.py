@@ -131,13 +131,20 @@ def render(r: dict, command: str) -> str:
         True
         >>> "bf16 autocast over float32 (grouped batches): **1.6×**" in text
         True
+        >>> r["grouped-bf16"]["seconds"], r["bf16_speedup"] = 45.0, 0.04
+        >>> "bf16 autocast against float32 (grouped batches): **22.5× slower**" in render(r, "cmd")
+        True
     """
     modes = ("random", "grouped") + (("grouped-bf16",) if "grouped-bf16" in r else ())
     rows = "\n".join(f"| {m} | {r[m]['batches']} | {r[m]['padded_per_real_token']:.2f} | {r[m]['seconds']:.1f} |"
                      for m in modes)
     title = "random vs length-grouped batches" + (", float32 vs bf16" if "grouped-bf16" in r else "")
-    bf16 = (f"\nSpeed-up of bf16 autocast over float32 (grouped batches): **{r['bf16_speedup']}×**."
-            if "grouped-bf16" in r else "")
+    bf16 = ""
+    if "grouped-bf16" in r and r["grouped-bf16"]["seconds"] <= r["grouped"]["seconds"]:
+        bf16 = f"\nSpeed-up of bf16 autocast over float32 (grouped batches): **{r['bf16_speedup']}×**."
+    elif "grouped-bf16" in r:  # a CPU that emulates bf16
+        slower = r["grouped-bf16"]["seconds"] / r["grouped"]["seconds"]
+        bf16 = f"\nbf16 autocast against float32 (grouped batches): **{slower:.1f}× slower**."
     return f"""## Training speed: {title}
 
 Command: `{command}` — {r['machine']}, {r['torch_threads']} torch thread(s).

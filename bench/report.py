@@ -14,16 +14,37 @@ Sections are rewritten in place when their benchmark is run again.
 """
 
 
+def vector_extensions(flags: str) -> str:
+    """The widest vector extension in a /proc/cpuinfo `flags` line ("" when none of these).
+
+    Machines sold under one name differ here, and bf16 autocast is native only with AVX512-BF16 or AMX.
+
+    Example:
+        >>> vector_extensions("fpu sse2 avx avx2 avx512f avx512_bf16")
+        'AVX512-BF16'
+        >>> vector_extensions("fpu sse2 fma avx f16c avx2")
+        'AVX2'
+    """
+    names = set(flags.split())
+    for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX-512"),
+                       ("avx2", "AVX2")):
+        if flag in names:
+            return name
+    return ""
+
+
 def machine_line() -> str:
-    """A short description of this machine (CPU model, cores, Python)."""
-    cpu = platform.processor() or platform.machine()
+    """A short description of this machine (CPU model and vector extension, cores, Python)."""
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())  # the first processor's
     except OSError:
         pass
+    cpu = fields.get("model name") or platform.processor() or platform.machine()
+    extensions = vector_extensions(fields.get("flags", ""))
+    cpu = f"{cpu} ({extensions})" if extensions else cpu
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 

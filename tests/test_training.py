@@ -294,3 +294,21 @@ def test_mean_pooling_is_trained_saved_and_reloaded(tmp_path):
     # The same weights read through the first token give other probabilities.
     predictor.model.pooling = "first"
     assert predictor.predict(texts) != before
+
+
+@pytest.mark.parametrize("precision, accelerator, cuda, native, warned", [
+    ("bf16-mixed", "cpu", False, False, True),
+    ("bf16-true", "auto", False, False, True),
+    ("bf16-mixed", "auto", True, False, False),  # auto picks the GPU
+    ("bf16-mixed", "gpu", True, False, False),
+    ("bf16-mixed", "cpu", False, True, False),  # AVX512-BF16 or AMX: native bf16
+    ("32-true", "cpu", False, False, False),
+])
+def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(precision, accelerator, cuda, native, warned):
+    from kold_span.config import TrainerConfig
+    from kold_span.training.run import emulated_bf16_warning
+
+    message = emulated_bf16_warning(TrainerConfig(precision=precision, accelerator=accelerator), cuda, native)
+    assert (message is not None) == warned
+    if warned:
+        assert message.startswith(f"trainer.precision={precision} on a CPU without bf16 instructions")

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import shutil
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kold_span import corpora
-from kold_span.config import Config
+from kold_span.config import Config, TrainerConfig
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score, tune_span_threshold
@@ -181,6 +182,38 @@ def tokenizer_texts(examples: list[Example]) -> list[str]:
     return texts
 
 
+def emulated_bf16_warning(trainer: TrainerConfig, cuda_available: bool, native_bf16: bool) -> Optional[str]:
+    """The warning for bf16 autocast on a CPU without bf16 instructions, or None when it does not apply.
+
+    Such a CPU emulates bf16 matrix products: one epoch of multilingual-e5-small on a 2-core AMD EPYC
+    with AVX2 took 23x as long as in float32 (docs/BENCHMARKS.md, "float32 vs bf16").
+
+    Example:
+        >>> emulated_bf16_warning(TrainerConfig(precision="bf16-mixed"), False, True) is None
+        True
+        >>> emulated_bf16_warning(TrainerConfig(precision="bf16-mixed"), False, False)[:40]
+        'trainer.precision=bf16-mixed on a CPU wi'
+    """
+    if not trainer.precision.startswith("bf16") or native_bf16:
+        return None
+    if trainer.accelerator not in ("cpu", "auto") or (trainer.accelerator == "auto" and cuda_available):
+        return None
+    return (f"trainer.precision={trainer.precision} on a CPU without bf16 instructions (AVX512-BF16 or AMX): "
+            "bf16 is emulated there and training runs many times slower than in float32 (23x for "
+            "multilingual-e5-small on a 2-core AVX2 machine, docs/BENCHMARKS.md); "
+            "--set trainer.precision=32-true trains in float32 instead")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has bf16 instructions torch uses (AVX512-BF16, or AMX); True when torch cannot tell."""
+    import torch
+
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    if any(probe is None for probe in probes):
+        return True
+    return any(probe() for probe in probes)
+
+
 def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResult:
     """Train one run end to end and export its best checkpoint as a model directory."""
     import pytorch_lightning as pl
@@ -198,6 +231,9 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     from kold_span.training.module import MultiTaskModule
 
     started = time.time()
+    slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_native_bf16())
+    if slow:
+        warnings.warn(slow, stacklevel=2)
     if config.trainer.threads:
         torch.set_num_threads(config.trainer.threads)
     run_dir = run_directory(config, resume)
