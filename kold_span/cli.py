@@ -37,7 +37,7 @@ def _predict(args: argparse.Namespace) -> int:
         predictor = Predictor.from_pretrained(args.model[0], device=args.device)
     skipped: list[str] = []
     examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
-                           skip_bad=args.skip_bad, skipped=skipped)
+                           skip_bad=args.skip_bad, skipped=skipped, quoting=args.quoting)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     html = HtmlWriter(Path(args.html)) if args.html else None
@@ -98,6 +98,17 @@ def _import_encoder(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kold-span", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,11 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, help=".txt (one comment per line), .jsonl, .csv or .tsv")
     p.add_argument("--output", required=True, help="JSONL, one prediction per input row, in input order")
     p.add_argument("--html", help="also write an HTML page with the spans highlighted")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--text-column", help="column holding the comment (default: comment or text)")
     p.add_argument("--context-column", help="column holding the context (default: title or context)")
     p.add_argument("--id-column", help="column holding the id (default: id or guid; else the line number)")
     p.add_argument("--skip-bad", action="store_true", help="skip bad rows (each one is reported)")
+    p.add_argument("--quoting", choices=("csv", "none"), default="csv",
+                   help=".csv/.tsv: 'csv' reads quoted fields as CSV writers write them (a stray quote is an "
+                        "error); 'none' takes every character as it stands, for text with bare quotes")
     p.add_argument("--perspective", metavar="TRAITS",
                    help='annotator-conditioned models: predict for an annotator, e.g. "gender=Female,age=23"')
     p.add_argument("--device", default="cpu")

@@ -7,7 +7,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
 
 from kold_span.data import DataError, Example
 
@@ -41,29 +41,40 @@ def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optiona
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{where}: field {tcol!r} is empty or not a string")
     context = row.get(ccol) if ccol else None
-    if context is not None and not isinstance(context, (str, list)):
+    if context is not None and not (isinstance(context, str)
+                                    or (isinstance(context, list) and all(isinstance(c, str) for c in context))):
         raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings")
     return Example(id=str(row[icol]) if icol and row.get(icol) not in (None, "") else str(number),
                    text=text, context=context or None)
 
 
+QUOTING = ("csv", "none")
+
+
 def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: Optional[str] = None,
                 id_column: Optional[str] = None, skip_bad: bool = False,
-                skipped: Optional[list[str]] = None) -> Iterator[Example]:
-    """Stream examples from a prediction input file; a bad row raises unless `skip_bad`."""
+                skipped: Optional[list[str]] = None, quoting: str = "csv") -> Iterator[Example]:
+    """Stream examples from a prediction input file; a bad row raises unless `skip_bad`.
+
+    `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
+    them, strictly, so a stray quote is an error rather than a comment swallowing the lines after it;
+    "none" takes every character as it stands, for text with bare quotes.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".txt", ".jsonl", ".csv", ".tsv"):
         raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
+    if quoting not in QUOTING:
+        raise ValueError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     skipped = skipped if skipped is not None else []
-    with path.open(encoding="utf-8", newline="") as f:
+    with path.open("rb") as f:
+        lines = _decoded_lines(f, path)
         if suffix == ".txt":
-            rows = ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(f, 1))
+            rows: Iterator[tuple[int, Any]] = ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
         elif suffix == ".jsonl":
-            rows = _jsonl_rows(f, path)
+            rows = _jsonl_rows(lines, path)
         else:
-            reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
-            rows = ((reader.line_num, row) for row in reader)
+            rows = _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting)
         for number, row in rows:
             where = f"{path}:{number}"
             try:
@@ -79,8 +90,50 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                 print(f"skipped: {err}", file=sys.stderr)
 
 
-def _jsonl_rows(f, path: Path) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(f, 1):
+def _decoded_lines(f: IO[bytes], path: Path) -> Iterator[str]:
+    """The file's lines as text (a leading byte-order mark dropped); bytes that are not UTF-8 stop it."""
+    for number, raw in enumerate(f, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{path}:{number}: not UTF-8 text (byte {err.start + 1} of the line); "
+                            "save the file as UTF-8") from None
+        yield line.removeprefix("\ufeff") if number == 1 else line
+
+
+def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) -> Iterator[tuple[int, Any]]:
+    """(first line of the record, {column: field}) per record; a row of the wrong width is a `DataError`.
+
+    A quoting error is raised, not yielded: after it the reader no longer knows where records begin,
+    so no row after it could be trusted, skipped or not.
+    """
+    reader = csv.reader(lines, delimiter=delimiter, strict=True,
+                        quoting=csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL)
+    header: Optional[list[str]] = None
+    while True:
+        start = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise DataError(f"{path}:{start}: {err}: under CSV quoting a field that starts with a quote "
+                            "must end with one, inner quotes doubled; for text with bare quotes pass "
+                            "--quoting none") from None
+        if not fields:
+            continue  # a blank line
+        if header is None:
+            header = fields
+            continue
+        if len(fields) != len(header):
+            yield start, DataError(f"{path}:{start}: {len(fields)} fields, the header has {len(header)} "
+                                   f"({', '.join(header)})")
+            continue
+        yield start, dict(zip(header, fields))
+
+
+def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:

@@ -44,3 +44,53 @@ def test_missing_text_column_is_named(tmp_path):
 def test_unsupported_suffix(tmp_path):
     with pytest.raises(DataError, match="unsupported input type"):
         list(iter_inputs(tmp_path / "x.xml"))
+
+
+def test_unbalanced_quote_is_an_error_not_one_long_comment(tmp_path):
+    path = tmp_path / "q.tsv"
+    path.write_text('id\tcomment\n1\t"바보 같은 소리\n2\t좋은 기사\n3\t멋진 말\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"q.tsv:2: .*quot.*--quoting none"):
+        list(iter_inputs(path))
+
+
+def test_a_quote_inside_a_field_is_an_error_unless_quoting_is_off(tmp_path):
+    path = tmp_path / "q.tsv"
+    path.write_text('id\tcomment\n1\t"진짜" 쓰레기네\n2\t"따옴표 ""안"" 글"\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"q.tsv:2: "):
+        list(iter_inputs(path))
+    raw = list(iter_inputs(path, quoting="none"))
+    assert [ex.text for ex in raw] == ['"진짜" 쓰레기네', '"따옴표 ""안"" 글"']
+    path.write_text('id\tcomment\n2\t"따옴표 ""안"" 글"\n', encoding="utf-8")
+    assert [ex.text for ex in iter_inputs(path)] == ['따옴표 "안" 글']  # CSV quoting, as pandas writes it
+
+
+def test_a_row_with_more_or_fewer_fields_than_the_header_is_an_error(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("id,comment\n1,이런 기사 쓰는 기자, 정말 쓰레기다\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"c.csv:2: 3 fields, the header has 2"):
+        list(iter_inputs(path))
+    path.write_text("id,comment,title\n1,짧은 댓글\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"c.csv:2: 2 fields, the header has 3"):
+        list(iter_inputs(path))
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column_or_comment(tmp_path):
+    csv_path, txt_path = tmp_path / "bom.csv", tmp_path / "bom.txt"
+    csv_path.write_bytes("\ufeffcomment,title\n첫 댓글,제목\n".encode("utf-8"))
+    txt_path.write_bytes("\ufeff첫 댓글\n".encode("utf-8"))
+    assert [ex.text for ex in iter_inputs(csv_path)] == ["첫 댓글"]
+    assert [ex.text for ex in iter_inputs(txt_path)] == ["첫 댓글"]
+
+
+def test_not_utf8_names_the_file_and_line(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("comment\nok\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin.csv:3: not UTF-8 text \(byte 4 of the line\)"):
+        list(iter_inputs(path))
+
+
+def test_context_items_must_be_strings(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "e", "text": "ok", "context": [1, 2]}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"c.jsonl:1: field 'context' must be a string or a list of strings"):
+        list(iter_inputs(path))

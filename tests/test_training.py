@@ -150,6 +150,20 @@ def test_predict_cli_bad_row_is_an_error_naming_the_line(trained, tmp_path, caps
     assert [json.loads(r)["id"] for r in rows] == ["1", "3"]
 
 
+def test_predict_cli_quoting_none_reads_bare_quotes_and_batch_size_must_be_positive(trained, tmp_path, capsys):
+    _, result = trained
+    source = tmp_path / "q.tsv"
+    source.write_text('id\tcomment\n1\t"진짜" 한심하다\n', encoding="utf-8")
+    args = ["predict", "--model", str(result.model_dir), "--input", str(source), "--output",
+            str(tmp_path / "o.jsonl"), "--quiet"]
+    assert main(args) == 2 and "q.tsv:2" in capsys.readouterr().err
+    assert main(args + ["--quoting", "none"]) == 0
+    assert json.loads((tmp_path / "o.jsonl").read_text(encoding="utf-8"))["text"] == '"진짜" 한심하다'
+    with pytest.raises(SystemExit):
+        main(args + ["--batch-size", "0"])
+    assert "--batch-size: must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_evaluate_cli_scores_predictions(trained, tmp_path):
     _, result = trained
     gold = tmp_path / "gold.jsonl"
