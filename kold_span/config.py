@@ -20,19 +20,52 @@ import yaml
 
 
 class _Yaml12Loader(yaml.SafeLoader):
-    """YAML with only true/false as booleans, so labels such as OFF, ON, yes, no stay strings."""
+    """YAML 1.2's core schema for plain scalars, where PyYAML follows YAML 1.1.
+
+    Only true/false are booleans (labels such as OFF, ON, yes, no stay strings); 1e-4 is a number
+    (1.1 needs a dot: 1.0e-4); 013 is thirteen, not octal eleven; 12:30 and 2024-01-01 stay strings
+    (1.1 reads a base-60 number and a date).
+    """
 
 
+_YAML = "tag:yaml.org,2002:"
 _Yaml12Loader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    key: [(tag, regexp) for tag, regexp in resolvers if tag not in (f"{_YAML}bool", f"{_YAML}int",
+                                                                   f"{_YAML}float", f"{_YAML}timestamp")]
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+_Yaml12Loader.add_implicit_resolver(f"{_YAML}bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                                     list("tTfF"))
+# Integers before floats: PyYAML takes the first resolver whose pattern matches.
+_Yaml12Loader.add_implicit_resolver(f"{_YAML}int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                                    list("-+0123456789"))
+_Yaml12Loader.add_implicit_resolver(
+    f"{_YAML}float", re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.0123456789"))
+
+
+def _yaml12_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = loader.construct_scalar(node)
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    return int(text[2:] if base != 10 else text, base)
+
+
+def _yaml12_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+    text = loader.construct_scalar(node).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+_Yaml12Loader.add_constructor(f"{_YAML}int", _yaml12_int)
+_Yaml12Loader.add_constructor(f"{_YAML}float", _yaml12_float)
 
 
 def yaml_load(text: str) -> Any:
-    """Parse YAML text (OFF/ON/yes/no are strings, not booleans)."""
+    """Parse YAML text with YAML 1.2's plain scalars (see `_Yaml12Loader`).
+
+    Example:
+        >>> yaml_load("{lr: 1e-4, seed: 013, label: OFF, run: 2024-01-01, on: true}")
+        {'lr': 0.0001, 'seed': 13, 'label': 'OFF', 'run': '2024-01-01', 'on': True}
+    """
     return yaml.load(text, Loader=_Yaml12Loader)
 
 
@@ -151,7 +184,7 @@ class AlignConfig:
 @dataclass
 class TrainerConfig:
     accelerator: str = "auto"
-    devices: Union[int, str] = "auto"
+    devices: Union[int, str, list[int]] = "auto"  # a count, "auto", or which GPUs: [0, 2]
     strategy: str = "auto"
     num_nodes: int = 1
     precision: str = "32-true"
@@ -172,7 +205,7 @@ class TrainerConfig:
     check_val_every_n_epoch: int = 1
     deterministic: bool = False
     progress_bar: bool = True
-    overfit_batches: float = 0.0
+    overfit_batches: Union[int, float] = 0.0  # a number of batches (int) or a share of them (float)
     threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
     group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
     keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
@@ -204,10 +237,6 @@ PROBLEMS = ("single", "multi", "soft")
 FUSE_METRICS = {"single": ("macro_f1", "accuracy", "balanced_accuracy"), "multi": ("macro_f1", "micro_f1")}
 SNAPS = ("morpheme", "eojeol", "none")
 CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")
-
-
-# 1e-4, 5E-5, 2.5e+3: numbers to a reader, strings to YAML 1.1 (its floats need a dot before the exponent)
-EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -266,8 +295,8 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
         return value
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if hint is float and isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value.strip()):
-        return float(value)  # YAML 1.1 reads 1e-4 (no dot) as a string, and learning rates are written so
+    if hint is str and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # run: 13 names a run "13"
     if hint is bool and not isinstance(value, bool):
         raise ConfigError(f"{where}: key '{key}' must be true or false, got {value!r}")
     if hint in (int, float) and isinstance(value, bool):
@@ -338,7 +367,7 @@ def parse_override(text: str) -> dict[str, Any]:
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.max_epochs=3")
     key, value = text.split("=", 1)
-    parsed = yaml_load(value) if value != "" else None
+    parsed = _override_value(value, f"--set {text}") if value != "" else None
     out: dict[str, Any] = parsed
     for part in reversed(key.strip().split(".")):
         out = {part: out}
@@ -350,7 +379,16 @@ def parse_key_value(text: str, flag: str = "--set") -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError(f"{flag} {text!r}: expected KEY=VALUE")
     key, value = text.split("=", 1)
-    return key, yaml_load(value)
+    return key, _override_value(value, f"{flag} {text}")
+
+
+def _override_value(value: str, where: str) -> Any:
+    """A command-line value parsed as YAML; invalid YAML is a `ConfigError` naming the argument."""
+    try:
+        return yaml_load(value)
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{where}: invalid YAML value ({problem}); quote it to pass a string") from None
 
 
 def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> Config:

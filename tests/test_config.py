@@ -35,8 +35,25 @@ def test_exponent_floats_without_a_dot_are_numbers():
     assert (config.trainer.lr, config.trainer.weight_decay, config.trainer.warmup_ratio) == (0.0001, 0.005, 0.05)
     with pytest.raises(ConfigError, match="'trainer.lr' must be float, got '1e-4x'"):
         load_config(DEMO, ["trainer.lr=1e-4x"])
-    with pytest.raises(ConfigError, match="'trainer.max_epochs' must be int, got '1e1'"):
+    with pytest.raises(ConfigError, match="'trainer.max_epochs' must be int, got 10.0"):
         load_config(DEMO, ["trainer.max_epochs=1e1"])
+
+
+def test_plain_values_follow_yaml_1_2_not_1_1():
+    config = load_config(DEMO, ["seed=013", "run=2024-01-01", "trainer.overfit_batches=2", "trainer.devices=[0]",
+                                "tasks=[{name: OFF, kind: sequence, source: OFF, problem: multi, threshold: 4e-1}]"])
+    assert config.seed == 13  # YAML 1.1: octal 11
+    assert config.run == "2024-01-01"  # YAML 1.1: a date
+    assert config.trainer.overfit_batches == 2 and isinstance(config.trainer.overfit_batches, int)
+    assert config.trainer.devices == [0]
+    assert config.tasks[0].threshold == 0.4
+    assert load_config(DEMO, ["run=13"]).run == "13"
+    assert load_config(DEMO, ["run=12:30"]).run == "12:30"  # YAML 1.1: 750, base 60
+
+
+def test_invalid_yaml_in_an_override_names_the_argument():
+    with pytest.raises(ConfigError, match=r"--set trainer.lr=\[1: invalid YAML value"):
+        load_config(DEMO, ["trainer.lr=[1"])
 
 
 def test_mistyped_key_names_key_file_and_allowed_keys(tmp_path):

@@ -199,6 +199,12 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     assert (second.run_dir / "logs" / "version_1" / "metrics.csv").exists()
 
 
+def test_resume_of_a_named_run_without_a_checkpoint_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"--resume: .*tiny/nothing/checkpoints/last.ckpt does not exist"):
+        train(tiny_config(tmp_path, "run=nothing", "data.limit=8"), resume=True, quiet=True)
+    assert not (tmp_path / "tiny" / "nothing").exists()
+
+
 def test_last_checkpoint_is_the_last_epoch_even_when_dev_stops_improving(tmp_path):
     # lr 1e-9: the dev score never beats the first epoch's, so the best checkpoint stays at epoch 0;
     # --resume must still continue after epoch 2 (Lightning 2.6 writes save_last only with a new best).

@@ -33,6 +33,10 @@ def run_directory(config: Config, resume: bool) -> Path:
     """checkpoints/<experiment>/<run>; with --resume and no run name, the newest run."""
     base = Path(config.output_dir) / config.experiment
     if config.run:
+        last = base / config.run / "checkpoints" / "last.ckpt"
+        if resume and not last.exists():
+            raise FileNotFoundError(f"--resume: {last} does not exist (a mistyped run name, a run that never "
+                                    "finished an epoch, or one trained with trainer.keep_checkpoints: false)")
         return base / config.run
     if resume:
         runs = sorted((p for p in base.glob("*") if (p / "checkpoints" / "last.ckpt").exists()),
