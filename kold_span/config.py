@@ -507,6 +507,9 @@ def check_values(config: Config, where: str) -> None:
     need((enc.name_or_path is None) != (enc.scratch is None),
          "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
     need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
+    need(enc.scratch is None or config.model.max_length <= enc.scratch.max_position,
+         f"model.max_length ({config.model.max_length}) is longer than the scratch encoder's position table "
+         f"(model.encoder.scratch.max_position: {enc.scratch.max_position if enc.scratch else None})")
     need(config.model.pooling in POOLINGS, f"model.pooling must be one of {', '.join(POOLINGS)}, "
                                            f"got {config.model.pooling!r}")
     need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")

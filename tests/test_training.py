@@ -332,3 +332,17 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(precision, accelerato
     assert (message is not None) == warned
     if warned:
         assert message.startswith(f"trainer.precision={precision} on a CPU without bf16 instructions")
+
+
+def test_windows_longer_than_the_encoders_positions_fail_before_training(tmp_path):
+    from kold_span.config import ConfigError, ScratchEncoderConfig
+    from kold_span.encoders import scratch_encoder
+    from kold_span.training.run import check_window_length
+
+    with pytest.raises(ConfigError, match=r"model.max_length \(256\) is longer than .*max_position: 128"):
+        tiny_config(tmp_path, "model.max_length=256")
+    encoder = scratch_encoder(ScratchEncoderConfig(hidden_size=16, layers=1, heads=1, intermediate_size=16,
+                                                   max_position=32), 50, 0)
+    check_window_length(encoder, 32)
+    with pytest.raises(ConfigError, match=r"model.max_length=33: .*max_position_embeddings is 32"):
+        check_window_length(encoder, 33)

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kold_span import corpora
-from kold_span.config import Config, TrainerConfig
+from kold_span.config import Config, ConfigError, TrainerConfig
 from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score, tune_span_threshold
@@ -186,6 +186,25 @@ def tokenizer_texts(examples: list[Example]) -> list[str]:
     return texts
 
 
+def check_window_length(encoder: Any, max_length: int) -> None:
+    """A `ConfigError` unless the encoder reads a window of `max_length` tokens (one forward pass of one window).
+
+    Asking the model is the one check that holds for every architecture: RoBERTa-style encoders
+    reserve position slots for padding, others count positions from zero.
+    """
+    import torch
+
+    ids = torch.zeros((1, max_length), dtype=torch.long)
+    try:
+        with torch.no_grad():
+            encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
+    except (IndexError, RuntimeError) as err:
+        limit = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
+        raise ConfigError(f"model.max_length={max_length}: the encoder cannot read windows that long (its "
+                          f"max_position_embeddings is {limit}; RoBERTa-style encoders keep 2 of them for "
+                          "padding); lower model.max_length (long texts are read in overlapping windows)") from err
+
+
 def emulated_bf16_warning(trainer: TrainerConfig, cuda_available: bool, native_bf16: bool) -> Optional[str]:
     """The warning for bf16 autocast on a CPU without bf16 instructions, or None when it does not apply.
 
@@ -259,6 +278,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     else:
         tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
         save_tokenizer(tokenizer, tokenizer_dir)
+    check_window_length(encoder, config.model.max_length)
     if config.model.encoder.freeze_word_embeddings:
         encoder.get_input_embeddings().weight.requires_grad_(False)
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride,
