@@ -1,5 +1,6 @@
 """Canonical examples: offsets, JSONL round trip, errors that name file and line."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,17 @@ def test_hf_dataset_has_explicit_features():
     assert ds[0]["spans_OFF"] == [[0, 2]]
     assert ds[1]["context"] == []
     assert json.loads(ds[0]["labels_json"]) == {"OFF": True}
+
+
+def test_reader_options_are_checked_by_name_and_kind(tmp_path):
+    from kold_span import corpora
+
+    fixture = Path(__file__).parent / "fixtures" / "kold_small.json"
+    with pytest.raises(ValueError, match=r"reader 'kold' has no option 'min_annotator'; its options: "
+                                         r"min_annotators, skip_bad"):
+        corpora.read("kold", fixture, min_annotator=2)
+    with pytest.raises(ValueError, match=r"option 'skip_bad' must be true or false, got 'no'"):
+        corpora.read("kold", fixture, skip_bad="no")
+    with pytest.raises(ValueError, match=r"option 'min_annotators' must be a whole number, got 2.5"):
+        corpora.read("kold", fixture, min_annotators=2.5)
+    assert len(corpora.read("kold", fixture, min_annotators=2, skip_bad=False)) > 0

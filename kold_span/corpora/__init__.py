@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 from kold_span.data import Example
 
@@ -51,5 +52,35 @@ def get_reader(name: str) -> Reader:
 
 
 def read(name: str, path: Union[str, Path], **options) -> list[Example]:
-    """Read the corpus at `path` with the reader registered as `name`."""
-    return get_reader(name)(Path(path), **options)
+    """Read the corpus at `path` with the reader registered as `name` (its options checked first)."""
+    reader = get_reader(name)
+    check_options(name, reader, options)
+    return reader(Path(path), **options)
+
+
+def check_options(name: str, reader: Reader, options: dict[str, Any]) -> None:
+    """A `ValueError` naming the option unless each is one of the reader's, of its default's kind.
+
+    Example:
+        >>> check_options("kold", get_reader("kold"), {"min_annotator": 2})
+        Traceback (most recent call last):
+        ...
+        ValueError: reader 'kold' has no option 'min_annotator'; its options: min_annotators, skip_bad
+        >>> check_options("kold", get_reader("kold"), {"skip_bad": "no"})
+        Traceback (most recent call last):
+        ...
+        ValueError: reader 'kold': option 'skip_bad' must be true or false, got 'no'
+    """
+    # Annotations are strings here (postponed evaluation); the plain ones are checked, unions are left
+    # to the reader (toxic_spans_raw's min_annotators takes 2 or "half").
+    params = {p.name: str(p.annotation) for p in inspect.signature(reader).parameters.values()
+              if p.kind == inspect.Parameter.KEYWORD_ONLY}
+    for key, value in options.items():
+        if key not in params:
+            raise ValueError(f"reader {name!r} has no option {key!r}; its options: {', '.join(sorted(params)) or 'none'}")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok, kind = {"bool": (isinstance(value, bool), "true or false"),
+                    "int": (number and isinstance(value, int), "a whole number"),
+                    "float": (number, "a number")}.get(params[key], (True, ""))
+        if not ok:
+            raise ValueError(f"reader {name!r}: option {key!r} must be {kind}, got {value!r}")

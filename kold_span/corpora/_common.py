@@ -69,7 +69,8 @@ class BadRecords:
     def handle(self, err: DataError) -> None:
         """Re-raise `err` unless skipping bad records; then record it."""
         if not self.skip_bad:
-            raise err
+            raise DataError(f"{err} (the reader option skip_bad: true skips such records and lists them: "
+                            "convert --option skip_bad=true, data.reader_options.skip_bad in a config)") from err
         self.report.reasons.append(str(err))
 
 
