@@ -513,5 +513,14 @@ def check_values(config: Config, where: str) -> None:
     need(config.model.pooling in POOLINGS, f"model.pooling must be one of {', '.join(POOLINGS)}, "
                                            f"got {config.model.pooling!r}")
     need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")
+    # The metric itself is known only once dev is scored; a wrong split or task name is caught here,
+    # not after the first epoch.
+    monitor = config.trainer.monitor
+    forms = ["dev/loss", "train/loss"] + [f"dev/{t.name}_loss" for t in config.tasks]
+    need(monitor in forms or any(monitor.startswith(f"dev/{t.name}/") and len(monitor) > len(t.name) + 5
+                                 for t in config.tasks),
+         f"trainer.monitor {monitor!r} names no metric of this config: use one of {', '.join(forms)} "
+         f"or dev/<task>/<metric> with a task of {[t.name for t in config.tasks]} (e.g. dev/{config.tasks[0].name}/"
+         f"{'char_f1' if config.tasks[0].kind == 'span' else 'macro_f1'})")
     if config.data.perspective is not None:
         need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")

@@ -41,7 +41,8 @@ def test_exponent_floats_without_a_dot_are_numbers():
 
 def test_plain_values_follow_yaml_1_2_not_1_1():
     config = load_config(DEMO, ["seed=013", "run=2024-01-01", "trainer.overfit_batches=2", "trainer.devices=[0]",
-                                "tasks=[{name: OFF, kind: sequence, source: OFF, problem: multi, threshold: 4e-1}]"])
+                                "tasks=[{name: OFF, kind: sequence, source: OFF, problem: multi, threshold: 4e-1}]",
+                                "trainer.monitor=dev/loss"])
     assert config.seed == 13  # YAML 1.1: octal 11
     assert config.run == "2024-01-01"  # YAML 1.1: a date
     assert config.trainer.overfit_batches == 2 and isinstance(config.trainer.overfit_batches, int)
@@ -76,6 +77,9 @@ def test_mistyped_key_in_a_part_file_names_that_file():
     ("context.mode=headline", "context.mode must be one of"),
     ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
     ("model.pooling=max", "model.pooling must be one of first, mean"),
+    ("trainer.monitor=val/loss", r"trainer.monitor 'val/loss' names no metric of this config: use one of dev/loss"),
+    ("trainer.monitor=dev/OFFF/macro_f1",
+     r"or dev/<task>/<metric> with a task of \['OFF', 'OFF_span', 'TGT_span'\]"),
     ("trainer.ema_decay=1.0", r"trainer.ema_decay must be in \(0, 1\) or null, got 1.0"),
 ])
 def test_bad_values_fail_before_any_work(override, fragment):
