@@ -16,7 +16,9 @@ class EvaluationReport:
 
     def table(self) -> str:
         from kold_span.evaluation import format_table
-        return format_table({k: v for k, v in self.scores.items() if not isinstance(v, dict)})
+        table = format_table({k: v for k, v in self.scores.items() if not isinstance(v, (dict, list))})
+        missing = self.scores.get("span_types_not_predicted")
+        return table + (f"\nnot scored: gold span type(s) {', '.join(missing)}, in no prediction" if missing else "")
 
 
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
@@ -25,8 +27,10 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     for where, record in iter_json_lines(path):
         if not isinstance(record, dict) or "id" not in record:
             raise DataError(f"{where}: expected an object with an 'id' field")
-        labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v)
-                  for k, v in (record.get("labels") or {}).items()}
+        raw_labels = record.get("labels") or {}
+        if not isinstance(raw_labels, dict):
+            raise DataError(f"{where}: field 'labels' must be an object of label name → value")
+        labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
         raw_spans = record.get("spans") or {}
         spans: dict[str, list[tuple[int, int]]] = {}
         if isinstance(raw_spans, list):  # `kold-span predict` output
@@ -35,10 +39,29 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
                     spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
                 except (KeyError, TypeError, ValueError) as err:
                     raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
+        elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
+            for span_type, pairs in raw_spans.items():
+                spans[span_type] = [_offset_pair(pair, where, span_type) for pair in _as_list(pairs, where, span_type)]
         else:
-            spans = {k: [tuple(s) for s in v] for k, v in raw_spans.items()}
+            raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
         out[str(record["id"])] = {"labels": labels, "spans": spans}
     return out
+
+
+def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:
+    if not isinstance(pairs, list):
+        raise DataError(f"{where}: field 'spans.{span_type}' must be a list of [start, end] pairs, got {pairs!r}")
+    return pairs
+
+
+def _offset_pair(pair: Any, where: str, span_type: str) -> tuple[int, int]:
+    """One [start, end] pair of whole numbers, end-exclusive, start < end."""
+    ok = (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                            for v in pair) and 0 <= pair[0] < pair[1])
+    if not ok:
+        raise DataError(f"{where}: field 'spans.{span_type}' holds {pair!r}; each span is [start, end] "
+                        "with 0 <= start < end (character offsets, end-exclusive)")
+    return pair[0], pair[1]
 
 
 def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval") -> EvaluationReport:
@@ -54,7 +77,14 @@ def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval") ->
 def evaluate_examples(gold: list[Example], preds: dict[str, dict[str, Any]], policy: str = "semeval") -> dict:
     """Flat scores `span/<type>/...` and `label/<name>/...` for the predicted ids."""
     scores: dict[str, Any] = {"examples": len(gold)}
-    for span_type in sorted({t for ex in gold for t in ex.spans} | {t for p in preds.values() for t in p["spans"]}):
+    predicted = {t for p in preds.values() for t in p["spans"]}
+    # A gold span type no prediction holds is most likely one the model has no task for; scored, it
+    # would only count the posts whose gold is empty too. Listed instead (canonical predictions state
+    # an empty type as "type": []).
+    unpredicted = sorted({t for ex in gold for t in ex.spans} - predicted)
+    if unpredicted:
+        scores["span_types_not_predicted"] = unpredicted
+    for span_type in sorted(predicted):
         golds = [spans_to_offsets(ex.spans.get(span_type, [])) for ex in gold]
         guesses = [spans_to_offsets(preds[ex.id]["spans"].get(span_type, [])) for ex in gold]
         scores[f"span/{span_type}/char_f1"] = metrics.mean_char_f1(guesses, golds, policy=policy)

@@ -1,0 +1,46 @@
+"""`kold-span evaluate`'s reading of predictions, and which span types it scores."""
+import json
+
+import pytest
+
+from kold_span.data import DataError, Example
+from kold_span.scoring import evaluate_examples, read_predictions
+
+
+def write(path, *records):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("spans, fragment", [
+    ({"OFF": [[1]]}, r"p.jsonl:1: field 'spans.OFF' holds \[1\]; each span is \[start, end\]"),
+    ({"OFF": [1, 3]}, r"p.jsonl:1: field 'spans.OFF' holds 1;"),
+    ({"OFF": [[3, 1]]}, r"holds \[3, 1\]; each span is \[start, end\] with 0 <= start < end"),
+    ({"OFF": "0-3"}, r"field 'spans.OFF' must be a list of \[start, end\] pairs"),
+    ("OFF", r"field 'spans' must be a list of spans or an object"),
+])
+def test_malformed_canonical_spans_name_the_line_and_field(tmp_path, spans, fragment):
+    path = write(tmp_path / "p.jsonl", {"id": "1", "text": "abcd", "spans": spans})
+    with pytest.raises(DataError, match=fragment):
+        read_predictions(path)
+
+
+def test_labels_must_be_an_object(tmp_path):
+    path = write(tmp_path / "p.jsonl", {"id": "1", "text": "abcd", "labels": ["OFF"]})
+    with pytest.raises(DataError, match=r"p.jsonl:1: field 'labels' must be an object"):
+        read_predictions(path)
+
+
+def test_a_gold_span_type_no_prediction_holds_is_listed_not_scored(tmp_path):
+    gold = [Example("1", "바보 같은 놈", spans={"OFF": [(0, 2)], "TGT": [(6, 7)]}),
+            Example("2", "좋은 기사", spans={})]
+    preds = read_predictions(write(tmp_path / "p.jsonl",
+                                   {"id": "1", "spans": [{"type": "OFF", "start": 0, "end": 2}]},
+                                   {"id": "2", "spans": []}))
+    scores = evaluate_examples(gold, preds)
+    assert scores["span/OFF/char_f1"] == 1.0  # post 1 exact, post 2 empty against empty
+    assert scores["span_types_not_predicted"] == ["TGT"] and not any(k.startswith("span/TGT") for k in scores)
+    # A canonical file states an empty type outright: then it is scored (0 on post 1, 1 on post 2).
+    stated = read_predictions(write(tmp_path / "c.jsonl", {"id": "1", "spans": {"OFF": [[0, 2]], "TGT": []}},
+                                    {"id": "2", "spans": {}}))
+    assert evaluate_examples(gold, stated)["span/TGT/char_f1"] == 0.5
