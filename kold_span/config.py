@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import re
 import typing
 from dataclasses import dataclass, field
@@ -398,10 +399,15 @@ def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) ->
         raise ConfigError(f"config file {path} does not exist")
     config_root = _config_root(path)
     raw = _load_file(path, config_root)
+    overrides = list(overrides)
     for text in overrides:
         raw = merge_dicts(raw, _validated(parse_override(text), f"--set {text}"))
-    config = build_dataclass(Config, _normalize_shorthands(raw), str(path))
-    check_values(config, str(path))
+    # Values are checked on the merged config: the message names every source it was merged from.
+    defaults = read_yaml(path).get("defaults") or {}
+    parts = [os.path.relpath(config_root / section / f"{name}.yaml") for section, name in defaults.items()]
+    where = str(path) + "".join(f" + {source}" for source in parts + [f"--set {text}" for text in overrides])
+    config = build_dataclass(Config, _normalize_shorthands(raw), where)
+    check_values(config, where)
     return config
 
 

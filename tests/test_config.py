@@ -100,3 +100,9 @@ def test_missing_default_part_is_named(tmp_path):
     (exp / "x.yaml").write_text("defaults:\n  data: nowhere\n")
     with pytest.raises(ConfigError, match="nowhere.yaml does not exist"):
         load_config(exp / "x.yaml")
+
+
+def test_a_bad_value_names_every_source_it_was_merged_from():
+    with pytest.raises(ConfigError, match=r"^configs/experiment/demo.yaml \+ configs/data/kold_sample.yaml \+ "
+                                          r".* \+ --set align.snap=eojul: align.snap must be one of"):
+        load_config(DEMO, ["align.snap=eojul"])
