@@ -504,6 +504,12 @@ def check_values(config: Config, where: str) -> None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",
                  f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
+    tc = config.trainer
+    need(tc.lr >= 0, f"trainer.lr must be 0 or more, got {tc.lr!r}")
+    need(0.0 <= tc.warmup_ratio < 1.0, f"trainer.warmup_ratio is a share of the steps, in [0, 1), got {tc.warmup_ratio!r}")
+    need(tc.weight_decay >= 0, f"trainer.weight_decay must be 0 or more, got {tc.weight_decay!r}")
+    need(tc.batch_size >= 1 and tc.eval_batch_size >= 1 and tc.accumulate_grad_batches >= 1,
+         "trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1")
     ema = config.trainer.ema_decay
     need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
     need(config.align.snap in SNAPS, f"align.snap must be one of {SNAPS}, got {config.align.snap!r}")

@@ -346,3 +346,10 @@ def test_windows_longer_than_the_encoders_positions_fail_before_training(tmp_pat
     check_window_length(encoder, 32)
     with pytest.raises(ConfigError, match=r"model.max_length=33: .*max_position_embeddings is 32"):
         check_window_length(encoder, 33)
+
+
+def test_a_missing_data_file_names_the_key_and_leaves_no_run_directory(tmp_path):
+    config = tiny_config(tmp_path, "data.train=nowhere/kold.json")
+    with pytest.raises(FileNotFoundError, match=r"data.train: nowhere/kold.json does not exist \(a relative path"):
+        train(config, quiet=True)
+    assert not (tmp_path / "tiny" / "r").exists()

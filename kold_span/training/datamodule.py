@@ -27,6 +27,11 @@ SPLITS = ("train", "dev", "test")
 def load_splits(config: Config) -> dict[str, list[Example]]:
     """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified)."""
     data = config.data
+    for name in ("train", "dev", "test"):
+        path = getattr(data, name)
+        if path and not Path(path).exists():
+            raise FileNotFoundError(f"data.{name}: {path} does not exist (a relative path is read from the "
+                                    f"current directory, {Path.cwd()})")
     read = partial(corpora.read, data.reader, **data.reader_options)
     train = [ex for ex in read(data.train) if keep_example(ex, data.filter)]
     if data.limit:

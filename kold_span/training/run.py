@@ -260,12 +260,13 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if config.trainer.threads:
         torch.set_num_threads(config.trainer.threads)
     run_dir = run_directory(config, resume)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     splits = load_splits(config)
     extra = ngram_extra(config, splits)
+    # Only now: a run that fails on its data leaves no run directory behind.
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
     scratch = config.model.encoder.scratch
     tokenizer_dir = run_dir / "tokenizer"
