@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
-from kold_span.data import DataError, Example
+from kold_span.data import DataError, Example, context_turns
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -173,7 +173,7 @@ class HtmlWriter:
             spans.append(Span(doc, first, last + 1, label=f"{s['type']} {s['score']:.2f}"))
         doc.spans["sc"] = spans
         labels = ", ".join(f"{name}: {html.escape(str(v['label']))}" for name, v in prediction["labels"].items())
-        context = html.escape(str(example.context)) if example.context else ""
+        context = "<br>".join(html.escape(turn) for turn in context_turns(example.context))  # one line a turn
         self.file.write(f"<div style='margin: 1.5em 0'><div style='color: #666'>#{html.escape(example.id)} "
                         f"{context}</div><div><b>{labels}</b></div>\n")
         with warnings.catch_warnings():

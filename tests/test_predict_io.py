@@ -18,10 +18,12 @@ def test_html_marks_spans_with_type_and_score(tmp_path):
     writer.add(Example(id="7", text="좋은 기사 감사합니다"), {"labels": {}, "spans": []})
     writer.add(Example(id="8", text="너 진짜 바보냐", context="제목"),
                {"labels": {"OFF": {"label": True}}, "spans": [{"type": "OFF", "start": 5, "end": 7, "score": 0.9}]})
+    writer.add(Example(id="9", text="네 그렇군요", context=["A: 첫 <말>", "B: 둘째 말"]), {"labels": {}, "spans": []})
     writer.close()
     html = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert "좋은 기사 감사합니다" in html
     assert "OFF 0.90" in html and "OFF: True" in html and "제목" in html
+    assert "#9 A: 첫 &lt;말&gt;<br>B: 둘째 말</div>" in html  # a dialogue: one line a turn, escaped
     assert html.rstrip().endswith("</html>")
 
 
