@@ -85,6 +85,8 @@ def _convert(args: argparse.Namespace) -> int:
     from kold_span.data import write_jsonl
 
     options = dict(parse_key_value(o, "--option") for o in args.option or [])
+    if args.skip_bad:
+        options["skip_bad"] = True
     n = write_jsonl(corpora.read(args.name, Path(args.src), **options), Path(args.out))
     print(f"wrote {n} examples to {args.out}")
     return 0
@@ -153,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="corpus file or directory")
     p.add_argument("out", help="output .jsonl")
     p.add_argument("--option", nargs="*", metavar="KEY=VALUE", help="reader options, e.g. min_annotators=2")
+    p.add_argument("--skip-bad", action="store_true", help="skip bad records (each one is reported)")
     p.set_defaults(func=_convert)
 
     p = sub.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")

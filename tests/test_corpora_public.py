@@ -508,3 +508,16 @@ def test_full_toxic_spans_raw_end_is_exclusive(raw_toxic_spans):
         exclusive += offsets_by_text[ex.text] == set(range(start, end))
         inclusive += offsets_by_text[ex.text] == set(range(start, end + 1))
     assert exclusive >= 850 and inclusive == 0  # measured: 857 and 0
+
+
+def test_convert_cli_skip_bad_skips_and_reports_a_bad_record(tmp_path, capsys):
+    from kold_span.cli import main
+
+    source = tmp_path / "tsd_train.csv"
+    source.write_text('spans,text\n"[0, 1, 2]",abc def\n"[0, x]",broken\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["convert", "toxic_spans", str(source), str(out)]) == 2
+    assert "tsd_train.csv" in (err := capsys.readouterr().err) and "convert --skip-bad" in err
+    with pytest.warns(Warning, match="skipped 1"):
+        assert main(["convert", "toxic_spans", str(source), str(out), "--skip-bad"]) == 0
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1

@@ -70,7 +70,7 @@ class BadRecords:
         """Re-raise `err` unless skipping bad records; then record it."""
         if not self.skip_bad:
             raise DataError(f"{err} (the reader option skip_bad: true skips such records and lists them: "
-                            "convert --option skip_bad=true, data.reader_options.skip_bad in a config)") from err
+                            "convert --skip-bad, data.reader_options.skip_bad in a config)") from err
         self.report.reasons.append(str(err))
 
 
