@@ -24,12 +24,42 @@ def verbalise(traits: dict[str, Any], keys: Sequence[str]) -> Optional[str]:
 
 
 def trait_phrase(key: str, value: Any) -> Optional[str]:
-    """One trait in words: ages become generations, others 'key value' (None if unknown)."""
+    """One trait in words: ages become generations, others 'key value' (None if unknown).
+
+    Example:
+        >>> trait_phrase("age", 23), trait_phrase("age", float("nan")), trait_phrase("gender", "Female")
+        ('generation Z', None, 'gender female')
+    """
     if value is None or value == "":
         return None
     if key == "age" and _is_number(value):
-        return next(name for limit, name in GENERATIONS if float(value) <= limit)
+        age = float(value)
+        if age != age:  # NaN: a corpus's missing age
+            return None
+        if not 0 <= age <= GENERATIONS[-1][0]:
+            raise ValueError(f"age {value!r} is outside 0 … {GENERATIONS[-1][0]}")
+        return next(name for limit, name in GENERATIONS if age <= limit)
     return f"{key.replace('_', ' ')} {str(value).lower()}"
+
+
+def check_perspective(perspective: dict[str, Any], traits: Sequence[str]) -> None:
+    """A `ValueError` for a trait the model was not trained with, or an age that is no number of years.
+
+    Example:
+        >>> check_perspective({"Gender": "Female"}, ["age", "gender"])
+        Traceback (most recent call last):
+        ...
+        ValueError: perspective: unknown trait(s) Gender; this model reads age, gender (names as written)
+    """
+    unknown = [key for key in perspective if key not in traits]
+    if unknown:
+        raise ValueError(f"perspective: unknown trait(s) {', '.join(unknown)}; this model reads "
+                         f"{', '.join(traits) or 'no trait'} (names as written)")
+    age = perspective.get("age")
+    if age not in (None, "") and not _is_number(age):
+        raise ValueError(f"perspective: age must be a number of years, got {age!r}")
+    for key in traits:
+        trait_phrase(key, perspective.get(key))
 
 
 def _is_number(value: Any) -> bool:

@@ -22,7 +22,7 @@ from kold_span.encoding import InputEncoder, collate
 from kold_span.hybrid import Companion, load_companions, save_companions
 from kold_span.model import MultiTaskModel, probabilities
 from kold_span.morphemes import prefetch_for
-from kold_span.perspectives import verbalise, with_perspective
+from kold_span.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.tasks import Task
 
 CONFIG_NAME = "config.json"
@@ -159,6 +159,8 @@ class Predictor:
         `perspective` (annotator-conditioned models only) gives the annotator's traits,
         e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
         """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings; for one text pass [text]")
         contexts = list(contexts) if contexts is not None else [None] * len(texts)
         if len(contexts) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
@@ -166,6 +168,7 @@ class Predictor:
             if not self.perspective:
                 raise ValueError("this model was not trained annotator-conditioned (data.perspective); "
                                  "it cannot take a perspective")
+            check_perspective(perspective, self.perspective["traits"])
             segment = verbalise(perspective, self.perspective["traits"])
             contexts = [with_perspective(c, segment) for c in contexts]
         merged = self.merged_outputs(texts, contexts, batch_size)

@@ -101,6 +101,13 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     woman = json.loads((tmp_path / "gender=Female.jsonl").read_text())["labels"]["irony"]["probs"]["true"]
     man = json.loads((tmp_path / "gender=Male.jsonl").read_text())["labels"]["irony"]["probs"]["true"]
     assert woman > 0.5 > man
+    # A trait the model does not read would be dropped without a word: it is an error instead.
+    assert main(["predict", "--model", str(result.model_dir), "--input", str(inputs), "--output",
+                 str(tmp_path / "x.jsonl"), "--perspective", "Gender=Female", "--quiet"]) == 2
+    with pytest.raises(ValueError, match=r"unknown trait\(s\) Gender; this model reads gender"):
+        predictor.predict(["x"], perspective={"Gender": "Female"})
+    with pytest.raises(TypeError, match=r"for one text pass \[text\]"):
+        predictor.predict("great service")
 
 
 def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
