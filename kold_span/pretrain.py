@@ -135,9 +135,13 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
     from kold_span.training.run import tokenizer_texts
 
     texts: list[str] = []
-    for source in sources:
+    for i, source in enumerate(sources):
+        path = source.file or source.beep_unlabeled or source.path
+        if path and not Path(path).exists():
+            raise FileNotFoundError(f"texts[{i}]: {path} does not exist (a relative path is read from the "
+                                    f"current directory, {Path.cwd()})")
         if source.file:
-            texts += Path(source.file).read_text(encoding="utf-8").split("\n")
+            texts += _text_lines(Path(source.file), f"texts[{i}]")
             continue
         if source.beep_unlabeled:
             examples = corpora.read("beep", source.beep_unlabeled, unlabeled=True)
@@ -145,6 +149,20 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
             examples = corpora.read(source.reader, source.path, **source.options)
         texts += tokenizer_texts(examples) if include_context else [ex.text for ex in examples]
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
+
+
+def _text_lines(path: Path, where: str) -> list[str]:
+    """A text file's lines (a byte-order mark dropped); bytes that are not UTF-8 name the line."""
+    lines = []
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError as err:
+                raise DataError(f"{where}: {path}:{number}: not UTF-8 text (byte {err.start + 1} of the line)") from None
+    if lines:
+        lines[0] = lines[0].removeprefix("\ufeff")
+    return lines
 
 
 def lr_factor(progress: float, warmup_ratio: float) -> float:

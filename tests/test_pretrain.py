@@ -115,3 +115,18 @@ def test_lr_factor_and_length_grouping():
     batches = length_grouped_batches(lengths, 2, torch.Generator().manual_seed(0))
     assert sorted(i for b in batches for i in b) == list(range(8))
     assert all(abs(lengths[a] - lengths[b]) == 1 for a, b in batches)
+
+
+def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp_path):
+    from kold_span.data import DataError
+    from kold_span.pretrain import TextSource, read_texts
+
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes("\ufeff첫 줄\r\n둘째 줄\n".encode("utf-8"))
+    assert read_texts([TextSource(file=str(bom))], False) == ["첫 줄", "둘째 줄"]
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"texts\[1\]: .*latin.txt:2: not UTF-8 text"):
+        read_texts([TextSource(file=str(bom)), TextSource(file=str(latin))], False)
+    with pytest.raises(FileNotFoundError, match=r"texts\[0\]: nowhere.json does not exist"):
+        read_texts([TextSource(reader="kold", path="nowhere.json")], False)
