@@ -182,7 +182,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DataError, EncoderLoadError, FileNotFoundError, KeyError, ValueError) as err:
+    except (ConfigError, DataError, EncoderLoadError, OSError, KeyError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
         return 2

