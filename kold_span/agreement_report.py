@@ -394,6 +394,11 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
     table = ratings_table(examples, label)
     if not table.ratings:
         raise ValueError(f"no annotation carries the label {label!r}")
+    if span_type is not None:
+        known = sorted({name for ex in examples for a in ex.annotations for name in a.spans})
+        if span_type not in known:
+            raise ValueError(f"no annotation marks spans of type {span_type!r}; span types present: "
+                             f"{', '.join(known) or 'none'}")
     span_type = span_type or default_span_type(examples)
     stats = label_stats(table.ratings, n_boot, seed, pair_cis=MAX_PAIR_CIS)
     rated = Counter(a for item in table.ratings for a in item)

@@ -245,3 +245,9 @@ def test_end_to_end_bad_label_is_an_error(tmp_path, capsys):
     code = main([str(FIXTURES / "kold_small.json"), "--format", "kold", "--out", str(tmp_path), "--label", "TGT"])
     assert code == 2
     assert "TGT" in capsys.readouterr().err
+
+
+def test_end_to_end_unknown_span_type_is_an_error(tmp_path, capsys):
+    code = main([str(FIXTURES / "kold_small.json"), "--format", "kold", "--out", str(tmp_path), "--span-type", "NOPE"])
+    assert code == 2
+    assert "no annotation marks spans of type 'NOPE'; span types present: " in capsys.readouterr().err
