@@ -137,7 +137,8 @@ def grid_cells(vary: Mapping[str, Sequence[Any]]) -> list[dict[str, str]]:
             raise ValueError(f"--vary {key}: the grid sets {', '.join(GRID_KEYS)} itself (use --seeds for seeds)")
         if not values:
             raise ValueError(f"--vary {key}: no values")
-        if len(set(values)) != len(values):
+        parsed = [yaml_load(v) for v in values]  # 0 and 0.0 are one value written twice
+        if any(parsed[i] == parsed[j] for i in range(len(parsed)) for j in range(i)):
             raise ValueError(f"--vary {key}: a value is repeated in {values}")
     return [dict(zip(texts, combo)) for combo in itertools.product(*texts.values())]
 

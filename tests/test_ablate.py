@@ -72,6 +72,8 @@ def test_grid_is_the_product_with_the_reference_first():
         grid_cells({"seed": [1, 2]})
     with pytest.raises(ValueError, match="repeated"):
         grid_cells({"context": ["none", "none"]})
+    with pytest.raises(ValueError, match=r"--vary model.dropout: a value is repeated in \['0.0', '0'\]"):
+        grid_cells({"model.dropout": ["0.0", "0"]})  # one value written twice
 
 
 def test_plan_validates_every_cell_before_training(tmp_path, monkeypatch):
