@@ -355,3 +355,14 @@ def test_a_missing_data_file_names_the_key_and_leaves_no_run_directory(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"data.train: nowhere/kold.json does not exist \(a relative path"):
         train(config, quiet=True)
     assert not (tmp_path / "tiny" / "r").exists()
+
+
+def test_one_class_in_training_fails_before_training_when_the_ngram_is_fused(tmp_path):
+    ones = tmp_path / "ones.jsonl"
+    ones.write_text("".join(json.dumps({"id": str(i), "text": f"문장 {i}", "labels": {"OFF": True}}) + "\n"
+                            for i in range(8)), encoding="utf-8")
+    fused = ["data.reader=jsonl", f"data.train={ones}", "data.dev_fraction=0.25", "trainer.monitor=dev/loss",
+             "tasks=[{name: OFF, kind: sequence, source: OFF, fuse_ngram: true}]"]
+    with pytest.raises(ValueError, match=r"task 'OFF': every training example has the label 'true'"):
+        train(tiny_config(tmp_path, *fused), quiet=True)
+    assert not (tmp_path / "tiny" / "r" / "checkpoints").exists()

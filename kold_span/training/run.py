@@ -19,7 +19,7 @@ from kold_span.data import Example, context_turns
 from kold_span.decoding import merge_windows
 from kold_span.evaluation import format_table, score, tune_span_threshold
 from kold_span.perspectives import expand_by_annotator, trait_phrase
-from kold_span.tasks import Task, build_tasks, keep_example, label_set, tune_thresholds
+from kold_span.tasks import Task, build_tasks, keep_example, label_set, label_str, tune_thresholds
 
 
 @dataclass
@@ -268,6 +268,15 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
+    for cfg, task in zip(config.tasks, tasks):
+        seen = {label_str(ex.labels[task.source]) for ex in splits["train"]
+                if task.kind == "sequence" and task.problem == "single" and ex.labels.get(task.source) is not None}
+        if len(seen) == 1:
+            message = (f"task {task.name!r}: every training example has the label {seen.pop()!r} (data.limit "
+                       "keeps the first examples of the file, and some corpora are sorted by label)")
+            if cfg.fuse_ngram:  # the n-gram needs two classes: fail now, not after training
+                raise ValueError(message)
+            warnings.warn(message, stacklevel=2)
     scratch = config.model.encoder.scratch
     tokenizer_dir = run_dir / "tokenizer"
     if scratch is not None and (tokenizer_dir / "tokenizer.json").exists():
