@@ -48,13 +48,6 @@ def test_unsupported_suffix(tmp_path):
         list(iter_inputs(tmp_path / "x.xml"))
 
 
-def test_unbalanced_quote_is_an_error_not_one_long_comment(tmp_path):
-    path = tmp_path / "q.tsv"
-    path.write_text('id\tcomment\n1\t"바보 같은 소리\n2\t좋은 기사\n3\t멋진 말\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"q.tsv:2: .*quot.*--quoting none"):
-        list(iter_inputs(path))
-
-
 def test_a_quote_inside_a_field_is_an_error_unless_quoting_is_off(tmp_path):
     path = tmp_path / "q.tsv"
     path.write_text('id\tcomment\n1\t"진짜" 쓰레기네\n2\t"따옴표 ""안"" 글"\n', encoding="utf-8")
@@ -84,15 +77,16 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column_or_comment(tmp_path):
     assert [ex.text for ex in iter_inputs(txt_path)] == ["첫 댓글"]
 
 
-def test_not_utf8_names_the_file_and_line(tmp_path):
-    path = tmp_path / "latin.csv"
-    path.write_bytes("comment\nok\ncaf\xe9\n".encode("latin-1"))
-    with pytest.raises(DataError, match=r"latin.csv:3: not UTF-8 text \(byte 4 of the line\)"):
-        list(iter_inputs(path))
-
-
-def test_context_items_must_be_strings(tmp_path):
-    path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "e", "text": "ok", "context": [1, 2]}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"c.jsonl:1: field 'context' must be a string or a list of strings"):
+@pytest.mark.parametrize("name, content, fragment", [
+    # An unbalanced quote once swallowed every later line into one comment, silently.
+    ("q.tsv", 'id\tcomment\n1\t"바보 같은 소리\n2\t좋은 기사\n3\t멋진 말\n'.encode("utf-8"),
+     r"q.tsv:2: .*quot.*--quoting none"),
+    ("latin.csv", "comment\nok\ncaf\xe9\n".encode("latin-1"), r"latin.csv:3: not UTF-8 text \(byte 4 of the line\)"),
+    ("c.jsonl", b'{"id": "e", "text": "ok", "context": [1, 2]}\n',
+     r"c.jsonl:1: field 'context' must be a string or a list of strings"),
+])
+def test_bad_input_names_the_file_line_and_problem(tmp_path, name, content, fragment):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=fragment):
         list(iter_inputs(path))
