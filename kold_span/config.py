@@ -343,13 +343,14 @@ def _validated(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return raw
 
 
-def _load_file(path: Path, config_root: Path) -> dict[str, Any]:
-    """One YAML file with its `defaults:` parts merged underneath it."""
+def _load_file(path: Path, config_root: Path) -> tuple[dict[str, Any], list[Path]]:
+    """One YAML file with its `defaults:` parts merged underneath it, and the paths of those parts."""
     raw = read_yaml(path)
     defaults = raw.pop("defaults", {}) or {}
     if not isinstance(defaults, dict):
         raise ConfigError(f"{path}: 'defaults' must map a section to a file name, e.g. data: kold_sample")
     merged: dict[str, Any] = {}
+    parts: list[Path] = []
     for section, name in defaults.items():
         if section not in SECTIONS:
             raise ConfigError(f"{path}: unknown section 'defaults.{section}'; allowed: {', '.join(SECTIONS)}")
@@ -357,10 +358,11 @@ def _load_file(path: Path, config_root: Path) -> dict[str, Any]:
         if not part_path.exists():
             raise ConfigError(f"{path}: 'defaults.{section}: {name}' but {part_path} does not exist")
         part = read_yaml(part_path)
+        parts.append(part_path)
         # A debug file (e.g. debug/overfit.yaml) overrides keys of any section.
         part = part if section == "debug" else {section: part}
         merged = merge_dicts(merged, _validated(part, str(part_path)))
-    return merge_dicts(merged, _validated(raw, str(path)))
+    return merge_dicts(merged, _validated(raw, str(path))), parts
 
 
 def parse_override(text: str) -> dict[str, Any]:
@@ -398,14 +400,13 @@ def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) ->
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
     config_root = _config_root(path)
-    raw = _load_file(path, config_root)
+    raw, parts = _load_file(path, config_root)
     overrides = list(overrides)
     for text in overrides:
         raw = merge_dicts(raw, _validated(parse_override(text), f"--set {text}"))
     # Values are checked on the merged config: the message names every source it was merged from.
-    defaults = read_yaml(path).get("defaults") or {}
-    parts = [os.path.relpath(config_root / section / f"{name}.yaml") for section, name in defaults.items()]
-    where = str(path) + "".join(f" + {source}" for source in parts + [f"--set {text}" for text in overrides])
+    sources = [os.path.relpath(part) for part in parts] + [f"--set {text}" for text in overrides]
+    where = str(path) + "".join(f" + {source}" for source in sources)
     config = build_dataclass(Config, _normalize_shorthands(raw), where)
     check_values(config, where)
     return config

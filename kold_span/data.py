@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Union
+from typing import IO, Any, Iterable, Iterator, Union
 
 Span = tuple[int, int]
 Context = Union[None, str, list[str]]
@@ -127,6 +127,24 @@ def offsets_to_spans(offsets: Iterable[int]) -> list[Span]:
 def spans_to_offsets(spans: Iterable[Span]) -> set[int]:
     """End-exclusive spans → the set of character offsets they cover."""
     return {i for s, e in spans for i in range(s, e)}
+
+
+def require_path(path: Union[str, Path], key: str) -> None:
+    """A `FileNotFoundError` naming the config key when `path` does not exist."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{key}: {path} does not exist (a relative path is read from the current "
+                                f"directory, {Path.cwd()})")
+
+
+def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
+    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
+    for number, raw in enumerate(f, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{path}:{number}: not UTF-8 text (byte {err.start + 1} of the line); "
+                            "save the file as UTF-8") from None
+        yield line.removeprefix("\ufeff") if number == 1 else line
 
 
 def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:

@@ -7,9 +7,9 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import Any, Iterator, Optional
 
-from kold_span.data import DataError, Example, context_turns
+from kold_span.data import DataError, Example, context_turns, utf8_lines
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -68,7 +68,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
         raise ValueError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     skipped = skipped if skipped is not None else []
     with path.open("rb") as f:
-        lines = _decoded_lines(f, path)
+        lines = utf8_lines(f, path)
         if suffix == ".txt":
             rows: Iterator[tuple[int, Any]] = ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
         elif suffix == ".jsonl":
@@ -88,17 +88,6 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                     raise
                 skipped.append(str(err))
                 print(f"skipped: {err}", file=sys.stderr)
-
-
-def _decoded_lines(f: IO[bytes], path: Path) -> Iterator[str]:
-    """The file's lines as text (a leading byte-order mark dropped); bytes that are not UTF-8 stop it."""
-    for number, raw in enumerate(f, 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise DataError(f"{path}:{number}: not UTF-8 text (byte {err.start + 1} of the line); "
-                            "save the file as UTF-8") from None
-        yield line.removeprefix("\ufeff") if number == 1 else line
 
 
 def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) -> Iterator[tuple[int, Any]]:

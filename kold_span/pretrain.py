@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
 from kold_span.config import ConfigError, ScratchEncoderConfig, build_dataclass, merge_dicts, read_yaml, parse_override
-from kold_span.data import DataError
+from kold_span.data import DataError, require_path, utf8_lines
 
 METRICS_FILE = "pretrain_metrics.json"
 CONFIG_FILE = "pretrain_config.json"
@@ -137,11 +137,14 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
     texts: list[str] = []
     for i, source in enumerate(sources):
         path = source.file or source.beep_unlabeled or source.path
-        if path and not Path(path).exists():
-            raise FileNotFoundError(f"texts[{i}]: {path} does not exist (a relative path is read from the "
-                                    f"current directory, {Path.cwd()})")
+        if path:
+            require_path(path, f"texts[{i}]")
         if source.file:
-            texts += _text_lines(Path(source.file), f"texts[{i}]")
+            with Path(source.file).open("rb") as f:
+                try:
+                    texts += [line.rstrip("\r\n") for line in utf8_lines(f, source.file)]
+                except DataError as err:
+                    raise DataError(f"texts[{i}]: {err}") from None
             continue
         if source.beep_unlabeled:
             examples = corpora.read("beep", source.beep_unlabeled, unlabeled=True)
@@ -149,20 +152,6 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
             examples = corpora.read(source.reader, source.path, **source.options)
         texts += tokenizer_texts(examples) if include_context else [ex.text for ex in examples]
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
-
-
-def _text_lines(path: Path, where: str) -> list[str]:
-    """A text file's lines (a byte-order mark dropped); bytes that are not UTF-8 name the line."""
-    lines = []
-    with path.open("rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                lines.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError as err:
-                raise DataError(f"{where}: {path}:{number}: not UTF-8 text (byte {err.start + 1} of the line)") from None
-    if lines:
-        lines[0] = lines[0].removeprefix("\ufeff")
-    return lines
 
 
 def lr_factor(progress: float, warmup_ratio: float) -> float:

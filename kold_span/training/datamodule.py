@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Sampler
 from kold_span import corpora
 from kold_span.config import Config
 from kold_span.corpora.kocosa import swap_share
-from kold_span.data import Example, context_turns
+from kold_span.data import Example, context_turns, require_path
 from kold_span.encoding import InputEncoder, collate, encode_example
 from kold_span.morphemes import prefetch_for
 from kold_span.perspectives import expand_by_annotator
@@ -28,10 +28,8 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
     """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified)."""
     data = config.data
     for name in ("train", "dev", "test"):
-        path = getattr(data, name)
-        if path and not Path(path).exists():
-            raise FileNotFoundError(f"data.{name}: {path} does not exist (a relative path is read from the "
-                                    f"current directory, {Path.cwd()})")
+        if getattr(data, name):
+            require_path(getattr(data, name), f"data.{name}")
     read = partial(corpora.read, data.reader, **data.reader_options)
     train = [ex for ex in read(data.train) if keep_example(ex, data.filter)]
     if data.limit:

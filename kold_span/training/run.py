@@ -269,8 +269,9 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
     for cfg, task in zip(config.tasks, tasks):
-        seen = {label_str(ex.labels[task.source]) for ex in splits["train"]
-                if task.kind == "sequence" and task.problem == "single" and ex.labels.get(task.source) is not None}
+        if task.kind != "sequence" or task.problem != "single":
+            continue
+        seen = {label_str(ex.labels[task.source]) for ex in splits["train"] if ex.labels.get(task.source) is not None}
         if len(seen) == 1:
             message = (f"task {task.name!r}: every training example has the label {seen.pop()!r} (data.limit "
                        "keeps the first examples of the file, and some corpora are sorted by label)")
