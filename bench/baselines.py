@@ -1,7 +1,7 @@
 """Baseline scores on the real corpora: majority label, TF-IDF n-grams (± context), span lexicon.
 
 Each corpus's shared training side is split 80/20 (seeded, stratified on its label) and
-`kold_span.baselines.run_baselines` scores every applicable baseline on the 20%.
+`kold_span.evaluation.baselines.run_baselines` scores every applicable baseline on the 20%.
 Toxic Spans is also scored train → trial (the released trial file).
 
     .venv/bin/python bench/baselines.py                      # all corpora
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kold_span import corpora  # noqa: E402
-from kold_span.baselines import run_baselines  # noqa: E402
-from kold_span.training.datamodule import carve  # noqa: E402
+from kold_span.data.splits import carve  # noqa: E402
+from kold_span.evaluation.baselines import run_baselines  # noqa: E402
 
 LABEL_BASELINES = ("majority", "ngram", "ngram_context")
 IROSVA_VARIANTS = ("es", "mx", "cu")

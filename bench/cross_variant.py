@@ -24,10 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from kold_span.baselines import NgramBaseline, label_scores  # noqa: E402
-from kold_span.data import read_jsonl  # noqa: E402
-from kold_span.tasks import label_str  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
+
+from kold_span.data.example import label_str  # noqa: E402
+from kold_span.data.jsonl import read_jsonl  # noqa: E402
+from kold_span.evaluation.baselines import label_scores  # noqa: E402
+from kold_span.models.ngram import NgramBaseline
 
 VARIANTS = ("es", "mx", "cu")
 ABLATIONS = ROOT / "docs" / "ABLATIONS.md"
@@ -59,7 +61,7 @@ def matrices(work: Path, seeds: list[int], tag: str = "",
     A seed whose model directory is gone (another machine, a cleaned checkpoints/) is taken from
     `recorded` (see `recorded_scores`) when it is there; otherwise the model must exist.
     """
-    from kold_span.predictor import Predictor
+    from kold_span.inference.predictor import Predictor
     from kold_span.training.run import evaluate_predictor
 
     recorded = recorded or {}

@@ -26,16 +26,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from kold_span import metrics  # noqa: E402
-from kold_span.align import tags_to_spans  # noqa: E402
-from kold_span.baselines import label_scores  # noqa: E402
-from kold_span.config import config_from_dict  # noqa: E402
-from kold_span.data import spans_to_offsets  # noqa: E402
-from kold_span.decoding import gate_open  # noqa: E402
-from kold_span.evaluation import predicted_offsets  # noqa: E402
-from kold_span.hybrid import choose_companion, refit_companion  # noqa: E402
-from kold_span.tasks import THRESHOLD_GRID, label_str  # noqa: E402
 from quality import CORPORA, encoder_probs, fuse_with_ngram, fused_thresholds, with_label  # noqa: E402
+
+from kold_span.config.loading import config_from_dict  # noqa: E402
+from kold_span.data.example import (
+    label_str,  # noqa: E402
+    spans_to_offsets,  # noqa: E402
+)
+from kold_span.evaluation import metrics  # noqa: E402
+from kold_span.evaluation.baselines import label_scores  # noqa: E402
+from kold_span.evaluation.task_scores import predicted_offsets  # noqa: E402
+from kold_span.models.decoding import gate_open  # noqa: E402
+from kold_span.models.tasks import THRESHOLD_GRID
+from kold_span.text.align import tags_to_spans  # noqa: E402
+from kold_span.training.calibration import choose_companion, refit_companion  # noqa: E402
 
 
 def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) -> np.ndarray:
@@ -84,8 +88,8 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 def load_run(run: Path):
     """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
-    from kold_span.predictor import Predictor
-    from kold_span.training.datamodule import load_splits
+    from kold_span.corpora.splits import load_splits
+    from kold_span.inference.predictor import Predictor
 
     config = config_from_dict(json.loads((run / "config.json").read_text()))
     return config, Predictor.from_pretrained(run / "model"), load_splits(config)

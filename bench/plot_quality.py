@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from kold_span.ablate import mean_std, plot_main_metric  # noqa: E402
 from quality import CORPORA, row_label  # noqa: E402
+
+from kold_span.experiments.grid import mean_std, plot_main_metric  # noqa: E402
 
 BASELINE_LABELS = {"ngram": "n-gram", "ngram_context": "n-gram + context", "majority": "majority",
                    "lexicon": "lexicon"}

@@ -6,7 +6,7 @@ sides are run that way, independently). The toolkit trains on train (its dev spl
 train, seeded), and is scored on test next to the majority, TF-IDF n-gram and span-lexicon
 baselines fitted on the same train. The hybrid row fuses the n-gram model's probabilities with
 the encoder's, the weight chosen on dev. `--ensemble` adds a row for the seeds' models averaged
-(kold_span.ensemble), scored on the same test part; `--ensemble-with TAG ...` averages in other
+(kold_span.inference.ensemble), scored on the same test part; `--ensemble-with TAG ...` averages in other
 tags' runs of the same seeds as well (other configurations on the same split). `--extra-train`
 adds more training files (the Toxic Spans trial posts) to the training side only, leaving the
 test part as it is.
@@ -42,13 +42,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from kold_span import corpora  # noqa: E402
-from kold_span.baselines import context_string, decode_probs, label_scores, run_baselines  # noqa: E402
-from kold_span.hybrid import choose_companion, refit_companion, taken_extra  # noqa: E402
-from kold_span.config import REUSE_IGNORED_KEYS, Config, load_config, saved_config_changes  # noqa: E402
-from kold_span.data import Example, write_jsonl  # noqa: E402
-from kold_span.tasks import Task, label_str, tune_thresholds  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
+
+from kold_span import corpora  # noqa: E402
+from kold_span.config.loading import REUSE_IGNORED_KEYS, load_config, saved_config_changes
+from kold_span.config.schema import Config  # noqa: E402
+from kold_span.data.example import (
+    Example,
+    label_str,  # noqa: E402
+)
+from kold_span.data.jsonl import write_jsonl  # noqa: E402
+from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
+from kold_span.models.ngram import context_string, decode_probs
+from kold_span.models.tasks import Task, tune_thresholds
+from kold_span.training.calibration import choose_companion, refit_companion, taken_extra  # noqa: E402
 
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
 
@@ -86,7 +93,7 @@ CORPORA = {
 
 
 def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
-    from kold_span.training.datamodule import carve
+    from kold_span.data.splits import carve
 
     stratify = spec.label if spec.label and spec.problem == "single" else None
     return carve(examples, fraction, seed, stratify=stratify)
@@ -112,14 +119,14 @@ def fuse_with_ngram(companion, probs: Sequence[dict[str, float]],
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.hybrid.choose_companion).
+    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.training.calibration.choose_companion).
 
     The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
     split with n-gram models fitted on its train split only, then the n-gram is refitted on
     train + dev, the same data the n-gram baseline row is fitted on, before scoring test. `extra`
     examples (none in dev or test) are offered to the n-gram and taken if dev prefers them.
     "dev_scores" keeps every weight's dev score for the chosen n-gram variant (ties go to the
-    smallest weight, kold_span.baselines.HybridScorer.choose_weight). The row's scores decode the
+    smallest weight, kold_span.evaluation.baselines.HybridScorer.choose_weight). The row's scores decode the
     fusion at 0.5. With `thresholds` (a multi-label task configured with `threshold: dev`), "tuned"
     holds the test scores at each label's F1-best threshold on the fused dev probabilities of the
     train-only n-gram, the order a training run follows.
@@ -171,7 +178,7 @@ def annotation_scores(label: str, examples: Sequence[Example], predicted: Sequen
 
 def fused_thresholds(task_name: str, label: str, dev: Sequence[Example],
                      dev_fused: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Each label's F1-best threshold on the fused dev probabilities (kold_span.tasks.tune_thresholds)."""
+    """Each label's F1-best threshold on the fused dev probabilities (kold_span.models.tasks.tune_thresholds)."""
     names = tuple(sorted(dev_fused[0])) if dev_fused else ()
     task = Task(task_name, "sequence", label, problem="multi", labels=names)
     golds = [{label_str(v) for v in e.labels[label]} for e in dev]
@@ -236,8 +243,8 @@ def finished_metrics(config: Config, retrain: bool = False) -> Optional[dict[str
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                recorded: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
     """Train and score one corpus; a seed in `recorded` (from the results file) is reused, not retrained."""
-    from kold_span.predictor import Predictor
-    from kold_span.training.datamodule import load_splits
+    from kold_span.corpora.splits import load_splits
+    from kold_span.inference.predictor import Predictor
     from kold_span.training.run import train
 
     started = time.time()
@@ -348,14 +355,14 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
 
 def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
                  ngram_extra: Sequence[Example] = (), companions: Sequence[Path] = ()) -> dict[str, Any]:
-    """The test scores of the seeds' models averaged (kold_span.ensemble), and of that ensemble's hybrid.
+    """The test scores of the seeds' models averaged (kold_span.inference.ensemble), and of that ensemble's hybrid.
 
     `companions` are more model folders averaged in (other configurations' runs, see
     `companion_models`). The seeds share their train/dev split (data.split_seed), so the
     hybrid's weight is chosen on the same dev examples as each seed's.
     """
-    from kold_span.ensemble import Ensemble
-    from kold_span.training.datamodule import load_splits
+    from kold_span.corpora.splits import load_splits
+    from kold_span.inference.ensemble import Ensemble
     from kold_span.training.run import evaluate_predictor
 
     dirs = [run_dir_of(config) / "model" for config in configs] + list(companions)

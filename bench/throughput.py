@@ -32,13 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kold_span import corpora  # noqa: E402
-from kold_span.config import ScratchEncoderConfig  # noqa: E402
-from kold_span.data import Example  # noqa: E402
-from kold_span.encoders import scratch_encoder, train_tokenizer  # noqa: E402
-from kold_span.model import MultiTaskModel  # noqa: E402
-from kold_span.morphemes import clear_cache  # noqa: E402
-from kold_span.predictor import Predictor  # noqa: E402
-from kold_span.tasks import Task  # noqa: E402
+from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
+from kold_span.data.example import Example  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.models.backbones import scratch_encoder, train_tokenizer  # noqa: E402
+from kold_span.models.network import MultiTaskModel  # noqa: E402
+from kold_span.models.tasks import Task  # noqa: E402
+from kold_span.text.morphemes import clear_cache  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from report import machine_line, write_section  # noqa: E402

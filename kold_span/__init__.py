@@ -1,5 +1,7 @@
 """kold-span: offensive language, targets and spans, sarcasm and irony in context."""
-from kold_span.data import Annotation, DataError, Example, read_jsonl, write_jsonl
+from kold_span.data.example import Annotation, Example
+from kold_span.data.jsonl import read_jsonl, write_jsonl
+from kold_span.errors import DataError
 
 __version__ = "0.1.0"
 __all__ = ["Annotation", "DataError", "Example", "Predictor", "read_jsonl", "write_jsonl"]
@@ -8,6 +10,6 @@ __all__ = ["Annotation", "DataError", "Example", "Predictor", "read_jsonl", "wri
 def __getattr__(name: str):
     # Predictor pulls in torch and transformers; import it only when asked for.
     if name == "Predictor":
-        from kold_span.predictor import Predictor
+        from kold_span.inference.predictor import Predictor
         return Predictor
     raise AttributeError(f"module 'kold_span' has no attribute {name!r}")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kold_span import ablate
-from kold_span.ablate import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid, render_markdown,
-                              split_values, summarize, write_results)
-from kold_span.config import ConfigError
+from kold_span.experiments import grid as ablate
+from kold_span.errors import ConfigError
+from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
+                                        render_markdown, split_values, summarize, write_results)
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests/fixtures/configs/tiny.yaml"

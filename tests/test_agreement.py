@@ -4,20 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from kold_span.agreement import (
-    annotator_bias,
-    bootstrap_ci,
-    cohen_kappa_pairwise,
-    fleiss_kappa,
-    hard_cases,
-    interpret_kappa,
-    item_entropy,
-    krippendorff_alpha,
-    majority_label,
-    mean_pairwise_cohen,
-    span_agreement,
-    unanimity,
-)
+from kold_span.agreement.coefficients import (annotator_bias, bootstrap_ci, cohen_kappa_pairwise, fleiss_kappa,
+                                              hard_cases, interpret_kappa, item_entropy, krippendorff_alpha,
+                                              majority_label, mean_pairwise_cohen, span_agreement, unanimity)
 
 approx = pytest.approx
 

@@ -10,17 +10,9 @@ import numpy as np
 import pytest
 
 from kold_span import agreement
-from kold_span.agreement_report import (
-    CROWD,
-    ItemResamples,
-    build_report,
-    default_label,
-    main,
-    ratings_table,
-    render_markdown,
-    write_report,
-)
-from kold_span.data import Annotation, Example
+from kold_span.agreement.report import (CROWD, ItemResamples, build_report, default_label, main, ratings_table,
+                                        render_markdown, write_report)
+from kold_span.data.example import Annotation, Example
 
 approx = pytest.approx
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""Tests for kold_span.align: character spans <-> token tags, and span snapping."""
+"""Tests for kold_span.text.align: character spans <-> token tags, and span snapping."""
 from __future__ import annotations
 
 import doctest
@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kold_span import align
-from kold_span.align import (IGNORE_INDEX, bio_labels, content_offsets, snap_spans, spans_to_tags,
-                             tags_to_spans)
-from kold_span.data import merge_spans
+from kold_span.text import align
+from kold_span.data.example import merge_spans
+from kold_span.text.align import IGNORE_INDEX, bio_labels, content_offsets, snap_spans, spans_to_tags, tags_to_spans
 
 CORPUS = [
     "you are a stupid idiot",

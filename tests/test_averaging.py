@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kold_span.config import load_config
-from kold_span.predictor import Predictor
+from kold_span.config.loading import load_config
+from kold_span.inference.predictor import Predictor
 from kold_span.training.averaging import WeightEMA
 from kold_span.training.run import train
 

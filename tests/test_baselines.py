@@ -1,16 +1,10 @@
 """Baselines: hand-checked predictions on tiny invented examples."""
 import pytest
 
-from kold_span.baselines import (
-    HybridScorer,
-    LexiconSpanTagger,
-    MajorityBaseline,
-    NgramBaseline,
-    label_scores,
-    run_baselines,
-    word_spans,
-)
-from kold_span.data import Example
+from kold_span.data.example import Example
+from kold_span.evaluation.baselines import (HybridScorer, LexiconSpanTagger, MajorityBaseline, label_scores,
+                                            run_baselines, word_spans)
+from kold_span.models.ngram import NgramBaseline
 
 approx = pytest.approx
 

@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from kold_span import corpora
-from kold_span.config import load_config
-from kold_span.encoders import build_encoder
-from kold_span.encoding import InputEncoder
-from kold_span.tasks import build_tasks
-from kold_span.training.datamodule import LengthGroupedSampler, WindowsDataModule, load_splits
+from kold_span.config.loading import load_config
+from kold_span.corpora.splits import load_splits
+from kold_span.models.backbones import build_encoder
+from kold_span.models.tasks import build_tasks
+from kold_span.models.windows import InputEncoder
+from kold_span.training.datamodule import LengthGroupedSampler, WindowsDataModule
 from kold_span.training.run import tokenizer_texts, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +113,7 @@ def test_training_with_grouped_batches_learns(tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=g", "data.limit=16",
                                 "trainer.group_by_length=true"])
     result = train(config, quiet=True)
-    from kold_span.predictor import Predictor
+    from kold_span.inference.predictor import Predictor
     from kold_span.training.run import evaluate_predictor
 
     scores = evaluate_predictor(Predictor.from_pretrained(result.model_dir), corpora.read("kold", FIXTURE)[:16])

@@ -75,7 +75,7 @@ class UninformedPredictor:
 
 
 def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_label():
-    from kold_span.data import Example
+    from kold_span.data.example import Example
 
     def make(i, ironic):
         topic = "sarcastic topic" if ironic else "plain topic"
@@ -117,8 +117,8 @@ class GoldReadingPredictor:
 def test_hybrid_tunes_multi_label_thresholds_on_dev_with_the_train_only_ngram_then_refits(monkeypatch):
     from dataclasses import replace
 
-    from kold_span.data import Example
-    from kold_span.hybrid import Companion
+    from kold_span.data.example import Example
+    from kold_span.models.ngram import Companion
 
     def make(i, labels):
         return Example(str(i), "".join(labels) or "none", labels={"groups": labels})
@@ -199,7 +199,8 @@ def test_extra_training_for_one_irosva_variant_takes_the_other_variants_files():
 
 def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
     cross_variant = pytest.importorskip("cross_variant")
-    from kold_span.data import Example, write_jsonl
+    from kold_span.data.example import Example
+    from kold_span.data.jsonl import write_jsonl
 
     for variant in cross_variant.VARIANTS:
         rows = [Example(id=f"{variant}{i}", text=f"{w} tweet", labels={"irony": i % 2 == 0})
@@ -217,7 +218,7 @@ def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
 
 
 def test_finished_run_is_reused_only_with_the_settings_it_was_trained_with(tmp_path):
-    from kold_span.config import load_config
+    from kold_span.config.loading import load_config
 
     experiment = quality.EXPERIMENTS / "beep.yaml"
     overrides = [f"output_dir={tmp_path}", "run=beep-seed13", "seed=13"]
@@ -278,7 +279,7 @@ def test_extra_ngram_data_and_runs_from_are_recorded_in_the_setup_only_when_give
 
 
 def test_hybrid_offers_extra_ngram_data_without_dev_texts_and_takes_it_when_dev_prefers():
-    from kold_span.data import Example
+    from kold_span.data.example import Example
 
     def make(i, text, ironic):
         return Example(str(i), text, labels={"irony": ironic})
@@ -500,7 +501,7 @@ def test_machines_line_lists_each_recorded_machine_once():
 
 
 def test_annotation_scores_count_every_annotators_label_against_the_posts_prediction():
-    from kold_span.data import Annotation, Example
+    from kold_span.data.example import Annotation, Example
 
     def post(i, votes):
         return Example(str(i), f"post {i}", labels={"irony": sum(votes) * 2 > len(votes)},

@@ -1,7 +1,8 @@
 """Configs: split by concern, validated before any work, overrides."""
 import pytest
 
-from kold_span.config import ConfigError, load_config, parse_override
+from kold_span.config.loading import load_config, parse_override
+from kold_span.errors import ConfigError
 
 DEMO = "configs/experiment/demo.yaml"
 

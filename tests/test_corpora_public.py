@@ -10,9 +10,10 @@ import pytest
 from kold_span.corpora import available, get_reader, read
 from kold_span.corpora._common import BadRecordWarning
 from kold_span.corpora.beep import read_unlabeled_texts
-from kold_span.corpora.kocosa import swap_speakers
 from kold_span.corpora.unsmile import GROUP_COLUMNS
-from kold_span.data import DataError, spans_to_offsets
+from kold_span.data.example import spans_to_offsets
+from kold_span.data.transforms import swap_speakers
+from kold_span.errors import DataError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "corpora"
 PUBLIC = ("toxic_spans", "toxic_spans_raw", "beep", "unsmile", "kocosa", "irosva", "multipico")
@@ -275,9 +276,11 @@ def test_kocosa_speaker_swap():
 def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
     """`data.speaker_swap` swaps a share of the examples left for training after dev and test
     are carved, so the model is trained on swapped dialogues and scored on dialogues as read."""
-    from kold_span.config import ConfigError, load_config
-    from kold_span.data import Example, write_jsonl
-    from kold_span.training.datamodule import load_splits
+    from kold_span.config.loading import load_config
+    from kold_span.corpora.splits import load_splits
+    from kold_span.data.example import Example
+    from kold_span.data.jsonl import write_jsonl
+    from kold_span.errors import ConfigError
 
     dialogues = [Example(f"d{i}", f"B: 답 {i}", context=[f"A: 말 {i}", f"B: 응 {i}"], labels={"sarcasm": i % 2 == 0},
                          meta={"speakers": ["A", "B"], "response_speaker": "B"}) for i in range(20)]

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from kold_span.data import (Annotation, DataError, Example, merge_spans, normalize_spans, offsets_to_spans,
-                            read_jsonl, spans_to_offsets, to_hf_dataset, write_jsonl)
+from kold_span.data.example import Annotation, Example, merge_spans, normalize_spans, offsets_to_spans, spans_to_offsets
+from kold_span.data.jsonl import read_jsonl, to_hf_dataset, write_jsonl
+from kold_span.errors import DataError
 
 
 def test_offsets_to_spans_groups_consecutive_characters():

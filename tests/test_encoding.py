@@ -1,9 +1,9 @@
 """Input windows: context first in, cut first; long texts covered by overlapping windows."""
 import pytest
 
-from kold_span.config import ScratchEncoderConfig
-from kold_span.encoders import train_tokenizer
-from kold_span.encoding import InputEncoder
+from kold_span.config.schema import ScratchEncoderConfig
+from kold_span.models.backbones import train_tokenizer
+from kold_span.models.windows import InputEncoder
 
 WORDS = "너 진짜 쓰레기 같은 정치인 오늘 기사 제목 경기 응원 합니다 바보 멍청이".split()
 

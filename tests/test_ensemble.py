@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from kold_span.cli import main
-from kold_span.config import load_config
-from kold_span.decoding import MergedExample
-from kold_span.ensemble import Ensemble
-from kold_span.predictor import Predictor
-from kold_span.tasks import Task
+from kold_span.config.loading import load_config
+from kold_span.inference.ensemble import Ensemble
+from kold_span.inference.predictor import Predictor
+from kold_span.models.decoding import MergedExample
+from kold_span.models.tasks import Task
 from kold_span.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ import torch
 import yaml
 
 from kold_span import corpora
-from kold_span.config import load_config
-from kold_span.predictor import Predictor
+from kold_span.config.loading import load_config
+from kold_span.inference.predictor import Predictor
 from kold_span.training.run import evaluate_predictor, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

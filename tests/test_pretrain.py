@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kold_span.config import ConfigError
-from kold_span.pretrain import (add_arguments, length_grouped_batches, load_pretrain_config, lr_factor,
-                                main_from_args, pretrain)
+from kold_span.errors import ConfigError
+from kold_span.training.pretrain import (add_arguments, length_grouped_batches, load_pretrain_config, lr_factor,
+                                         main_from_args, pretrain)
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -70,7 +70,7 @@ def test_loss_decreases(trained):
 
 
 def test_directory_loads_with_the_same_hidden_states(trained):
-    from kold_span.encoders import load_pretrained
+    from kold_span.models.backbones import load_pretrained
 
     tokenizer, encoder = load_pretrained(str(trained.directory))
     assert getattr(tokenizer, "kold_morphemes", False), "the Kiwi pre-tokenizer was not re-attached"
@@ -118,8 +118,8 @@ def test_lr_factor_and_length_grouping():
 
 
 def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp_path):
-    from kold_span.data import DataError
-    from kold_span.pretrain import TextSource, read_texts
+    from kold_span.errors import DataError
+    from kold_span.training.pretrain import TextSource, read_texts
 
     bom = tmp_path / "bom.txt"
     bom.write_bytes("\ufeff첫 줄\r\n둘째 줄\n".encode("utf-8"))

@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from kold_span.data import DataError, Example
-from kold_span.scoring import evaluate_examples, read_predictions
+from kold_span.data.example import Example
+from kold_span.errors import DataError
+from kold_span.evaluation.files import evaluate_examples, read_predictions
 
 
 def write(path, *records):

@@ -6,14 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from kold_span.config import ConfigError, TaskConfig, load_config
-from kold_span.data import Example, write_jsonl
-from kold_span.decoding import MergedExample, sequence_prediction, span_tags, task_spans
-from kold_span.evaluation import score, tune_span_threshold
-from kold_span.model import task_loss
-from kold_span.predictor import Predictor
-from kold_span.tasks import (THRESHOLD_GRID, Task, balanced_weights, build_tasks, positive_weights,
-                              tune_thresholds)
+from kold_span.config.loading import load_config
+from kold_span.config.schema import TaskConfig
+from kold_span.data.example import Example
+from kold_span.data.jsonl import write_jsonl
+from kold_span.errors import ConfigError
+from kold_span.evaluation.task_scores import score, tune_span_threshold
+from kold_span.inference.predictor import Predictor
+from kold_span.models.decoding import MergedExample, sequence_prediction, span_tags, task_spans
+from kold_span.models.network import task_loss
+from kold_span.models.tasks import (THRESHOLD_GRID, Task, balanced_weights, build_tasks, positive_weights,
+                                    tune_thresholds)
 from kold_span.training.run import train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import pytest
 
 from kold_span import corpora
 from kold_span.cli import main
-from kold_span.config import load_config
-from kold_span.predictor import Predictor
+from kold_span.config.loading import load_config
+from kold_span.inference.predictor import Predictor
 from kold_span.training.run import evaluate_predictor, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,7 +300,7 @@ def test_predict_cli_keeps_rows_with_repeated_ids_apart(trained, tmp_path):
 def test_pool_reads_the_first_token_or_the_unpadded_mean():
     import torch
 
-    from kold_span.model import pool
+    from kold_span.models.network import pool
     states = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [50.0, 60.0]]])
     mask = torch.tensor([[1, 1, 0]])  # the third token is padding
     assert pool(states, mask, "first").tolist() == [[1.0, 2.0]]
@@ -327,7 +327,7 @@ def test_mean_pooling_is_trained_saved_and_reloaded(tmp_path):
     ("32-true", "cpu", False, False, False),
 ])
 def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(precision, accelerator, cuda, native, warned):
-    from kold_span.config import TrainerConfig
+    from kold_span.config.schema import TrainerConfig
     from kold_span.training.run import emulated_bf16_warning
 
     message = emulated_bf16_warning(TrainerConfig(precision=precision, accelerator=accelerator), cuda, native)
@@ -337,8 +337,9 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(precision, accelerato
 
 
 def test_windows_longer_than_the_encoders_positions_fail_before_training(tmp_path):
-    from kold_span.config import ConfigError, ScratchEncoderConfig
-    from kold_span.encoders import scratch_encoder
+    from kold_span.config.schema import ScratchEncoderConfig
+    from kold_span.errors import ConfigError
+    from kold_span.models.backbones import scratch_encoder
     from kold_span.training.run import check_window_length
 
     with pytest.raises(ConfigError, match=r"model.max_length \(256\) is longer than .*max_position: 128"):

@@ -11,7 +11,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from kold_span.data import Example
+from kold_span.data.example import Example
 
 Reader = Callable[..., list[Example]]
 _READERS: dict[str, Reader] = {}

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.corpora import Reader
-from kold_span.data import DataError, Example
+from kold_span.data.example import Example
+from kold_span.errors import DataError
 
 
 class BadRecordWarning(UserWarning):

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kold_span.corpora import register
-from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, parse_bool,
-                                       reports_skipped)
-from kold_span.data import DataError, Example
+from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, parse_bool, reports_skipped)
+from kold_span.data.example import Example
+from kold_span.errors import DataError
 
 HATE = ("hate", "offensive", "none")
 BIAS = ("gender", "others", "none")

@@ -12,7 +12,8 @@ from typing import Optional
 
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, CsvRecords, bad_field, reports_skipped
-from kold_span.data import DataError, Example
+from kold_span.data.example import Example
+from kold_span.errors import DataError
 
 VARIANTS = ("cu", "es", "mx")
 _FILE_NAME = re.compile(r"^irosva\.([a-z]+)\.")

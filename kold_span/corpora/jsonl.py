@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kold_span.corpora import register
-from kold_span.data import Example, read_jsonl
+from kold_span.data.example import Example
+from kold_span.data.jsonl import read_jsonl
 
 
 @register("jsonl")

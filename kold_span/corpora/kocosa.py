@@ -14,15 +14,15 @@ explanation (e.g. "B가 …A의 말" → "A가 …B의 말"); stage directions a
 from __future__ import annotations
 
 import json
-import random
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
-from kold_span.data import DataError, Example
+from kold_span.data.example import Example
+from kold_span.data.transforms import swap_share
+from kold_span.errors import DataError
 
 COLUMNS = ("Context", "Response", "Sarcasm_Label", "Sarcasm_Explanation")
 SARCASM = {"Sarcasm": True, "Non-Sarcasm": False}
@@ -67,12 +67,6 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
     return swap_share(examples, speaker_swap, seed) if speaker_swap else examples
 
 
-def swap_share(examples: list[Example], share: float, seed: int) -> list[Example]:
-    """The examples, with exactly round(share × n) of them, chosen with `seed`, speaker-swapped."""
-    chosen = set(random.Random(seed).sample(range(len(examples)), round(share * len(examples))))
-    return [swap_speakers(ex) if i in chosen else ex for i, ex in enumerate(examples)]
-
-
 def _load_columns(file: Path) -> dict[str, dict[str, Any]]:
     """The four column dicts of the file; a missing or malformed column is a `DataError`."""
     try:
@@ -114,26 +108,3 @@ def _speaker(turn: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
-def swap_speakers(example: Example) -> Example:
-    """A copy of a KoCoSa example with speakers A and B exchanged (marks, meta and explanation).
-
-    >>> ex = Example(id="x", text="B: 참 잘했네", context=["A: 시험 망쳤어"],
-    ...              meta={"speakers": ["A"], "response_speaker": "B", "explanation": "B가 A를 비꼼",
-    ...                    "speakers_swapped": False})
-    >>> swapped = swap_speakers(ex)
-    >>> swapped.context, swapped.text, swapped.meta["explanation"]
-    (['B: 시험 망쳤어'], 'A: 참 잘했네', 'A가 B를 비꼼')
-    """
-    def swap_mark(turn: str) -> str:
-        return _MARK.sub(lambda m: f"{_SWAP.get(m.group(1), m.group(1))}:", turn, count=1)
-
-    meta = dict(example.meta)  # the KoCoSa reader's keys, where present (a JSONL file may lack them)
-    if "speakers" in meta:
-        meta["speakers"] = [_SWAP.get(s, s) for s in meta["speakers"]]
-    if "response_speaker" in meta:
-        meta["response_speaker"] = _SWAP.get(meta["response_speaker"], meta["response_speaker"])
-    if "explanation" in meta:
-        meta["explanation"] = _SPEAKER_LETTER.sub(lambda m: _SWAP[m.group(0)], meta["explanation"])
-    meta["speakers_swapped"] = not meta.get("speakers_swapped", False)
-    context = [swap_mark(t) for t in example.context] if isinstance(example.context, list) else example.context
-    return replace(example, text=swap_mark(example.text), context=context, labels=dict(example.labels), meta=meta)

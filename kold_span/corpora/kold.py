@@ -16,7 +16,9 @@ from typing import Any, Optional
 
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, reports_skipped
-from kold_span.data import Annotation, DataError, Example, Span, iter_json_lines, offsets_to_spans
+from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
+from kold_span.data.jsonl import iter_json_lines
+from kold_span.errors import DataError
 
 REQUIRED = ("comment", "raw_labels")
 TARGET_TYPES = ("individual", "group", "others", "untargeted")

@@ -22,7 +22,8 @@ from typing import Any, Optional, Union
 
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
-from kold_span.data import Annotation, DataError, Example
+from kold_span.data.example import Annotation, Example
+from kold_span.errors import DataError
 
 MISSING_TRAIT = "DATA_EXPIRED"
 _CLASS_KEYS = {"0": "0", "0.0": "0", "1": "1", "1.0": "1"}

@@ -10,8 +10,9 @@ import csv
 from pathlib import Path
 
 from kold_span.corpora import register
-from kold_span.corpora._common import BadRecords, CsvRecords, bad_field, find_file, reports_skipped
-from kold_span.data import DataError, Example
+from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, reports_skipped)
+from kold_span.data.example import Example
+from kold_span.errors import DataError
 
 TEXT_COLUMN = "문장"
 GROUP_COLUMNS = ("여성/가족", "남성", "성소수자", "인종/국적", "연령", "지역", "종교", "기타 혐오", "악플/욕설",

@@ -1,1 +1,1 @@
-"""Lightning training: data module, LightningModule and the `train` entry point."""
+"""Layer 8, training: Lightning data module and module, callbacks, calibration, `train` and `pretrain`."""

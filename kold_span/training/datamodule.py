@@ -12,67 +12,11 @@ from typing import Any, Optional, Sequence
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader, Sampler
 
-from kold_span import corpora
-from kold_span.config import Config
-from kold_span.corpora.kocosa import swap_share
-from kold_span.data import Example, context_turns, require_path
-from kold_span.encoding import InputEncoder, collate, encode_example
-from kold_span.morphemes import prefetch_for
-from kold_span.perspectives import expand_by_annotator
-from kold_span.tasks import Task, keep_example, label_str
-
-SPLITS = ("train", "dev", "test")
-
-
-def load_splits(config: Config) -> dict[str, list[Example]]:
-    """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified)."""
-    data = config.data
-    for name in ("train", "dev", "test"):
-        if getattr(data, name):
-            require_path(getattr(data, name), f"data.{name}")
-    read = partial(corpora.read, data.reader, **data.reader_options)
-    train = [ex for ex in read(data.train) if keep_example(ex, data.filter)]
-    if data.limit:
-        train = train[:data.limit]
-    splits = {"train": train}
-    for name, fraction in (("test", data.test_fraction), ("dev", data.dev_fraction)):
-        path = getattr(data, name)
-        if path:
-            splits[name] = [ex for ex in read(path) if keep_example(ex, data.filter)]
-        elif fraction > 0:
-            splits["train"], splits[name] = carve(splits["train"], fraction, data.split_seed, data.stratify)
-        else:
-            splits[name] = []
-    if not splits["train"]:
-        raise ValueError(f"no training examples left in {data.train} after data.filter={data.filter}")
-    if data.speaker_swap:
-        splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
-    if data.perspective is not None:
-        # Split by item first, so one item's annotators never straddle train and test.
-        splits = {name: expand_by_annotator(exs, data.perspective.label, data.perspective.traits)
-                  for name, exs in splits.items()}
-        if not splits["train"]:
-            raise ValueError(f"data.perspective: no annotation carries the label {data.perspective.label!r}")
-    return splits
-
-
-def carve(examples: list[Example], fraction: float, seed: int,
-          stratify: Optional[str] = None) -> tuple[list[Example], list[Example]]:
-    """Split off `fraction` of the examples, per stratum when a label key is given."""
-    strata: dict[str, list[Example]] = defaultdict(list)
-    for ex in examples:
-        key = label_str(ex.labels.get(stratify)) if stratify else ""
-        strata[key].append(ex)
-    rng = random.Random(seed)
-    kept, carved = [], []
-    for key in sorted(strata):
-        group = list(strata[key])
-        rng.shuffle(group)
-        n = round(len(group) * fraction)
-        carved += group[:n]
-        kept += group[n:]
-    order = {ex.id: i for i, ex in enumerate(examples)}
-    return sorted(kept, key=lambda e: order[e.id]), sorted(carved, key=lambda e: order[e.id])
+from kold_span.corpora.splits import SPLITS
+from kold_span.data.example import Example, context_turns
+from kold_span.models.tasks import Task
+from kold_span.models.windows import InputEncoder, collate, encode_example
+from kold_span.text.morphemes import prefetch_for
 
 
 def windows_dataset(examples: Sequence[Example], tasks: Sequence[Task], encoder: InputEncoder,

@@ -7,9 +7,9 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 
-from kold_span.config import TrainerConfig
-from kold_span.model import MultiTaskModel, probabilities
-from kold_span.tasks import Task
+from kold_span.config.schema import TrainerConfig
+from kold_span.models.network import MultiTaskModel, probabilities
+from kold_span.models.tasks import Task
 
 # (window index → task → probabilities) → metrics
 Evaluator = Callable[[dict[int, dict[str, np.ndarray]]], dict[str, float]]

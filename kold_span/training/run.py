@@ -14,12 +14,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kold_span import corpora
-from kold_span.config import Config, ConfigError, TrainerConfig
-from kold_span.data import Example, context_turns
-from kold_span.decoding import merge_windows
-from kold_span.evaluation import format_table, score, tune_span_threshold
-from kold_span.perspectives import expand_by_annotator, trait_phrase
-from kold_span.tasks import Task, build_tasks, keep_example, label_set, label_str, tune_thresholds
+from kold_span.config.schema import Config, TrainerConfig
+from kold_span.data.example import Example, context_turns, label_set, label_str
+from kold_span.data.perspectives import expand_by_annotator, trait_phrase
+from kold_span.data.splits import keep_example
+from kold_span.errors import ConfigError
+from kold_span.evaluation.task_scores import format_table, score, tune_span_threshold
+from kold_span.models.decoding import merge_windows
+from kold_span.models.tasks import Task, build_tasks, tune_thresholds
 
 
 @dataclass
@@ -134,7 +136,7 @@ def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> dict[str, t
 
 def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
                    extra: Optional[dict[str, tuple[list[Example], int]]] = None) -> dict[str, Any]:
-    """Fit and attach the n-gram model of every task configured with `fuse_ngram` (see kold_span.hybrid).
+    """Fit and attach the n-gram model of every task configured with `fuse_ngram` (see kold_span.models.ngram).
 
     `extra` is `ngram_extra`'s result: the examples each task's n-gram may also learn from.
     Returns {task: summary} (weight, n-gram variant, dev scores by weight; weight 1.0 is the
@@ -143,7 +145,7 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
     can still score the fused model (dev thresholds, the reported dev scores, optimistic since
     the weight was chosen there); `refit_companions` then fits them on train + dev.
     """
-    from kold_span.hybrid import choose_companion
+    from kold_span.training.calibration import choose_companion
 
     wanted = {t.name: t for t in config.tasks if t.fuse_ngram}
     if not wanted:
@@ -170,7 +172,7 @@ def fit_companions(config: Config, predictor, splits: dict[str, list[Example]],
 def refit_companions(config: Config, predictor, splits: dict[str, list[Example]],
                      extra: Optional[dict[str, tuple[list[Example], int]]] = None) -> None:
     """Fit each attached n-gram again on train + dev (+ the extra examples it took), as it is saved."""
-    from kold_span.hybrid import refit_companion, taken_extra
+    from kold_span.training.calibration import refit_companion, taken_extra
 
     sources = {t.name: t.source for t in config.tasks}
     for name, companion in predictor.companions.items():
@@ -241,16 +243,18 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     """Train one run end to end and export its best checkpoint as a model directory."""
     import pytorch_lightning as pl
     import torch
-    from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+    from pytorch_lightning.callbacks import (EarlyStopping, LearningRateMonitor, ModelCheckpoint)
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
     from transformers import AutoTokenizer
 
-    from kold_span.encoders import attach_morpheme_pretokenizer, build_encoder, save_tokenizer, scratch_encoder
-    from kold_span.encoding import InputEncoder
-    from kold_span.model import MultiTaskModel
-    from kold_span.predictor import Predictor
+    from kold_span.corpora.splits import load_splits
+    from kold_span.inference.predictor import Predictor
+    from kold_span.models.backbones import (attach_morpheme_pretokenizer, build_encoder, save_tokenizer,
+                                            scratch_encoder)
+    from kold_span.models.network import MultiTaskModel
+    from kold_span.models.windows import InputEncoder
     from kold_span.training.averaging import WeightEMA
-    from kold_span.training.datamodule import WindowsDataModule, load_splits
+    from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
 
     started = time.time()

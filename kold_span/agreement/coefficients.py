@@ -1,0 +1,362 @@
+"""Inter-annotator agreement over ratings tables.
+
+A ratings table is a list of items, each a dict ``{annotator_id: label}``.
+Annotators may skip items (as in crowdsourcing): a missing key means "not
+labelled", never a label.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from itertools import combinations
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
+
+from kold_span.evaluation.metrics import char_f1
+
+Ratings = Sequence[Mapping[Hashable, Hashable]]
+
+KAPPA_BANDS = ((0.20, "poor"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
+
+
+# --------------------------------------------------------------------------- chance-corrected coefficients
+
+
+def cohen_kappa_pairwise(ratings: Ratings) -> dict[tuple[Hashable, Hashable], float]:
+    """Cohen's kappa for every annotator pair, over the items both labelled.
+
+    Pairs sharing fewer than 2 items are left out. A pair whose kappa is
+    undefined (both gave one and the same label throughout) maps to NaN.
+
+    Args:
+        ratings: the ratings table.
+
+    Returns:
+        ``{(a, b): kappa}`` with ``a`` before ``b`` in `str` order.
+
+    Example:
+        >>> kappas = cohen_kappa_pairwise([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}])
+        >>> {pair: round(k, 4) for pair, k in kappas.items()}
+        {('x', 'y'): 0.4}
+    """
+    from sklearn.metrics import cohen_kappa_score
+
+    # One pass over items, not one per pair: crowd tables have thousands of annotators.
+    shared: dict[tuple[Hashable, Hashable], tuple[list, list]] = {}
+    for item in ratings:
+        for a, b in combinations(sorted(item, key=str), 2):
+            labels_a, labels_b = shared.setdefault((a, b), ([], []))
+            labels_a.append(item[a])
+            labels_b.append(item[b])
+    kappas = {}
+    for pair in sorted(shared, key=lambda ab: (str(ab[0]), str(ab[1]))):
+        labels_a, labels_b = shared[pair]
+        if len(labels_a) >= 2:
+            with warnings.catch_warnings():
+                # An undefined kappa is reported as NaN, as documented; sklearn's warning adds nothing.
+                warnings.simplefilter("ignore")
+                kappas[pair] = float(cohen_kappa_score(labels_a, labels_b))
+    return kappas
+
+
+def mean_pairwise_cohen(ratings: Ratings) -> float:
+    """The mean of the defined pairwise Cohen's kappas.
+
+    Args:
+        ratings: the ratings table.
+
+    Returns:
+        The mean kappa over pairs with a defined value (NaN if there is none).
+
+    Raises:
+        ValueError: no annotator pair shares at least 2 items.
+
+    Example:
+        >>> round(mean_pairwise_cohen([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
+        0.4
+    """
+    kappas = cohen_kappa_pairwise(ratings)
+    if not kappas:
+        raise ValueError("no annotator pair shares at least 2 items")
+    defined = [k for k in kappas.values() if not math.isnan(k)]
+    return sum(defined) / len(defined) if defined else math.nan
+
+
+def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = None) -> float:
+    """Fleiss' kappa over the items labelled by the modal number of raters.
+
+    Fleiss' kappa assumes every item has the same number of ratings. Items with
+    fewer than 2 ratings are dropped; of the rest, only items with the most
+    common number of ratings are kept (on a tie, the larger number). Use
+    `krippendorff_alpha` to use every item.
+
+    Args:
+        ratings: the ratings table.
+        categories: the label set (default: every label seen); a label
+            outside it is an error.
+
+    Returns:
+        Fleiss' kappa (statsmodels).
+
+    Raises:
+        ValueError: no item has 2 or more ratings, or an unknown label.
+
+    Example:
+        >>> round(fleiss_kappa([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
+        0.3333
+    """
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+    items = [item for item in ratings if len(item) >= 2]
+    if not items:
+        raise ValueError("fleiss_kappa needs at least one item with 2 or more ratings")
+    sizes = Counter(len(item) for item in items)
+    modal = max(sizes, key=lambda n: (sizes[n], n))
+    items = [item for item in items if len(item) == modal]
+    categories = _categories(items, categories)
+    table = [[list(item.values()).count(c) for c in categories] for item in items]
+    return float(sm_fleiss_kappa(table, method="fleiss"))
+
+
+def krippendorff_alpha(ratings: Ratings, level: str = "nominal") -> float:
+    """Krippendorff's alpha over every item, missing ratings allowed.
+
+    Args:
+        ratings: the ratings table.
+        level: ``"nominal"`` (any hashable labels), or ``"ordinal"``,
+            ``"interval"``, ``"ratio"`` (labels must be numbers).
+
+    Returns:
+        Alpha (``krippendorff`` package); items with a single rating do not count.
+
+    Example:
+        >>> krippendorff_alpha([{"x": "a", "y": "a"}, {"x": "b", "y": "b"}])
+        1.0
+    """
+    import krippendorff
+    import numpy as np
+
+    annotators = sorted({a for item in ratings for a in item}, key=str)
+    if level == "nominal":
+        code = {lab: i for i, lab in enumerate(sorted({lab for item in ratings for lab in item.values()}, key=str))}
+    else:
+        code = _NumericCode()
+    matrix = np.array([[code[item[a]] if a in item else np.nan for item in ratings] for a in annotators], dtype=float)
+    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
+
+
+class _NumericCode:
+    """Map a numeric label to itself; anything else is an error."""
+
+    def __getitem__(self, label: Hashable) -> float:
+        if isinstance(label, bool) or not isinstance(label, (int, float)):
+            raise ValueError(f"non-nominal alpha needs numeric labels, got {label!r}")
+        return float(label)
+
+
+def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot: int = 1000,
+                 seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap interval of an agreement statistic, resampling items.
+
+    Resamples where the statistic is undefined (NaN or ValueError) are skipped.
+
+    Args:
+        ratings: the ratings table.
+        statistic: e.g. `krippendorff_alpha` or `fleiss_kappa`.
+        n_boot: number of resamples.
+        seed: seed of the resampling generator (same seed, same interval).
+        alpha: 1 - confidence level.
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` when no resample was defined.
+
+    Example:
+        >>> table = [{"x": i % 2, "y": i % 2} for i in range(10)]
+        >>> bootstrap_ci(table, krippendorff_alpha, n_boot=50)
+        (1.0, 1.0)
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_boot):
+        sample = [ratings[i] for i in rng.integers(0, len(ratings), size=len(ratings))]
+        try:
+            value = statistic(sample)
+        except ValueError:
+            continue
+        if not math.isnan(value):
+            values.append(value)
+    if not values:
+        return (math.nan, math.nan)
+    low, high = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return (float(low), float(high))
+
+
+def interpret_kappa(value: float) -> str:
+    """A verbal band for a kappa-like coefficient (Landis & Koch, simplified).
+
+    Bands (upper bounds inclusive): value <= 0.20 "poor" (negatives included);
+    0.20 < value <= 0.40 "fair"; 0.40 < value <= 0.60 "moderate";
+    0.60 < value <= 0.80 "substantial"; value > 0.80 "almost perfect".
+
+    Args:
+        value: the coefficient.
+
+    Returns:
+        The band name.
+
+    Example:
+        >>> interpret_kappa(0.61), interpret_kappa(0.60)
+        ('substantial', 'moderate')
+    """
+    if math.isnan(value):
+        raise ValueError("cannot interpret an undefined (NaN) coefficient")
+    for upper, name in KAPPA_BANDS:
+        if value <= upper:
+            return name
+    return "almost perfect"
+
+
+# --------------------------------------------------------------------------- per-item views
+
+
+def majority_label(labels: Iterable[Hashable]) -> Optional[Hashable]:
+    """The most frequent label, or None on a tie or when there is no label.
+
+    Example:
+        >>> majority_label([1, 1, 0]), majority_label([1, 0])
+        (1, None)
+    """
+    top = Counter(labels).most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
+
+
+def unanimity(ratings: Ratings) -> dict:
+    """How often items with 2+ ratings were labelled unanimously, overall and by majority class.
+
+    Args:
+        ratings: the ratings table.
+
+    Returns:
+        ``{"overall": rate, "per_class": {label: rate}}``; per class, among
+        items whose majority label is that class. Tied items count in
+        ``overall`` only.
+
+    Example:
+        >>> unanimity([{"x": 1, "y": 1}, {"x": 1, "y": 0, "z": 1}, {"x": 0, "y": 0}])
+        {'overall': 0.6666666666666666, 'per_class': {0: 1.0, 1: 0.5}}
+    """
+    items = [list(item.values()) for item in ratings if len(item) >= 2]
+    if not items:
+        raise ValueError("unanimity needs at least one item with 2 or more ratings")
+    unanimous = [len(set(labels)) == 1 for labels in items]
+    by_class: dict[Hashable, list[bool]] = {}
+    for labels, is_unanimous in zip(items, unanimous):
+        majority = majority_label(labels)
+        if majority is not None:
+            by_class.setdefault(majority, []).append(is_unanimous)
+    per_class = {c: sum(flags) / len(flags) for c, flags in sorted(by_class.items(), key=lambda kv: str(kv[0]))}
+    return {"overall": sum(unanimous) / len(unanimous), "per_class": per_class}
+
+
+def annotator_bias(ratings: Ratings) -> dict[Hashable, float]:
+    """Each annotator's mean signed deviation from the item majority (numeric labels).
+
+    Items whose majority is tied are skipped; annotators with no counted item
+    are left out. For binary labels, a positive bias means the annotator marks
+    the positive class more often than the majority does.
+
+    Args:
+        ratings: the ratings table, with numeric (or bool) labels.
+
+    Returns:
+        ``{annotator: mean(label - majority)}``.
+
+    Example:
+        >>> annotator_bias([{"x": 1, "y": 0, "z": 0}, {"x": 1, "y": 1, "z": 1}])
+        {'x': 0.5, 'y': 0.0, 'z': 0.0}
+    """
+    deviations: dict[Hashable, list[float]] = {}
+    for item in ratings:
+        majority = majority_label(item.values())
+        if majority is None:
+            continue
+        for annotator, label in item.items():
+            deviations.setdefault(annotator, []).append(float(label) - float(majority))
+    return {a: sum(d) / len(d) for a, d in sorted(deviations.items(), key=lambda kv: str(kv[0]))}
+
+
+def item_entropy(labels: Iterable[Hashable]) -> float:
+    """Shannon entropy, in bits, of the label distribution of one item.
+
+    Example:
+        >>> round(item_entropy([1, 1, 0]), 4), item_entropy([1, 1])
+        (0.9183, 0.0)
+    """
+    counts = Counter(labels)
+    total = sum(counts.values())
+    if total == 0:
+        raise ValueError("item_entropy needs at least one label")
+    return sum(n / total * math.log2(total / n) for n in counts.values())
+
+
+def hard_cases(ratings: Ratings, threshold: float = 0.5) -> list[int]:
+    """Indices of items whose label entropy exceeds `threshold` bits (Yor-Sarc's protocol).
+
+    Example:
+        >>> hard_cases([{"x": 1, "y": 1, "z": 1}, {"x": 1, "y": 0, "z": 1}])
+        [1]
+    """
+    return [i for i, item in enumerate(ratings) if item and item_entropy(item.values()) > threshold]
+
+
+# --------------------------------------------------------------------------- spans
+
+
+def span_agreement(annotator_spans: Sequence[Mapping[Hashable, Iterable[int]]],
+                   text_lengths: Sequence[int]) -> dict[str, float]:
+    """Character-level agreement between span annotators.
+
+    Args:
+        annotator_spans: per text, ``{annotator: offsets they marked}``
+            (an empty set means "marked nothing").
+        text_lengths: the length of each text, aligned with `annotator_spans`.
+
+    Returns:
+        ``{"mean_pairwise_f1": ..., "char_kappa": ...}``: the mean `char_f1`
+        (SemEval policy, symmetric) over every (text, annotator pair), and the
+        mean pairwise Cohen's kappa where each character of a text is one item
+        labelled in (1) / out (0) by each of its annotators. Either is NaN when
+        no text has two annotators / no pair has a defined kappa.
+
+    Example:
+        >>> span_agreement([{"x": {0, 1}, "y": {1, 2}}], [4])
+        {'mean_pairwise_f1': 0.5, 'char_kappa': 0.0}
+    """
+    if len(annotator_spans) != len(text_lengths):
+        raise ValueError(f"annotator_spans and text_lengths differ in length: "
+                         f"{len(annotator_spans)} != {len(text_lengths)}")
+    f1s, char_ratings = [], []
+    for t, (marks, length) in enumerate(zip(annotator_spans, text_lengths)):
+        marks = {a: set(offsets) for a, offsets in marks.items()}
+        for a, offsets in marks.items():
+            if any(not 0 <= i < length for i in offsets):
+                raise ValueError(f"text {t}: annotator {a!r} marks an offset outside [0, {length})")
+        f1s += [char_f1(marks[a], marks[b]) for a, b in combinations(marks, 2)]
+        char_ratings += [{a: int(i in offsets) for a, offsets in marks.items()} for i in range(length)]
+    kappas = [k for k in cohen_kappa_pairwise(char_ratings).values() if not math.isnan(k)]
+    return {"mean_pairwise_f1": sum(f1s) / len(f1s) if f1s else math.nan,
+            "char_kappa": sum(kappas) / len(kappas) if kappas else math.nan}
+
+
+def _categories(items: Ratings, categories: Optional[Sequence[Hashable]]) -> list:
+    seen = {lab for item in items for lab in item.values()}
+    if categories is None:
+        return sorted(seen, key=str)
+    unknown = seen - set(categories)
+    if unknown:
+        raise ValueError(f"label(s) {sorted(unknown, key=str)} not in categories {list(categories)}")
+    return list(categories)

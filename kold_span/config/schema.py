@@ -1,0 +1,182 @@
+"""The config schema: one dataclass per section, and the values each key allows."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+POOLINGS = ("first", "mean")
+
+
+@dataclass
+class ScratchEncoderConfig:
+    """A small BERT-style encoder trained from scratch with a tokenizer trained on the data."""
+
+    vocab_size: int = 8000
+    hidden_size: int = 128
+    layers: int = 2
+    heads: int = 2
+    intermediate_size: int = 256
+    max_position: int = 512
+    tokenizer: str = "wordpiece"  # or "unigram"
+    morpheme_pretokenize: bool = False  # Kiwi morphemes as pre-tokens (Korean)
+    lowercase: bool = True
+
+
+@dataclass
+class EncoderConfig:
+    """Which encoder to use: a hub id / local directory, or a scratch encoder."""
+
+    name_or_path: Optional[str] = None
+    scratch: Optional[ScratchEncoderConfig] = None
+    # Keep the word embedding table as loaded: a 250k-piece multilingual vocabulary is 96M of
+    # e5-small's 118M weights, and its gradient and AdamW update cost about a third of a step on CPU.
+    freeze_word_embeddings: bool = False
+
+
+@dataclass
+class ModelConfig:
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    dropout: float = 0.1
+    max_length: int = 128
+    stride: int = 32
+    # What the sequence heads read: the first token ("first") or the mean over the window's
+    # tokens ("mean", how sentence encoders such as e5 and all-MiniLM were trained).
+    pooling: str = "first"
+
+
+@dataclass
+class TaskConfig:
+    """One training objective: a sequence label or a span type."""
+
+    name: str = ""
+    kind: str = "sequence"  # "sequence" (first-token head) or "span" (BIO token head)
+    source: str = ""  # label key for sequence tasks, span type for span tasks
+    problem: str = "single"  # sequence: "single", "multi" or "soft"
+    weight: float = 1.0
+    labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
+    gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
+    # sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train) (single-label),
+    # or each label's positive term by its negatives / positives in train (multi-label)
+    class_weight: Optional[str] = None
+    # multi-label sequence tasks: the probability at which a label is predicted; a number for every
+    # label, or "dev" = each label's F1-best threshold on the dev split, chosen after training.
+    # span tasks: the default 0.5 keeps each token's most probable tag; a number t (or "dev" = the
+    # char-F1-best t on the dev split) marks a token inside a span when P(B) + P(I) >= t
+    threshold: Any = 0.5
+    # single- and multi-label sequence tasks: fuse a TF-IDF n-gram model into the predictions, its weight
+    # and whether it reads the context chosen on dev by `fuse_metric` (see kold_span.models.ngram)
+    fuse_ngram: bool = False
+    fuse_metric: str = "macro_f1"  # single: macro_f1, accuracy, balanced_accuracy; multi: macro_f1, micro_f1
+    # more labelled files (read like data.train) the fused n-gram may also learn from, not the encoder;
+    # dev decides whether it does. Examples whose text is in the dev or test split are left out.
+    fuse_ngram_train: Optional[list[str]] = None
+
+
+@dataclass
+class ContextConfig:
+    """What context enters the input: `mode: none` drops it (the ablation switch)."""
+
+    mode: str = "auto"  # auto/title/topic/post/dialogue = use the corpus's context; none = drop it
+    max_turns: Optional[int] = None  # dialogue: keep only the last N turns (0 = none)
+
+
+@dataclass
+class PerspectiveConfig:
+    """One example per (item, annotator), the annotator's traits verbalised as context."""
+
+    label: str = ""  # the annotation label each expanded example is trained on
+    traits: list[str] = field(default_factory=list)  # e.g. [gender, age]; [] = no traits
+
+
+@dataclass
+class DataConfig:
+    reader: str = "kold"
+    train: str = ""
+    dev: Optional[str] = None
+    test: Optional[str] = None
+    dev_fraction: float = 0.1
+    test_fraction: float = 0.1
+    split_seed: int = 13
+    stratify: Optional[str] = None  # label key to stratify the carved splits on
+    filter: dict[str, Any] = field(default_factory=dict)  # keep examples whose labels match
+    reader_options: dict[str, Any] = field(default_factory=dict)
+    limit: Optional[int] = None  # read only the first N training examples (debugging)
+    # share of the training split (after dev/test are carved) whose A/B speaker marks are exchanged,
+    # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
+    speaker_swap: float = 0.0
+    perspective: Optional[PerspectiveConfig] = None
+
+
+@dataclass
+class AlignConfig:
+    snap: str = "morpheme"  # how predicted spans are widened: morpheme, eojeol, none
+    trim: bool = True
+
+
+@dataclass
+class TrainerConfig:
+    accelerator: str = "auto"
+    devices: Union[int, str, list[int]] = "auto"  # a count, "auto", or which GPUs: [0, 2]
+    strategy: str = "auto"
+    num_nodes: int = 1
+    precision: str = "32-true"
+    max_epochs: int = 10
+    max_steps: int = -1
+    batch_size: int = 16
+    eval_batch_size: int = 64
+    accumulate_grad_batches: int = 1
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    gradient_clip_val: Optional[float] = 1.0
+    monitor: str = "dev/loss"
+    monitor_mode: str = "min"
+    early_stopping_patience: Optional[int] = None
+    num_workers: int = 0
+    log_every_n_steps: int = 10
+    check_val_every_n_epoch: int = 1
+    deterministic: bool = False
+    progress_bar: bool = True
+    overfit_batches: Union[int, float] = 0.0  # a number of batches (int) or a share of them (float)
+    threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
+    group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
+    keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
+    # validate, checkpoint and export an exponential moving average of the trained weights with this
+    # decay (e.g. 0.999: about the last thousand steps); null trains and exports the weights as they are
+    ema_decay: Optional[float] = None
+
+
+@dataclass
+class Config:
+    experiment: str = "default"
+    run: Optional[str] = None
+    seed: int = 13
+    output_dir: str = "checkpoints"
+    data: DataConfig = field(default_factory=DataConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tasks: list[TaskConfig] = field(default_factory=list)
+    align: AlignConfig = field(default_factory=AlignConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+SECTIONS = ("data", "model", "trainer", "context", "align", "tasks", "debug")
+
+
+TASK_KINDS = ("sequence", "span")
+
+
+PROBLEMS = ("single", "multi", "soft")
+
+
+FUSE_METRICS = {"single": ("macro_f1", "accuracy", "balanced_accuracy"), "multi": ("macro_f1", "micro_f1")}
+
+
+SNAPS = ("morpheme", "eojeol", "none")
+
+
+CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")

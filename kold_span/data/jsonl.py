@@ -1,0 +1,86 @@
+"""The canonical JSONL format, UTF-8 lines with line numbers, and missing-path errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator, Union
+
+from kold_span.data.example import Example, context_turns
+from kold_span.errors import DataError
+
+
+def require_path(path: Union[str, Path], key: str) -> None:
+    """A `FileNotFoundError` naming the config key when `path` does not exist."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{key}: {path} does not exist (a relative path is read from the current "
+                                f"directory, {Path.cwd()})")
+
+
+def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
+    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
+    for number, raw in enumerate(f, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{path}:{number}: not UTF-8 text (byte {err.start + 1} of the line); "
+                            "save the file as UTF-8") from None
+        yield line.removeprefix("\ufeff") if number == 1 else line
+
+
+def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
+    """("file:line", parsed object) for each non-blank line of a JSONL file."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+
+
+def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
+    """Stream canonical examples from a JSONL file; errors name the file and line."""
+    for where, record in iter_json_lines(path):
+        yield Example.from_dict(record, where)
+
+
+def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
+    """Write canonical examples as JSONL (UTF-8, one per line); returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("w", encoding="utf-8") as f:
+        for ex in examples:
+            f.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def to_hf_dataset(examples: list[Example], span_types: Iterable[str] = ()):
+    """Convert examples to a `datasets.Dataset` with explicit `Features`.
+
+    Labels are stored as a JSON string per example (their types vary by task);
+    spans get one column per type as lists of [start, end].
+    """
+    from datasets import Dataset, Features, Sequence, Value
+
+    span_types = sorted(set(span_types) | {k for ex in examples for k in ex.spans})
+    features = Features({
+        "id": Value("string"),
+        "text": Value("string"),
+        "context": Sequence(Value("string")),
+        "labels_json": Value("string"),
+        **{f"spans_{t}": Sequence(Sequence(Value("int32"), length=2)) for t in span_types},
+    })
+    columns: dict[str, list[Any]] = {name: [] for name in features}
+    for ex in examples:
+        columns["id"].append(ex.id)
+        columns["text"].append(ex.text)
+        columns["context"].append(context_turns(ex.context))
+        columns["labels_json"].append(json.dumps(ex.labels, ensure_ascii=False))
+        for t in span_types:
+            columns[f"spans_{t}"].append([list(s) for s in ex.spans.get(t, [])])
+    return Dataset.from_dict(columns, features=features)

@@ -1,0 +1,34 @@
+"""Splitting examples: `data.filter`, and seeded, stratified dev/test sides carved out of train."""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any, Optional
+
+from kold_span.data.example import Example, label_str
+
+
+def carve(examples: list[Example], fraction: float, seed: int,
+          stratify: Optional[str] = None) -> tuple[list[Example], list[Example]]:
+    """Split off `fraction` of the examples, per stratum when a label key is given."""
+    strata: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        key = label_str(ex.labels.get(stratify)) if stratify else ""
+        strata[key].append(ex)
+    rng = random.Random(seed)
+    kept, carved = [], []
+    for key in sorted(strata):
+        group = list(strata[key])
+        rng.shuffle(group)
+        n = round(len(group) * fraction)
+        carved += group[:n]
+        kept += group[n:]
+    order = {ex.id: i for i, ex in enumerate(examples)}
+    return sorted(kept, key=lambda e: order[e.id]), sorted(carved, key=lambda e: order[e.id])
+
+
+def keep_example(example: Example, data_filter: dict[str, Any]) -> bool:
+    """Whether an example passes `data.filter`: every listed label (or `meta.KEY`) equals its value."""
+    def value_of(key: str) -> Any:
+        return example.meta.get(key[5:]) if key.startswith("meta.") else example.labels.get(key)
+    return all(value_of(key) == value for key, value in data_filter.items())

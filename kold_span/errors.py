@@ -1,0 +1,34 @@
+"""The project's errors: one root, `KoldSpanError`, that the command line reports without a traceback.
+
+Each subclass also derives from the built-in error it refines (`ValueError` for bad
+values, `RuntimeError` for a model that cannot be loaded), so callers that caught
+those before still do.
+
+>>> issubclass(DataError, KoldSpanError) and issubclass(DataError, ValueError)
+True
+"""
+from __future__ import annotations
+
+
+class KoldSpanError(Exception):
+    """Something the user can fix: a bad file, config value, model directory or argument."""
+
+
+class ConfigError(KoldSpanError, ValueError):
+    """A config file or override is invalid; the message names the key and the file."""
+
+
+class DataError(KoldSpanError, ValueError):
+    """Malformed input data; the message names the file, line (or record) and field."""
+
+
+class EncoderLoadError(KoldSpanError, RuntimeError):
+    """An encoder or tokenizer could not be loaded (offline without a cache, a bad directory)."""
+
+
+class ModelFormatError(KoldSpanError, ValueError):
+    """A trained model directory this version cannot read: a missing file or key, an unknown format."""
+
+
+class ArgumentError(KoldSpanError, ValueError):
+    """A bad argument to the Python API (a wrong type, an empty batch size); names the argument."""

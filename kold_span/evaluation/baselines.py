@@ -1,0 +1,355 @@
+"""Baselines a user would otherwise reach for: majority label, TF-IDF n-grams, a span lexicon.
+
+Each has `fit(examples)` / `predict(examples)` over canonical `Example`s. Labels are
+vocabulary strings (`label_str`: True → "true"); spans are end-exclusive character
+offsets. `HybridScorer` interpolates two models' label probabilities (e.g. the n-gram
+model and a transformer), and `run_baselines` scores every applicable baseline on a
+train/test pair.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from typing import Any, Callable, Optional, Sequence, Union
+
+from kold_span.data.example import (Example, Span, label_str, merge_spans, spans_to_offsets)
+from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
+from kold_span.models.ngram import (NgramBaseline, Prediction, Probs, _check_problem, _labelled, context_string,
+                                    decode_probs, fuse_probs)
+
+WEIGHT_GRID = tuple(i / 10 for i in range(11))
+
+
+# --------------------------------------------------------------------------- majority
+
+
+class MajorityBaseline:
+    """Predicts the most frequent training label for every example."""
+
+    def __init__(self, label: str, problem: Optional[str] = None) -> None:
+        """A majority-label predictor.
+
+        Args:
+            label: the label key to predict (e.g. "hate", "irony").
+            problem: "single" or "multi"; by default "multi" when the training
+                values are lists, else "single".
+
+        Example:
+            >>> train = [Example("a", "x", labels={"off": True}), Example("b", "y", labels={"off": True}),
+            ...          Example("c", "z", labels={"off": False})]
+            >>> MajorityBaseline("off").fit(train).predict([Example("d", "w")])
+            ['true']
+        """
+        if problem is not None:
+            _check_problem(problem)
+        self.label = label
+        self.problem = problem
+        self.prediction_: Optional[Prediction] = None
+
+    def fit(self, examples: Sequence[Example]) -> "MajorityBaseline":
+        """Count the training labels; examples without `label` are ignored.
+
+        Args:
+            examples: training examples.
+
+        Returns:
+            self. For "single" the most frequent label (ties: the smallest string);
+            for "multi" the labels present in more than half of the examples.
+        """
+        if self.problem is None:
+            self.problem = ("multi" if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
+                            else "single")
+        _, golds = _labelled(examples, self.label, self.problem)
+        if self.problem == "multi":
+            counts = Counter(name for gold in golds for name in gold)
+            self.prediction_ = sorted(name for name, n in counts.items() if n > len(golds) / 2)
+        else:
+            counts = Counter(golds)
+            self.prediction_ = min(counts, key=lambda name: (-counts[name], name))
+        return self
+
+    def predict(self, examples: Sequence[Example]) -> list[Prediction]:
+        """The majority label (or label list) once per example.
+
+        Args:
+            examples: examples to label.
+
+        Returns:
+            One label string ("single") or list of label strings ("multi") per example.
+        """
+        if self.prediction_ is None:
+            raise RuntimeError("MajorityBaseline.predict called before fit")
+        return [list(self.prediction_) if isinstance(self.prediction_, list) else self.prediction_
+                for _ in examples]
+
+
+# --------------------------------------------------------------------------- n-grams
+
+
+# --------------------------------------------------------------------------- lexicon spans
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def _is_punct(char: str) -> bool:
+    """Punctuation or symbol (emoji included): stripped from the edges of lexicon words."""
+    return unicodedata.category(char)[0] in "PS"
+
+
+def word_spans(text: str) -> list[tuple[str, Span]]:
+    """Whitespace tokens, lowercased and stripped of surrounding punctuation, with their offsets.
+
+    Example:
+        >>> word_spans('"Idiot!" he said')
+        [('idiot', (1, 6)), ('he', (9, 11)), ('said', (12, 16))]
+    """
+    words = []
+    for match in _TOKEN.finditer(text):
+        start, end = match.span()
+        while start < end and _is_punct(text[start]):
+            start += 1
+        while end > start and _is_punct(text[end - 1]):
+            end -= 1
+        if start < end:
+            words.append((text[start:end].lower(), (start, end)))
+    return words
+
+
+class LexiconSpanTagger:
+    """Marks every occurrence of a word often seen inside training spans (as the Toxic Spans organisers' baseline)."""
+
+    def __init__(self, span_type: str = "OFF", min_count: int = 1, min_precision: float = 0.5) -> None:
+        """A lexicon-lookup span tagger.
+
+        Args:
+            span_type: the span type learnt from and predicted (a key of `Example.spans`).
+            min_count: a word needs at least this many occurrences inside a span.
+            min_precision: a word needs (occurrences inside a span / all occurrences) at
+                least this high. An occurrence is inside a span when a span covers any of
+                its characters.
+
+        Example:
+            >>> train = [Example("1", "you idiot.", spans={"OFF": [(4, 9)]})]
+            >>> LexiconSpanTagger().fit(train).predict([Example("2", "Idiot, idiot!")])
+            [[(0, 5), (7, 12)]]
+        """
+        self.span_type = span_type
+        self.min_count = min_count
+        self.min_precision = min_precision
+        self.lexicon_: Optional[dict[str, float]] = None
+
+    def fit(self, examples: Sequence[Example]) -> "LexiconSpanTagger":
+        """Learn the lexicon from the training spans.
+
+        Args:
+            examples: training examples; one without spans of `span_type` counts as
+                having none (its words count as seen outside spans).
+
+        Returns:
+            self, with `lexicon_` mapping each kept word to its precision.
+        """
+        inside: Counter[str] = Counter()
+        seen: Counter[str] = Counter()
+        for ex in examples:
+            covered = spans_to_offsets(ex.spans.get(self.span_type, []))
+            for word, (start, end) in word_spans(ex.text):
+                seen[word] += 1
+                if any(i in covered for i in range(start, end)):
+                    inside[word] += 1
+        self.lexicon_ = {word: inside[word] / seen[word] for word in sorted(inside)
+                         if inside[word] >= self.min_count and inside[word] / seen[word] >= self.min_precision}
+        return self
+
+    def predict(self, examples: Sequence[Example]) -> list[list[Span]]:
+        """The spans of lexicon words in each text.
+
+        Args:
+            examples: examples to tag.
+
+        Returns:
+            One sorted list of end-exclusive (start, end) spans per example, one per
+            lexicon-word occurrence (punctuation around it excluded).
+        """
+        if self.lexicon_ is None:
+            raise RuntimeError("LexiconSpanTagger.predict called before fit")
+        return [merge_spans(span for word, span in word_spans(ex.text) if word in self.lexicon_)
+                for ex in examples]
+
+
+# --------------------------------------------------------------------------- hybrid
+
+
+Metric = Union[str, Callable[[list[Prediction], list[Prediction]], float]]
+
+
+class HybridScorer:
+    """Linear interpolation of two models' per-example label probabilities, its weight chosen on dev."""
+
+    def __init__(self, weight: float = 0.5, problem: str = "single", threshold: float = 0.5) -> None:
+        """A fusion of model A and model B: ``weight * A + (1 - weight) * B``.
+
+        Args:
+            weight: the weight of model A in [0, 1].
+            problem: "single" (top label) or "multi" (labels ≥ `threshold`).
+            threshold: multi-label decision threshold on the fused probability.
+
+        Example:
+            >>> HybridScorer(weight=0.5).predict([{"a": 0.8, "b": 0.2}], [{"a": 0.1, "b": 0.9}])
+            ['b']
+        """
+        _check_problem(problem)
+        self.weight = weight
+        self.problem = problem
+        self.threshold = threshold
+        self.dev_scores_: dict[float, float] = {}
+
+    fuse = staticmethod(fuse_probs)
+
+    def predict_proba(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs]) -> list[Probs]:
+        """`fuse` with this scorer's weight."""
+        return self.fuse(probs_a, probs_b, self.weight)
+
+    def predict(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs]) -> list[Prediction]:
+        """The fused probabilities decoded into labels (see `decode_probs`)."""
+        return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(probs_a, probs_b)]
+
+    def choose_weight(self, dev_probs_a: Sequence[Probs], dev_probs_b: Sequence[Probs],
+                      dev_gold: Sequence[Any], metric: Metric = "macro_f1") -> float:
+        """Pick the weight in {0, 0.1, …, 1} that scores best on dev, and keep it.
+
+        Args:
+            dev_probs_a: model A's dev probabilities.
+            dev_probs_b: model B's dev probabilities.
+            dev_gold: gold labels (raw values are converted with `label_str`; lists for "multi").
+            metric: "accuracy", "macro_f1", "balanced_accuracy" (single), "micro_f1" or
+                "macro_f1" (multi), or a callable ``metric(gold, predicted) -> float``
+                where higher is better.
+
+        Returns:
+            The chosen weight (ties: the smallest weight); `dev_scores_` keeps every
+            weight's score.
+
+        Example:
+            >>> a = [{"t": 0.9, "f": 0.1}, {"t": 0.6, "f": 0.4}]
+            >>> b = [{"t": 0.2, "f": 0.8}, {"t": 0.1, "f": 0.9}]
+            >>> HybridScorer().choose_weight(a, b, ["t", "f"], "accuracy")  # both right for 0.5 ≤ weight ≤ 0.7
+            0.5
+        """
+        gold = [sorted({label_str(v) for v in g}) if self.problem == "multi" else label_str(g) for g in dev_gold]
+        score = self._metric(metric, gold)
+        self.dev_scores_ = {}
+        for weight in WEIGHT_GRID:
+            predicted = [decode_probs(p, self.problem, self.threshold)
+                         for p in self.fuse(dev_probs_a, dev_probs_b, weight)]
+            self.dev_scores_[weight] = score(gold, predicted)
+        best = max(self.dev_scores_.values())
+        self.weight = min(w for w, s in self.dev_scores_.items() if s == best)
+        return self.weight
+
+    def _metric(self, metric: Metric, gold: list[Prediction]) -> Callable[[list, list], float]:
+        """A named metric as a function of (gold, predicted)."""
+        if callable(metric):
+            return metric
+        if self.problem == "multi":
+            if metric not in ("micro_f1", "macro_f1"):
+                raise ValueError(f"multi-label metric must be 'micro_f1', 'macro_f1' or a callable, got {metric!r}")
+            return lambda g, p: multilabel_scores(g, p, labels=_label_inventory(g, p))[metric]
+        if metric not in ("accuracy", "macro_f1", "balanced_accuracy"):
+            raise ValueError(f"metric must be 'accuracy', 'macro_f1', 'balanced_accuracy' or a callable, "
+                             f"got {metric!r}")
+        return lambda g, p: classification_report_dict(g, p)[metric]
+
+
+def _label_inventory(*label_lists: Sequence[list[str]]) -> list[str]:
+    """Every label in some lists of label lists, sorted."""
+    return sorted({name for labels in label_lists for names in labels for name in names})
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], problem: str,
+                 probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
+    """The metrics of one label baseline.
+
+    Args:
+        gold: gold label strings (lists for "multi").
+        predicted: predicted label strings, aligned with `gold`.
+        problem: "single" or "multi".
+        probs: optional per-example probabilities (adds "lrap" for "multi").
+
+    Returns:
+        "single": accuracy, macro_f1, balanced_accuracy, plus precision/recall/f1 of
+        "true" when the labels are "true"/"false"; "multi": micro_f1, macro_f1 (and lrap).
+
+    Example:
+        >>> label_scores(["true", "false"], ["true", "true"], "single")["f1"]
+        0.6666666666666666
+    """
+    if problem == "multi":
+        return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
+    report = classification_report_dict(list(gold), list(predicted))
+    scores = {key: report[key] for key in ("accuracy", "macro_f1", "balanced_accuracy")}
+    if set(gold) | set(predicted) <= {"true", "false"}:
+        prf = binary_prf(list(gold), list(predicted), positive="true")
+        scores.update(precision=prf["precision"], recall=prf["recall"], f1=prf["f1"])
+    return scores
+
+
+def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Optional[str],
+                  problem: str = "single", span_type: Optional[str] = None,
+                  ngram_options: Optional[dict[str, Any]] = None,
+                  lexicon_options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Fit every applicable baseline on `train` and score it on `test`.
+
+    Label baselines run when `label` is given: "majority", "ngram", and
+    "ngram_context" when any example has a context. Examples without the label (e.g.
+    MultiPICo ties) are left out of both sides. The "lexicon" span tagger runs when
+    `span_type` is given and is scored by mean character F1 (the SemEval rule).
+
+    Args:
+        train: training examples.
+        test: test examples.
+        label: the label key, or None to run only the span baseline.
+        problem: "single" or "multi".
+        span_type: the span type for `LexiconSpanTagger`, or None.
+        ngram_options: extra `NgramBaseline` arguments (e.g. ``{"max_features": 50000}``).
+        lexicon_options: extra `LexiconSpanTagger` arguments.
+
+    Returns:
+        ``{"n_train", "n_test", <baseline>: {metric: value}}`` (see `label_scores`;
+        "lexicon" has "char_f1" and "lexicon_size").
+
+    Example:
+        >>> train = [Example("1", "bad idiot", labels={"off": True}, spans={"OFF": [(4, 9)]}),
+        ...          Example("2", "good day", labels={"off": False}, spans={"OFF": []})]
+        >>> run_baselines(train, train, "off", span_type="OFF")["lexicon"]["char_f1"]
+        1.0
+    """
+    _check_problem(problem)
+    results: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
+    if label is not None:
+        train_l, _ = _labelled(train, label, problem)
+        test_l, gold = _labelled(test, label, problem)
+        results.update(n_train=len(train_l), n_test=len(test_l))
+        majority = MajorityBaseline(label, problem).fit(train_l)
+        results["majority"] = label_scores(gold, majority.predict(test_l), problem)
+        variants = [("ngram", False)]
+        if any(context_string(ex).strip() for ex in train_l):
+            variants.append(("ngram_context", True))
+        for name, use_context in variants:
+            model = NgramBaseline(label, problem, use_context=use_context, **(ngram_options or {})).fit(train_l)
+            probs = model.predict_proba(test_l)
+            predicted = [decode_probs(p, problem, model.threshold) for p in probs]
+            results[name] = label_scores(gold, predicted, problem, probs if problem == "multi" else None)
+    if span_type is not None:
+        tagger = LexiconSpanTagger(span_type, **(lexicon_options or {})).fit(train)
+        predicted_spans = tagger.predict(test)
+        results["lexicon"] = {
+            "char_f1": mean_char_f1([spans_to_offsets(s) for s in predicted_spans],
+                                    [spans_to_offsets(ex.spans.get(span_type, [])) for ex in test]),
+            "lexicon_size": len(tagger.lexicon_ or {}),
+        }
+    return results

@@ -1,0 +1,398 @@
+"""Evaluators as plain functions over plain data.
+
+Span scores work on sets of character offsets (use `span_char_f1` for
+end-exclusive (start, end) spans); tag scores on IOB2 tag lists; label scores
+on plain label lists; soft-label scores on per-item distributions.
+"""
+from __future__ import annotations
+
+import math
+from typing import Hashable, Iterable, Mapping, Optional, Sequence, Union
+
+from kold_span.data.example import Span, spans_to_offsets
+
+Distribution = Union[Mapping[Hashable, float], Sequence[float]]
+
+CHAR_F1_POLICIES = ("semeval", "kold")
+
+
+# --------------------------------------------------------------------------- spans
+
+
+def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -> float:
+    """Character-offset F1 of one text, with an explicit rule for empty sets.
+
+    The two policies differ only when gold is empty:
+
+    ============  ============  ====================  ==================
+    gold          pred          ``policy="semeval"``  ``policy="kold"``
+    ============  ============  ====================  ==================
+    empty         empty         1.0                   1.0
+    empty         non-empty     0.0                   1.0
+    non-empty     empty         0.0                   0.0
+    non-empty     non-empty     2|P∩G| / (|P|+|G|)    2|P∩G| / (|P|+|G|)
+    ============  ============  ====================  ==================
+
+    ``"semeval"`` is the official SemEval-2021 Task 5 (Toxic Spans) rule.
+    ``"kold"`` follows the KOLD paper's wording, where a text without a gold
+    span scores 1 whatever is predicted.
+
+    Args:
+        pred: predicted character offsets (duplicates are ignored).
+        gold: gold character offsets (duplicates are ignored).
+        policy: ``"semeval"`` or ``"kold"``.
+
+    Returns:
+        F1 in [0, 1].
+
+    Example:
+        >>> char_f1({1, 2, 3}, {2, 3, 4, 5})
+        0.5714285714285714
+        >>> char_f1({7}, set()), char_f1({7}, set(), policy="kold")
+        (0.0, 1.0)
+    """
+    if policy not in CHAR_F1_POLICIES:
+        raise ValueError(f"unknown char_f1 policy {policy!r}; expected one of {CHAR_F1_POLICIES}")
+    pred, gold = set(pred), set(gold)
+    if not gold:
+        return 1.0 if policy == "kold" or not pred else 0.0
+    if not pred:
+        return 0.0
+    return 2 * len(pred & gold) / (len(pred) + len(gold))
+
+
+def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy: str = "semeval") -> float:
+    """`char_f1` over end-exclusive (start, end) spans instead of offsets.
+
+    Args:
+        pred_spans: predicted spans.
+        gold_spans: gold spans.
+        policy: see `char_f1`.
+
+    Returns:
+        F1 in [0, 1].
+
+    Example:
+        >>> span_char_f1([(1, 4)], [(2, 6)])
+        0.5714285714285714
+    """
+    return char_f1(spans_to_offsets(pred_spans), spans_to_offsets(gold_spans), policy)
+
+
+def mean_char_f1(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]], policy: str = "semeval") -> float:
+    """Mean of per-text `char_f1` (the official Toxic Spans system score).
+
+    Args:
+        preds: predicted offsets, one collection per text.
+        golds: gold offsets, aligned with `preds`.
+        policy: see `char_f1`.
+
+    Returns:
+        The mean F1 over texts.
+
+    Raises:
+        ValueError: lengths differ or there are no texts.
+
+    Example:
+        >>> mean_char_f1([{1, 2, 3}, set()], [{2, 3, 4, 5}, set()])
+        0.7857142857142857
+    """
+    _check_aligned(preds, golds)
+    return sum(char_f1(p, g, policy) for p, g in zip(preds, golds)) / len(golds)
+
+
+def micro_char_prf(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]]) -> dict[str, float]:
+    """Precision, recall and F1 over the offsets of all texts pooled together.
+
+    Offsets are matched within their own text only. Zero denominators: when
+    nothing is predicted and nothing is gold anywhere, all three are 1.0 (there
+    was nothing to find and nothing was claimed); otherwise a 0/0 precision or
+    recall is 0.0, and F1 is 0.0 when precision + recall is 0.
+
+    Args:
+        preds: predicted offsets, one collection per text.
+        golds: gold offsets, aligned with `preds`.
+
+    Returns:
+        ``{"precision": ..., "recall": ..., "f1": ...}``.
+
+    Example:
+        >>> micro_char_prf([{1, 2, 3}, {9}], [{2, 3, 4, 5}, set()])
+        {'precision': 0.5, 'recall': 0.5, 'f1': 0.5}
+    """
+    _check_aligned(preds, golds)
+    hits = n_pred = n_gold = 0
+    for p, g in zip(preds, golds):
+        p, g = set(p), set(g)
+        hits += len(p & g)
+        n_pred += len(p)
+        n_gold += len(g)
+    if n_pred == 0 and n_gold == 0:
+        return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    precision = hits / n_pred if n_pred else 0.0
+    recall = hits / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def _check_aligned(preds: Sequence, golds: Sequence) -> None:
+    if len(preds) != len(golds):
+        raise ValueError(f"preds and golds differ in length: {len(preds)} != {len(golds)}")
+    if not golds:
+        raise ValueError("no texts to score: preds and golds are empty")
+
+
+# --------------------------------------------------------------------------- tags
+
+
+def seqeval_prf(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[str, float]:
+    """Entity-level micro precision, recall and F1 in strict IOB2 mode.
+
+    Strict mode counts an entity only when it starts with ``B-`` and has the
+    exact boundaries and type of a gold one; a dangling ``I-`` is not an entity.
+
+    Args:
+        true_tags: gold IOB2 tags, one list per sentence.
+        pred_tags: predicted IOB2 tags, aligned with `true_tags`.
+
+    Returns:
+        ``{"precision": ..., "recall": ..., "f1": ...}`` (0/0 counts as 0).
+
+    Example:
+        >>> seqeval_prf([["B-OFF", "I-OFF", "O"]], [["B-OFF", "I-OFF", "O"]])
+        {'precision': 1.0, 'recall': 1.0, 'f1': 1.0}
+    """
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    from seqeval.scheme import IOB2
+
+    kwargs = dict(mode="strict", scheme=IOB2, zero_division=0)
+    return {"precision": float(precision_score(true_tags, pred_tags, **kwargs)),
+            "recall": float(recall_score(true_tags, pred_tags, **kwargs)),
+            "f1": float(f1_score(true_tags, pred_tags, **kwargs))}
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def binary_prf(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], positive: Hashable = 1) -> dict[str, float]:
+    """Precision, recall and F1 of the positive class (other labels are negatives).
+
+    Args:
+        y_true: gold labels.
+        y_pred: predicted labels.
+        positive: the label scored as positive.
+
+    Returns:
+        ``{"precision", "recall", "f1", "support"}``; 0/0 counts as 0.
+
+    Example:
+        >>> binary_prf([1, 1, 0, 0], [1, 0, 1, 0])
+        {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'support': 2}
+    """
+    from sklearn.metrics import precision_recall_fscore_support
+
+    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=[positive], average=None, zero_division=0)
+    return {"precision": float(p[0]), "recall": float(r[0]), "f1": float(f[0]), "support": int(s[0])}
+
+
+def classification_report_dict(y_true: Sequence[Hashable], y_pred: Sequence[Hashable],
+                               labels: Optional[Sequence[Hashable]] = None) -> dict:
+    """Accuracy, macro/weighted F1, balanced accuracy and per-class scores.
+
+    Args:
+        y_true: gold labels.
+        y_pred: predicted labels.
+        labels: classes for the per-class and macro/weighted scores (default:
+            every label seen in either list, sorted). Balanced accuracy is the
+            mean recall over the classes present in `y_true`.
+
+    Returns:
+        ``{"accuracy", "macro_f1", "weighted_f1", "balanced_accuracy",
+        "per_class": {label: {"precision", "recall", "f1", "support"}}}``;
+        0/0 counts as 0.
+
+    Example:
+        >>> r = classification_report_dict(["a", "a", "b"], ["a", "b", "b"])
+        >>> r["accuracy"], r["per_class"]["b"]["precision"]
+        (0.6666666666666666, 0.5)
+    """
+    from sklearn.metrics import (accuracy_score, balanced_accuracy_score, f1_score, precision_recall_fscore_support)
+
+    if labels is None:
+        labels = sorted(set(y_true) | set(y_pred), key=str)
+    labels = list(labels)
+    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=labels, average=None, zero_division=0)
+    per_class = {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]), "support": int(s[i])}
+                 for i, lab in enumerate(labels)}
+    return {"accuracy": float(accuracy_score(y_true, y_pred)),
+            "macro_f1": float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0)),
+            "weighted_f1": float(f1_score(y_true, y_pred, labels=labels, average="weighted", zero_division=0)),
+            "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
+            "per_class": per_class}
+
+
+def multilabel_scores(y_true: Sequence[Iterable[Hashable]], y_pred: Sequence[Iterable[Hashable]],
+                      labels: Sequence[Hashable],
+                      scores: Optional[Sequence[Mapping[Hashable, float]]] = None) -> dict[str, float]:
+    """Micro/macro F1 of label sets and, given scores, label-ranking average precision.
+
+    Args:
+        y_true: gold label sets, one per example.
+        y_pred: predicted label sets, aligned with `y_true`.
+        labels: the label inventory (order fixes the columns); a label outside
+            it is an error.
+        scores: optional per-example ``{label: probability}``; a missing label
+            scores 0. An example with no gold label gets LRAP 1 (sklearn).
+
+    Returns:
+        ``{"micro_f1", "macro_f1"}`` plus ``"lrap"`` when `scores` is given;
+        0/0 counts as 0.
+
+    Example:
+        >>> multilabel_scores([["a"], ["a", "b"]], [["a"], ["a"]], labels=["a", "b"])
+        {'micro_f1': 0.8, 'macro_f1': 0.5}
+    """
+    import numpy as np
+    from sklearn.metrics import f1_score, label_ranking_average_precision_score
+
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true and y_pred differ in length: {len(y_true)} != {len(y_pred)}")
+    labels = list(labels)
+    true_m, pred_m = _label_matrix(y_true, labels, "y_true"), _label_matrix(y_pred, labels, "y_pred")
+    out = {"micro_f1": float(f1_score(true_m, pred_m, average="micro", zero_division=0)),
+           "macro_f1": float(f1_score(true_m, pred_m, average="macro", zero_division=0))}
+    if scores is not None:
+        if len(scores) != len(y_true):
+            raise ValueError(f"scores and y_true differ in length: {len(scores)} != {len(y_true)}")
+        score_m = np.array([[float(s.get(lab, 0.0)) for lab in labels] for s in scores])
+        out["lrap"] = float(label_ranking_average_precision_score(true_m, score_m))
+    return out
+
+
+def _label_matrix(label_sets: Sequence[Iterable[Hashable]], labels: list, what: str):
+    import numpy as np
+
+    index = {lab: j for j, lab in enumerate(labels)}
+    m = np.zeros((len(label_sets), len(labels)), dtype=int)
+    for i, labs in enumerate(label_sets):
+        for lab in labs:
+            if lab not in index:
+                raise ValueError(f"{what}[{i}]: label {lab!r} is not in labels {labels}")
+            m[i, index[lab]] = 1
+    return m
+
+
+# --------------------------------------------------------------------------- soft labels
+
+
+def vote_distribution(labels: Iterable[Hashable], classes: Sequence[Hashable]) -> dict[Hashable, float]:
+    """The share of votes each class received (a soft label).
+
+    Args:
+        labels: the annotators' labels for one item.
+        classes: every class, in output order; classes without votes get 0.
+
+    Returns:
+        ``{class: share}`` summing to 1.
+
+    Example:
+        >>> vote_distribution([1, 1, 0], classes=[0, 1])
+        {0: 0.3333333333333333, 1: 0.6666666666666666}
+    """
+    labels = list(labels)
+    if not labels:
+        raise ValueError("vote_distribution needs at least one label")
+    unknown = set(labels) - set(classes)
+    if unknown:
+        raise ValueError(f"label(s) {sorted(unknown, key=str)} not in classes {list(classes)}")
+    return {c: labels.count(c) / len(labels) for c in classes}
+
+
+def soft_cross_entropy(pred_dist: Sequence[Distribution], target_dist: Sequence[Distribution],
+                       eps: float = 1e-12) -> float:
+    """Mean over items of the cross-entropy -Σ q·ln p of predicted p against target q.
+
+    Args:
+        pred_dist: predicted distributions, each a ``{label: prob}`` dict or a
+            list in a fixed class order.
+        target_dist: target (soft-label) distributions, aligned with
+            `pred_dist` and of the same form; a label missing from a dict has
+            probability 0.
+        eps: predicted probabilities are clamped to [eps, 1] before the log.
+
+    Returns:
+        The mean cross-entropy in nats.
+
+    Example:
+        >>> round(soft_cross_entropy([[0.5, 0.5]], [[1.0, 0.0]]), 6)
+        0.693147
+    """
+    pairs = _aligned_distributions(pred_dist, target_dist)
+    return sum(-sum(q * math.log(min(max(p, eps), 1.0)) for p, q in zip(ps, qs)) for ps, qs in pairs) / len(pairs)
+
+
+def manhattan_distance(pred_dist: Sequence[Distribution], target_dist: Sequence[Distribution]) -> float:
+    """Mean over items of Σ|p - q| between predicted and target distributions.
+
+    Args:
+        pred_dist: predicted distributions (dicts or lists, as in `soft_cross_entropy`).
+        target_dist: target distributions, aligned with `pred_dist`.
+
+    Returns:
+        The mean L1 distance, in [0, 2] for probability distributions.
+
+    Example:
+        >>> manhattan_distance([{"a": 0.75, "b": 0.25}], [{"a": 0.5, "b": 0.5}])
+        0.5
+    """
+    pairs = _aligned_distributions(pred_dist, target_dist)
+    return sum(sum(abs(p - q) for p, q in zip(ps, qs)) for ps, qs in pairs) / len(pairs)
+
+
+def _aligned_distributions(pred_dist: Sequence[Distribution],
+                           target_dist: Sequence[Distribution]) -> list[tuple[list[float], list[float]]]:
+    """Each (pred, target) pair as two equal-length probability lists."""
+    _check_aligned(pred_dist, target_dist)
+    pairs = []
+    for i, (p, q) in enumerate(zip(pred_dist, target_dist)):
+        if isinstance(p, Mapping) and isinstance(q, Mapping):
+            keys = list(dict.fromkeys([*q, *p]))
+            pairs.append(([float(p.get(k, 0.0)) for k in keys], [float(q.get(k, 0.0)) for k in keys]))
+        elif not isinstance(p, Mapping) and not isinstance(q, Mapping) and len(p) == len(q):
+            pairs.append(([float(x) for x in p], [float(x) for x in q]))
+        else:
+            raise ValueError(f"item {i}: pred and target must both be dicts, or lists of equal length")
+    return pairs
+
+
+def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequence[Mapping[Hashable, Hashable]],
+                     average: str = "macro") -> float:
+    """F1 over every (item, annotator) label, flattened into one list.
+
+    Args:
+        y_true: per item, ``{annotator: label}`` as each annotator labelled it.
+        y_pred: per item, ``{annotator: predicted label}``; it must cover every
+            (item, annotator) pair of `y_true` (extra predictions are ignored).
+        average: sklearn's `average` (``"macro"``, ``"micro"``, ``"weighted"``).
+
+    Returns:
+        F1 over the flattened labels; 0/0 counts as 0.
+
+    Example:
+        >>> perspectivist_f1([{"a1": 1, "a2": 0}], [{"a1": 1, "a2": 1}])
+        0.3333333333333333
+    """
+    from sklearn.metrics import f1_score
+
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true and y_pred differ in length: {len(y_true)} != {len(y_pred)}")
+    flat_true, flat_pred = [], []
+    for i, (gold, pred) in enumerate(zip(y_true, y_pred)):
+        for annotator, label in gold.items():
+            if annotator not in pred:
+                raise ValueError(f"item {i}: no prediction for annotator {annotator!r}")
+            flat_true.append(label)
+            flat_pred.append(pred[annotator])
+    if not flat_true:
+        raise ValueError("no (item, annotator) labels to score")
+    return float(f1_score(flat_true, flat_pred, average=average, zero_division=0))

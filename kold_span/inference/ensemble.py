@@ -1,0 +1,109 @@
+"""Several trained models of the same tasks predicting as one: the mean of their probabilities.
+
+On corpora of a few thousand examples, models that differ only in their seed disagree by several
+points of F1; averaging their probabilities removes much of that variance. Usage::
+
+    from kold_span.inference.ensemble import Ensemble
+    ensemble = Ensemble.from_pretrained(["runs/seed13/model", "runs/seed14/model", "runs/seed15/model"])
+    ensemble.predict(["..."])
+
+or `kold-span predict --model DIR1 DIR2 DIR3 ...`. Each member predicts as it would alone (its own
+tokenizer, context settings and fused n-gram model); per example, a sequence task's probabilities
+and a span task's per-token (O, B, I) probabilities are averaged, then decoded once with the mean
+of the members' decision thresholds (a multi-label task's per-label thresholds, a span task's
+P(B) + P(I) threshold). Span tasks need members that split texts into the same tokens (the same
+tokenizer: seeds of one configuration, or fine-tunings of one pretrained encoder).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from kold_span.data.example import Context
+from kold_span.inference.predictor import Predictor
+from kold_span.models.decoding import MergedExample
+from kold_span.models.tasks import Task
+
+
+def _signature(task: Task) -> tuple:
+    """What members must agree on for a task: what it predicts, not how it was trained."""
+    return task.name, task.kind, task.source, task.problem, task.labels, task.gate
+
+
+class Ensemble(Predictor):
+    """Predictors of the same tasks whose probabilities are averaged (see the module docstring).
+
+    Spans are decoded with the first member's `align` settings (snap, trim).
+    """
+
+    def __init__(self, members: Sequence[Predictor], names: Sequence[str] = ()):
+        members = list(members)
+        names = list(names) or [f"member {i}" for i in range(len(members))]
+        if len(members) < 2:
+            raise ValueError(f"an ensemble needs at least two models, got {len(members)}")
+        first = members[0]
+        for name, member in zip(names[1:], members[1:]):
+            if [_signature(t) for t in member.tasks] != [_signature(t) for t in first.tasks]:
+                raise ValueError(f"{name} predicts other tasks than {names[0]}: "
+                                 f"{[t.name for t in member.tasks]} vs {[t.name for t in first.tasks]} "
+                                 "(an ensemble's members need the same tasks, sources and label sets)")
+            if member.perspective != first.perspective:
+                raise ValueError(f"{name} and {names[0]} differ in data.perspective; "
+                                 "an ensemble's members need the same one")
+        self.members, self.names = members, names
+        self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
+            task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
+        self.tokenizer = first.tokenizer
+        self.encoder = first.encoder
+        self.snap, self.trim = first.snap, first.trim
+        self.morpheme_pretokenize = first.morpheme_pretokenize
+        self.perspective = first.perspective
+        self.companions = {}  # each member fuses its own
+        self.device = first.device
+
+    @classmethod
+    def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu") -> "Ensemble":  # type: ignore[override]
+        """Load each model directory (`Predictor.from_pretrained`) as a member."""
+        return cls([Predictor.from_pretrained(d, device=device) for d in directories],
+                   [str(d) for d in directories])
+
+    def save_pretrained(self, directory: Union[str, Path]) -> Path:
+        raise NotImplementedError("an ensemble is its members' model directories: keep them and load them "
+                                  "together (Ensemble.from_pretrained, or kold-span predict --model DIR1 DIR2 ...)")
+
+    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
+                       batch_size: int = 32) -> list[MergedExample]:
+        """Each member's merged outputs, averaged per example."""
+        outputs = [member.merged_outputs(texts, contexts, batch_size) for member in self.members]
+        merged = []
+        for i, group in enumerate(zip(*outputs)):
+            out = MergedExample(token_offsets=list(group[0].token_offsets))
+            for task in self.tasks:
+                if task.kind == "sequence":
+                    out.sequence_probs[task.name] = np.mean([g.sequence_probs[task.name] for g in group], axis=0)
+                    continue
+                for name, g in zip(self.names[1:], group[1:]):
+                    if list(g.token_offsets) != out.token_offsets:
+                        raise ValueError(f"text {i}: {name} splits it into other tokens than {self.names[0]}; "
+                                         f"span task {task.name!r} can only be averaged over members that "
+                                         "share a tokenizer")
+                out.token_probs[task.name] = np.mean([g.token_probs[task.name] for g in group], axis=0)
+            merged.append(out)
+        return merged
+
+
+def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str]) -> tuple[float, ...]:
+    """The members' thresholds of one task, averaged; none when no member has any."""
+    tuned = [bool(v.thresholds) for v in versions]
+    if not any(tuned):
+        return ()
+    if task.kind == "span" and not all(tuned):
+        without = [n for n, t in zip(names, tuned) if not t]
+        raise ValueError(f"span task {task.name!r} has a threshold in some members but not in {without}: "
+                         "they decode differently (most probable tag vs P(B) + P(I)); train them alike")
+    # a multi-label member without thresholds decides at 0.5
+    rows = [v.thresholds or (0.5,) * len(task.labels) for v in versions]
+    return tuple(float(x) for x in np.mean(rows, axis=0))

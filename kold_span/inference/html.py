@@ -1,0 +1,69 @@
+"""Predictions rendered as an HTML page with displaCy's span style."""
+from __future__ import annotations
+
+import html
+import warnings
+from pathlib import Path
+from typing import Any
+
+from kold_span.data.example import Example, context_turns
+
+
+class HtmlWriter:
+    """Writes predictions as an HTML page with spans highlighted in displaCy's span style."""
+
+    def __init__(self, path: Path):
+        import spacy
+        from spacy.vocab import Vocab
+
+        self.vocab = Vocab()
+        self.displacy = spacy.displacy
+        self.file = Path(path).open("w", encoding="utf-8")
+        self.file.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>kold-span predictions</title>"
+                        "</head><body style='font-family: sans-serif; max-width: 60em; margin: auto'>\n")
+
+    def add(self, example: Example, prediction: dict[str, Any]) -> None:
+        """Render one comment with its labels and spans."""
+        from spacy.tokens import Doc, Span
+
+        cuts = {c for s in prediction["spans"] for c in (s["start"], s["end"])}
+        words, spaces, starts = doc_words(example.text, cuts)
+        doc = Doc(self.vocab, words=words, spaces=spaces)
+        spans = []
+        for s in prediction["spans"]:
+            first = next(i for i, st in enumerate(starts) if st >= s["start"])
+            last = max(i for i, st in enumerate(starts) if st < s["end"])
+            spans.append(Span(doc, first, last + 1, label=f"{s['type']} {s['score']:.2f}"))
+        doc.spans["sc"] = spans
+        labels = ", ".join(f"{name}: {html.escape(str(v['label']))}" for name, v in prediction["labels"].items())
+        context = "<br>".join(html.escape(turn) for turn in context_turns(example.context))  # one line a turn
+        self.file.write(f"<div style='margin: 1.5em 0'><div style='color: #666'>#{html.escape(example.id)} "
+                        f"{context}</div><div><b>{labels}</b></div>\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # spaCy warns about comments with no span
+            markup = self.displacy.render(doc, style="span", page=False, jupyter=False)
+        self.file.write(markup)
+        self.file.write("</div>\n")
+
+    def close(self) -> None:
+        self.file.write("</body></html>\n")
+        self.file.close()
+
+
+def doc_words(text: str, cuts: set[int]) -> tuple[list[str], list[bool], list[int]]:
+    """spaCy words (with trailing-space flags and start offsets) cut at spaces and at `cuts`."""
+    bounds = {0, len(text)} | set(cuts)
+    bounds |= {i for i in range(1, len(text)) if text[i].isspace() != text[i - 1].isspace()}
+    words: list[str] = []
+    spaces: list[bool] = []
+    starts: list[int] = []
+    ordered = sorted(bounds)
+    for a, b in zip(ordered, ordered[1:]):
+        piece = text[a:b]
+        if piece == " " and words and not spaces[-1] and not words[-1].isspace():
+            spaces[-1] = True
+            continue
+        words.append(piece)
+        spaces.append(False)
+        starts.append(a)
+    return words, spaces, starts

@@ -1,0 +1,193 @@
+"""A trained model is a directory: config + safetensors weights + tokenizer.
+
+Usage (after `make demo`)::
+
+    from kold_span import Predictor
+    predictor = Predictor.from_pretrained("checkpoints/demo/demo/model")
+    predictor.predict(["이 쓰레기 같은 정치인들"], contexts=["국회 본회의 통과"])[0]["spans"]
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from kold_span.data.example import Context, Example, context_turns
+from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
+from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
+from kold_span.models.decoding import (MergedExample, merge_windows, sequence_prediction, task_spans)
+from kold_span.models.network import MultiTaskModel, probabilities
+from kold_span.models.ngram import Companion, load_companions, save_companions
+from kold_span.models.tasks import Task
+from kold_span.models.windows import InputEncoder, collate
+from kold_span.text.morphemes import prefetch_for
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+TOKENIZER_DIR = "tokenizer"
+FORMAT_VERSION = 1
+
+
+class Predictor:
+    """Runs a trained multi-task model on texts and returns labels and character spans."""
+
+    def __init__(self, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task], *,
+                 max_length: int = 128, stride: int = 32, context_mode: str = "auto",
+                 max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
+                 morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
+                 companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu"):
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.tasks = list(tasks)
+        self.encoder = InputEncoder(tokenizer, max_length, stride, context_mode, max_turns)
+        self.snap, self.trim = snap, trim
+        self.morpheme_pretokenize = morpheme_pretokenize
+        self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
+        self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
+        self.device = torch.device(device)
+
+    # -- saving and loading -------------------------------------------------------------
+    def save_pretrained(self, directory: Union[str, Path]) -> Path:
+        """Write config.json, model.safetensors and the tokenizer into `directory`."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        enc = self.encoder
+        config = {
+            "format_version": FORMAT_VERSION,
+            "tasks": [t.to_dict() for t in self.tasks],
+            "context": {"mode": enc.context_mode, "max_turns": enc.max_turns},
+            "align": {"snap": self.snap, "trim": self.trim},
+            "max_length": enc.max_length, "stride": enc.stride, "pooling": self.model.pooling,
+            "morpheme_pretokenize": self.morpheme_pretokenize,
+            "perspective": self.perspective,
+            "ngram": sorted(self.companions),
+            "encoder": self.model.encoder.config.to_dict(),
+        }
+        (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+        state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
+        save_file(state, str(directory / WEIGHTS_NAME))
+        save_tokenizer(self.tokenizer, directory / TOKENIZER_DIR)
+        save_companions(self.companions, directory)
+        return directory
+
+    @classmethod
+    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu") -> "Predictor":
+        """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only)."""
+        from safetensors.torch import load_file
+        from transformers import AutoTokenizer
+
+        directory = Path(directory)
+        if not (directory / CONFIG_NAME).exists():
+            raise FileNotFoundError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
+                                    f"train one with `kold-span train CONFIG` and pass its model/ folder")
+        config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+        tasks = [Task.from_dict(t) for t in config["tasks"]]
+        tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
+        if config.get("morpheme_pretokenize"):
+            attach_morpheme_pretokenizer(tokenizer)
+        # Models saved before `model.pooling` existed read the first token.
+        model = MultiTaskModel(encoder_from_config(config["encoder"]), tasks, pooling=config.get("pooling", "first"))
+        model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
+        return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
+                   context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
+                   snap=config["align"]["snap"], trim=config["align"]["trim"],
+                   morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
+                   perspective=config.get("perspective"),
+                   companions=load_companions(directory, config.get("ngram", [])), device=device)
+
+    # -- prediction ---------------------------------------------------------------------
+    @torch.inference_mode()
+    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
+                       batch_size: int = 32) -> list[MergedExample]:
+        """Per-example outputs with long texts' windows merged."""
+        prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
+                     snap=self.snap == "morpheme")
+        windows, owners = [], []
+        for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
+            for window in example_windows:
+                windows.append(window)
+                owners.append(i)
+        order = sorted(range(len(windows)), key=lambda j: len(windows[j]["input_ids"]))
+        probs: list[dict[str, np.ndarray]] = [{} for _ in windows]
+        pad_id = self.tokenizer.pad_token_id or 0
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            batch = collate([windows[j] for j in chunk], [], pad_id)
+            logits = self.model(batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                                batch["token_type_ids"].to(self.device))
+            for task in self.tasks:
+                task_probs = probabilities(task, logits[task.name]).float().cpu().numpy()
+                for row, j in enumerate(chunk):
+                    probs[j][task.name] = task_probs[row]
+        grouped: list[list[int]] = [[] for _ in texts]
+        for j, owner in enumerate(owners):
+            grouped[owner].append(j)
+        merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
+        self._fuse_companions(texts, contexts, merged)
+        return merged
+
+    def _fuse_companions(self, texts: Sequence[str], contexts: Sequence[Context],
+                         merged: list[MergedExample]) -> None:
+        """Replace each fused task's encoder probabilities by their mean with its n-gram model's."""
+        joined = ["\n".join(context_turns(c)) for c in contexts]
+        for task in self.tasks:
+            companion = self.companions.get(task.name)
+            if companion is None:
+                continue
+            for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
+                m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
+
+    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
+        """Labels with probabilities and spans `{type, start, end, text, score}`."""
+        labels, spans = {}, []
+        for task in self.tasks:
+            if task.kind == "sequence":
+                labels[task.name] = sequence_prediction(task, merged.sequence_probs[task.name])
+            else:
+                spans += task_spans(task, merged, text, self.snap, self.trim, self.tasks)
+        return {"labels": labels, "spans": sorted(spans, key=lambda s: (s["start"], s["type"]))}
+
+    def predict(self, texts: Sequence[str], contexts: Optional[Sequence[Context]] = None,
+                batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+        """Predict labels and spans for texts (with optional contexts).
+
+        `perspective` (annotator-conditioned models only) gives the annotator's traits,
+        e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
+        """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings; for one text pass [text]")
+        contexts = list(contexts) if contexts is not None else [None] * len(texts)
+        if len(contexts) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
+        if perspective is not None:
+            if not self.perspective:
+                raise ValueError("this model was not trained annotator-conditioned (data.perspective); "
+                                 "it cannot take a perspective")
+            check_perspective(perspective, self.perspective["traits"])
+            segment = verbalise(perspective, self.perspective["traits"])
+            contexts = [with_perspective(c, segment) for c in contexts]
+        merged = self.merged_outputs(texts, contexts, batch_size)
+        return [self.format(text, m) for text, m in zip(texts, merged)]
+
+    def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
+                         perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
+        """Predict examples in chunks (memory stays flat); yields {id, labels, spans}."""
+        chunk: list[Example] = []
+        for example in examples:
+            chunk.append(example)
+            if len(chunk) >= batch_size * 8:
+                yield from self._predict_chunk(chunk, batch_size, perspective)
+                chunk = []
+        if chunk:
+            yield from self._predict_chunk(chunk, batch_size, perspective)
+
+    def _predict_chunk(self, chunk: list[Example], batch_size: int,
+                       perspective: Optional[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        outputs = self.predict([e.text for e in chunk], [e.context for e in chunk], batch_size, perspective)
+        for example, output in zip(chunk, outputs):
+            yield {"id": example.id, **output}

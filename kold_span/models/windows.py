@@ -1,0 +1,161 @@
+"""Examples → model inputs: `[CLS] context [SEP] text [SEP]` windows with BIO targets.
+
+Truncation cuts the context first (down to a quarter of the window); a text longer
+than what is left is split into overlapping windows (`stride` tokens shared) so
+that every character is scored. Token offsets always point into the text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from kold_span.data.example import Context, Example
+from kold_span.models.tasks import SPAN_TAGS, Task
+from kold_span.text.align import IGNORE_INDEX, spans_to_tags
+
+TURN_SEPARATOR = " / "
+
+
+@dataclass
+class InputEncoder:
+    """Tokenizes (context, text) pairs into windows for one tokenizer and context policy."""
+
+    tokenizer: Any
+    max_length: int = 128
+    stride: int = 32
+    context_mode: str = "auto"
+    max_turns: Optional[int] = None
+
+    def context_string(self, context: Context) -> tuple[Optional[str], bool]:
+        """The context as one string and whether it is a dialogue (cut from the left)."""
+        if self.context_mode == "none" or context is None:
+            return None, False
+        if isinstance(context, str):
+            return (context if context.strip() else None), False
+        turns = [t for t in context if t and t.strip()]
+        if self.max_turns is not None:
+            turns = turns[len(turns) - self.max_turns:] if self.max_turns > 0 else []
+        return (TURN_SEPARATOR.join(turns) if turns else None), True
+
+    def _template(self, pair: bool) -> tuple[list[int], list[int], list[int]]:
+        """The special tokens around (context, text): prefix, middle and suffix ids."""
+        cache = self.__dict__.setdefault("_templates", {})
+        if pair not in cache:
+            enc = self.tokenizer("a", "b") if pair else self.tokenizer("a")
+            ids, seq = enc["input_ids"], enc.sequence_ids()
+            content = [i for i, s in enumerate(seq) if s is not None]
+            last = 1 if pair else 0
+            first_last = [i for i, s in enumerate(seq) if s == last]
+            first_ctx = [i for i, s in enumerate(seq) if s == 0]
+            prefix = ids[:content[0]]
+            middle = ids[first_ctx[-1] + 1:first_last[0]] if pair else []
+            suffix = ids[first_last[-1] + 1:]
+            cache[pair] = (prefix, middle, suffix)
+        return cache[pair]
+
+    def encode(self, text: str, context: Context = None) -> list[dict[str, Any]]:
+        """All windows of one example: input ids, masks, text offsets and a text-token mask."""
+        return self.encode_many([text], [context])[0]
+
+    def encode_many(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[list[dict[str, Any]]]:
+        """`encode` for many examples, with one batched tokenizer call for all their strings."""
+        pairs = [(text, self.context_string(context)) for text, context in zip(texts, contexts, strict=True)]
+        if not pairs:
+            return []
+        strings = list(dict.fromkeys([text for text, _ in pairs] + [ctx for _, (ctx, _) in pairs if ctx is not None]))
+        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True)
+        tokens = {s: (ids, [tuple(o) for o in offsets])
+                  for s, ids, offsets in zip(strings, enc["input_ids"], enc["offset_mapping"])}
+        return [self._windows(tokens[text], tokens[ctx][0] if ctx is not None else [], is_dialogue)
+                for text, (ctx, is_dialogue) in pairs]
+
+    def _windows(self, text_tokens: tuple[list[int], list[tuple[int, int]]], ctx_ids: list[int],
+                 is_dialogue: bool) -> list[dict[str, Any]]:
+        text_ids, text_offsets = text_tokens
+        if ctx_ids:
+            prefix, middle, suffix = self._template(pair=True)
+            budget = self.max_length - len(prefix) - len(middle) - len(suffix)
+            keep = min(len(ctx_ids), max(budget - len(text_ids), budget // 4))
+            # Titles keep their beginning; dialogues keep their latest turns.
+            ctx_ids = ctx_ids[len(ctx_ids) - keep:] if is_dialogue else ctx_ids[:keep]
+        if not ctx_ids:
+            prefix, middle, suffix = self._template(pair=False)
+        room = self.max_length - len(prefix) - len(ctx_ids) - len(middle) - len(suffix)
+        if room < 1:
+            raise ValueError(f"model.max_length={self.max_length} leaves no room for the text")
+        stride = max(0, min(self.stride, room // 2))
+        windows, start = [], 0
+        while True:
+            piece = slice(start, start + room)
+            head = prefix + ctx_ids + middle
+            ids = head + text_ids[piece] + suffix
+            n_text = len(text_ids[piece])
+            text_mask = [0] * len(head) + [1] * n_text + [0] * len(suffix)
+            windows.append({
+                "input_ids": ids,
+                "attention_mask": [1] * len(ids),
+                "token_type_ids": [0] * len(head) + [1 if ctx_ids else 0] * (n_text + len(suffix)),
+                "offsets": [[0, 0]] * len(head) + [list(o) for o in text_offsets[piece]] + [[0, 0]] * len(suffix),
+                "text_mask": text_mask,
+            })
+            if start + room >= len(text_ids):
+                return windows
+            start += room - stride
+
+
+def span_targets(task: Task, example: Example, window: dict[str, Any]) -> list[int]:
+    """BIO tag ids of one span task for one window (ignore index outside the text)."""
+    tags = spans_to_tags(example.spans.get(task.source, []), [tuple(o) for o in window["offsets"]],
+                         segment_mask=[bool(m) for m in window["text_mask"]], text=example.text)
+    return [IGNORE_INDEX if t is None else SPAN_TAGS.index(t[0]) for t in tags]
+
+
+def encode_example(encoder: InputEncoder, tasks: Sequence[Task], example: Example,
+                   index: int) -> list[dict[str, Any]]:
+    """Windows of one example with every task's target attached."""
+    windows = encoder.encode(example.text, example.context)
+    seq_targets = {t.name: missing_as_ignored(t, t.target(example)) for t in tasks if t.kind == "sequence"}
+    for window in windows:
+        window["example_index"] = index
+        for task in tasks:
+            if task.kind == "span":
+                window[f"tags_{task.name}"] = span_targets(task, example, window)
+            else:
+                window[f"target_{task.name}"] = seq_targets[task.name]
+    return windows
+
+
+def missing_as_ignored(task: Task, target: Any) -> Any:
+    """A missing sequence label: the ignore index (single) or an empty vector (multi/soft)."""
+    if target is not None:
+        return target
+    return IGNORE_INDEX if task.problem == "single" else []
+
+
+def collate(windows: list[dict[str, Any]], tasks: Sequence[Task], pad_id: int):
+    """Pad a list of windows into tensors (dynamic padding to the longest window)."""
+    import torch
+
+    length = max(len(w["input_ids"]) for w in windows)
+
+    def pad(key: str, value: int) -> "torch.Tensor":
+        return torch.tensor([list(w[key]) + [value] * (length - len(w[key])) for w in windows], dtype=torch.long)
+
+    batch = {"input_ids": pad("input_ids", pad_id), "attention_mask": pad("attention_mask", 0),
+             "token_type_ids": pad("token_type_ids", 0),
+             "window_index": torch.tensor([w.get("window_index", -1) for w in windows], dtype=torch.long)}
+    for task in tasks:
+        if task.kind == "span":
+            key = f"tags_{task.name}"
+            if key in windows[0]:
+                batch[key] = pad(key, IGNORE_INDEX)
+            continue
+        key = f"target_{task.name}"
+        if key not in windows[0]:
+            continue
+        if task.problem == "single":
+            batch[key] = torch.tensor([w[key] for w in windows], dtype=torch.long)
+        else:
+            batch[key] = torch.tensor([w[key] or [0.0] * task.num_outputs for w in windows], dtype=torch.float)
+            batch[f"mask_{task.name}"] = torch.tensor([1.0 if w[key] else 0.0 for w in windows])
+    return batch

@@ -1,0 +1,227 @@
+"""Alignment between character spans and subword tokens (BIO tags).
+
+Encoding: `spans_to_tags` turns end-exclusive character spans into one tag per
+token of a fast tokenizer's `offset_mapping`. Decoding: `tags_to_spans` turns
+predicted tags back into character spans, optionally snapped to whole Korean
+morphemes (Kiwi) or whitespace-delimited words (eojeol).
+
+Token offsets are used as the tokenizer gives them, except that a leading
+whitespace character inside a token's offset (BPE/SentencePiece tokens such as
+"▁bar" or "Ġbar") is skipped, so a token never counts as covering the space
+before its word.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional, Sequence
+
+from kold_span.data.example import Span, merge_spans
+from kold_span.text.morphemes import morpheme_offsets, morpheme_tags
+
+# Grammatical morphemes (particles, endings, affixes, copula, auxiliaries, punctuation): a
+# predicted span made only of these marks no offensive word and is dropped when snapping.
+FUNCTION_TAGS = ("J", "E", "XS", "XP", "VCP", "VX", "SF", "SP", "SS", "SE", "SO")
+
+IGNORE_INDEX = -100
+SCHEMES = ("BIO", "IO")
+SNAP_MODES = ("none", "morpheme", "eojeol")
+
+
+def bio_labels(span_types: Sequence[str]) -> list[str]:
+    """The label list: "O", then "B-{type}", "I-{type}" for each type in the given order.
+
+    Example:
+        >>> bio_labels(["OFF", "TGT"])
+        ['O', 'B-OFF', 'I-OFF', 'B-TGT', 'I-TGT']
+    """
+    return ["O"] + [f"{prefix}-{t}" for t in span_types for prefix in ("B", "I")]
+
+
+def content_offsets(offsets: Iterable[Sequence[int]], text: Optional[str] = None) -> list[Span]:
+    """Token offsets as int pairs, each start moved past leading whitespace of `text`.
+
+    Special tokens keep (0, 0). A token made only of whitespace becomes empty at
+    the end of that whitespace. Without `text` the offsets are returned unchanged.
+    """
+    out: list[Span] = []
+    for pair in offsets:
+        start, end = int(pair[0]), int(pair[1])
+        if text is not None:
+            while start < end and text[start].isspace():
+                start += 1
+        out.append((start, end))
+    return out
+
+
+def spans_to_tags(spans: Iterable[Span], offsets: Sequence[Sequence[int]], scheme: str = "BIO",
+                  span_type: Optional[str] = None, segment_mask: Optional[Sequence[bool]] = None,
+                  text: Optional[str] = None) -> list[Optional[str]]:
+    """Tag each token "B"/"I"/"O" (or "B-{span_type}", ...) from character spans.
+
+    Args:
+        spans: end-exclusive character spans, relative to the text being tagged.
+        offsets: one (start, end) per token, e.g. an encoding's `offset_mapping`.
+        scheme: "BIO", or "IO" (every token inside a span gets "I").
+        span_type: tag suffix; None gives bare "B"/"I".
+        segment_mask: True for tokens of the tagged text; False tokens (e.g. the
+            context segment of a pair encoding, whose offsets point into another
+            string) get None.
+        text: the tagged text; pass it when token offsets may start with a space
+            (BPE/SentencePiece) so that space does not count as covered.
+
+    Returns:
+        One tag per token; None for special tokens (offset (0, 0)) and masked
+        tokens, which the caller maps to `IGNORE_INDEX`.
+
+    A token is inside a span when its characters overlap it (an empty token when
+    it lies strictly inside). The first token inside a span gets "B", the
+    following ones "I"; a token already tagged by an earlier span keeps its tag.
+
+    Example:
+        >>> spans_to_tags([(4, 10)], [(0, 0), (0, 3), (4, 7), (7, 10), (0, 0)])
+        [None, 'O', 'B', 'I', None]
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    if segment_mask is not None and len(segment_mask) != len(offsets):
+        raise ValueError(f"segment_mask has {len(segment_mask)} entries for {len(offsets)} tokens")
+    suffix = f"-{span_type}" if span_type is not None else ""
+    ignored = [tuple(map(int, pair)) == (0, 0) or (segment_mask is not None and not segment_mask[i])
+               for i, pair in enumerate(offsets)]
+    token_spans = content_offsets(offsets, text)
+    tags: list[Optional[str]] = [None if skip else "O" for skip in ignored]
+    for start, end in sorted(spans):
+        first = True
+        for i, (tok_start, tok_end) in enumerate(token_spans):
+            if ignored[i] or not (tok_start < end and start < tok_end):
+                continue
+            if tags[i] == "O":
+                tags[i] = ("B" if first and scheme == "BIO" else "I") + suffix
+            first = False
+    return tags
+
+
+def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]], text: str,
+                  snap: str = "none", trim: bool = True, span_type: Optional[str] = None,
+                  segment_mask: Optional[Sequence[bool]] = None) -> list[Span]:
+    """Turn per-token tags back into sorted, merged character spans of `text`.
+
+    Args:
+        tags: one tag per token ("O", "B", "I", "B-OFF", ...; None = ignored).
+        offsets: the same token offsets that were tagged.
+        text: the text the offsets point into (of the tagged segment).
+        snap: "none", "morpheme" or "eojeol"; see `snap_spans`. With "morpheme", spans made
+            only of grammatical morphemes (a lone ending or particle) are dropped.
+        trim: strip leading/trailing whitespace from each span.
+        span_type: keep only tags of this type; None keeps every B/I tag.
+        segment_mask: optional; False tokens are ignored like None tags.
+
+    Ill-formed BIO is repaired: an "I" that does not continue a run of the same
+    type starts a new span. A run spans from its first token's start to its last
+    token's end, so whitespace between its tokens is included. Ignored tokens
+    (None, special (0, 0) offsets, masked) and "O" tags end a run.
+
+    Example:
+        >>> tags_to_spans([None, "O", "I", "I", None], [(0, 0), (0, 3), (4, 7), (8, 10), (0, 0)],
+        ...               "you are it")
+        [(4, 10)]
+    """
+    check_snap(snap)
+    if len(tags) != len(offsets):
+        raise ValueError(f"{len(tags)} tags for {len(offsets)} tokens")
+    token_spans = content_offsets(offsets, text)
+    runs: list[list[Span]] = []
+    run_type: Optional[str] = None
+    in_run = False
+    for i, tag in enumerate(tags):
+        special = tuple(map(int, offsets[i])) == (0, 0)
+        masked = segment_mask is not None and not segment_mask[i]
+        prefix, tag_type = _parse_tag(tag)
+        if special or masked or prefix not in ("B", "I") or (span_type is not None and tag_type != span_type):
+            in_run = False
+            continue
+        if not (in_run and prefix == "I" and tag_type == run_type):
+            runs.append([])
+            run_type = tag_type
+            in_run = True
+        runs[-1].append(token_spans[i])
+    spans = []
+    for pieces in runs:
+        nonempty = [(s, e) for s, e in pieces if s < e]
+        if nonempty:
+            spans.append((min(s for s, _ in nonempty), max(e for _, e in nonempty)))
+    if trim:
+        spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
+    spans = snap_spans(spans, text, snap)
+    if snap == "morpheme":
+        spans = drop_function_only(spans, text)
+    return merge_spans(spans)
+
+
+def drop_function_only(spans: Iterable[Span], text: str) -> list[Span]:
+    """Drop spans whose morphemes are all grammatical (e.g. a lone ending 다 or particle 는).
+
+    Example:
+        >>> drop_function_only([(20, 21), (17, 21)], "이 기자 기사 쓰는 수준 진짜 바닥이다")
+        [(17, 21)]
+    """
+    kept = []
+    for start, end in spans:
+        tags = [tag for s, e, tag in morpheme_tags(text) if s < end and start < e]
+        if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags):
+            kept.append((start, end))
+    return kept
+
+
+def trim_span(span: Span, text: str) -> Optional[Span]:
+    """The span without leading/trailing whitespace; None when nothing is left."""
+    start, end = span
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
+    """Widen each span to whole units of `text`: "morpheme" (Kiwi), "eojeol" (words) or "none".
+
+    A span grows to the union of itself and every unit it overlaps. Kiwi gives
+    contracted syllables (할 = 하 + ㄹ) several morphemes with the same offsets;
+    the union rule handles them. Spans are returned one for one, in order
+    (not merged).
+
+    Example:
+        >>> snap_spans([(3, 4)], "여성징병제에도 동의하라고", "eojeol")
+        [(0, 7)]
+    """
+    check_snap(snap)
+    if snap == "none":
+        return list(spans)
+    units = morpheme_offsets(text) if snap == "morpheme" else eojeol_offsets(text)
+    widened = []
+    for start, end in spans:
+        hits = [(s, e) for s, e in units if s < end and start < e]
+        widened.append((min([start] + [s for s, _ in hits]), max([end] + [e for _, e in hits])))
+    return widened
+
+
+def check_snap(snap: str) -> None:
+    """Raise ValueError unless `snap` is one of `SNAP_MODES`."""
+    if snap not in SNAP_MODES:
+        raise ValueError(f"snap must be one of {SNAP_MODES}, got {snap!r}")
+
+
+def eojeol_offsets(text: str) -> tuple[Span, ...]:
+    """End-exclusive offsets of the whitespace-delimited words (eojeol) of `text`."""
+    return tuple(m.span() for m in re.finditer(r"\S+", text))
+
+
+def _parse_tag(tag: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """Split "B-OFF" into ("B", "OFF") and "I" into ("I", None); None stays (None, None)."""
+    if tag is None:
+        return None, None
+    prefix, _, tag_type = tag.partition("-")
+    if prefix not in ("B", "I", "O"):
+        raise ValueError(f"tag must be None, 'O' or start with 'B'/'I', got {tag!r}")
+    return prefix, (tag_type or None)
