@@ -1,10 +1,16 @@
 """kold-span: offensive language, targets and spans, sarcasm and irony in context."""
+import sys
+
 from kold_span.data.example import Annotation, Example
 from kold_span.data.jsonl import read_jsonl, write_jsonl
-from kold_span.errors import DataError
+from kold_span.errors import DataError, KoldSpanError
+from kold_span.evaluation import metrics
+
+# The metric functions were `kold_span.metrics` before the package had layers; that path still imports.
+sys.modules.setdefault("kold_span.metrics", metrics)
 
 __version__ = "0.1.0"
-__all__ = ["Annotation", "DataError", "Example", "Predictor", "read_jsonl", "write_jsonl"]
+__all__ = ["Annotation", "DataError", "Example", "KoldSpanError", "Predictor", "metrics", "read_jsonl", "write_jsonl"]
 
 
 def __getattr__(name: str):
