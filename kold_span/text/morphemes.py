@@ -1,6 +1,7 @@
 """Korean morphemes with character offsets (Kiwi), shared by tokenizers and alignment."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Iterable
 
 _KIWI = None
@@ -15,28 +16,49 @@ def kiwi():
     return _KIWI
 
 
-_CACHE: dict[str, tuple[tuple[int, int, str], ...]] = {}
-_CACHE_LIMIT = 200_000
+Morphemes = tuple[tuple[int, int, str], ...]
+
+# A least-recently-used cache of analyses. Predicting millions of distinct comments must keep memory
+# flat, so it holds a bounded number of texts; one chunk of `Predictor.predict_examples` (its texts,
+# their context turns and their normalised forms) fits in it at the usual batch sizes.
+CACHE_SIZE = 8192
+_CACHE: OrderedDict[str, Morphemes] = OrderedDict()
 
 
 def prefetch(texts: Iterable[str]) -> None:
-    """Analyse all uncached texts in one batched Kiwi call (several times faster than one by one)."""
-    todo = list(dict.fromkeys(t for t in texts if t and t not in _CACHE))
-    if not todo:
-        return
-    if len(_CACHE) + len(todo) > _CACHE_LIMIT:
-        _CACHE.clear()
-    for text, tokens in zip(todo, kiwi().tokenize(todo)):
+    """Analyse all uncached texts in one batched Kiwi call (several times faster than one by one).
+
+    Texts already cached become the most recently used; the least recently used are dropped past
+    `CACHE_SIZE`.
+    """
+    todo = []
+    for text in dict.fromkeys(t for t in texts if t):
+        if text in _CACHE:
+            _CACHE.move_to_end(text)
+        else:
+            todo.append(text)
+    for text, tokens in zip(todo, kiwi().tokenize(todo) if todo else ()):
         _CACHE[text] = tuple((t.start, t.start + t.len, t.tag) for t in tokens)
+        if len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
 
 
-def morpheme_tags(text: str) -> tuple[tuple[int, int, str], ...]:
-    """(start, end, part-of-speech tag) of every Kiwi morpheme (Sejong tags: NNG, JKS, EF, …)."""
-    if text not in _CACHE:
-        if not text:
-            return ()
+def morpheme_tags(text: str) -> Morphemes:
+    """(start, end, part-of-speech tag) of every Kiwi morpheme (Sejong tags: NNG, JKS, EF, …).
+
+    Example:
+        >>> morpheme_tags("의원은")
+        ((0, 2, 'NNG'), (2, 3, 'JX'))
+    """
+    if not text:
+        return ()
+    tags = _CACHE.get(text)
+    if tags is None:
         prefetch([text])
-    return _CACHE[text]
+        tags = _CACHE[text]
+    else:
+        _CACHE.move_to_end(text)
+    return tags
 
 
 def morpheme_offsets(text: str) -> tuple[tuple[int, int], ...]:
