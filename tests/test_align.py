@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kold_span.text import align
 from kold_span.data.example import merge_spans
-from kold_span.text.align import IGNORE_INDEX, bio_labels, content_offsets, snap_spans, spans_to_tags, tags_to_spans
+from kold_span.text.align import IGNORE_INDEX, OverlapIndex, bio_labels, content_offsets, snap_spans, spans_to_tags, tags_to_spans
 
 CORPUS = [
     "you are a stupid idiot",
@@ -282,3 +282,12 @@ def test_morpheme_snapping_drops_spans_of_grammatical_morphemes_only():
     tags = ["O", "O", "O", "O", "B", "I", "I", "O", "B"]  # "수준 진짜 바닥" and a lone ending "다"
     assert tags_to_spans(tags, offsets, text, snap="none") == [(11, 19), (20, 21)]
     assert tags_to_spans(tags, offsets, text, snap="morpheme") == [(11, 19)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 8)), max_size=30),
+       st.integers(0, 45), st.integers(1, 10))
+def test_overlap_index_agrees_with_a_scan(raw, start, width):
+    intervals = [(s, s + w) for s, w in raw]
+    end = start + width
+    expected = [i for i, (s, e) in enumerate(intervals) if s < end and e > start]
+    assert OverlapIndex(intervals).overlapping(start, end) == expected

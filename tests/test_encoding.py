@@ -73,3 +73,12 @@ def test_a_batch_encodes_each_example_as_it_would_alone(tokenizer):
     assert len(together[2]) > 1 and together[0] != together[3]  # windows of a long text; " " is no context
     with pytest.raises(ValueError):
         enc.encode_many(texts, contexts[:-1])
+
+
+def test_a_text_longer_than_the_window_gives_no_indexing_warning(tokenizer, capfd, caplog):
+    tokenizer.model_max_length = 16  # the encoder's own window; the whole text is far longer
+    encoder = InputEncoder(tokenizer, max_length=16, stride=4)
+    windows = encoder.encode_many(["지금 당장 사퇴하라 " * 40], [None])[0]
+    assert len(windows) > 1
+    captured = capfd.readouterr()
+    assert "indexing errors" not in captured.err + captured.out + caplog.text

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kold_span.models.tasks import SPAN_TAGS, Task
-from kold_span.text.align import tags_to_spans
+from kold_span.text.align import OverlapIndex, tags_to_spans
 
 
 @dataclass
@@ -91,9 +91,10 @@ def task_spans(task: Task, merged: MergedExample, text: str, snap: str = "none",
         return []
     spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=snap, trim=trim)
     inside = 1.0 - probs[:, 0]
+    index = OverlapIndex(merged.token_offsets)
     out = []
     for start, end in spans:
-        scores = [inside[i] for i, (s, e) in enumerate(merged.token_offsets) if s < end and e > start]
+        scores = [inside[i] for i in index.overlapping(start, end)]
         out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
                     "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
     return out

@@ -63,7 +63,9 @@ class InputEncoder:
         if not pairs:
             return []
         strings = list(dict.fromkeys([text for text, _ in pairs] + [ctx for _, (ctx, _) in pairs if ctx is not None]))
-        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True)
+        # Whole texts are tokenized before they are cut into windows, so a text longer than the model's
+        # window is expected here: transformers' warning that it "will result in indexing errors" is wrong.
+        enc = self.tokenizer(strings, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         tokens = {s: (ids, [tuple(o) for o in offsets])
                   for s, ids, offsets in zip(strings, enc["input_ids"], enc["offset_mapping"])}
         return [self._windows(tokens[text], tokens[ctx][0] if ctx is not None else [], is_dialogue)

@@ -13,6 +13,8 @@ before its word.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from typing import Iterable, Optional, Sequence
 
 from kold_span.data.example import Span, merge_spans
@@ -25,6 +27,32 @@ FUNCTION_TAGS = ("J", "E", "XS", "XP", "VCP", "VX", "SF", "SP", "SS", "SE", "SO"
 IGNORE_INDEX = -100
 SCHEMES = ("BIO", "IO")
 SNAP_MODES = ("none", "morpheme", "eojeol")
+
+
+class OverlapIndex:
+    """Intervals (start, end) indexed for 'which of them overlap [start, end)?' in O(log n + hits).
+
+    Spans of a long text ask this of its morphemes or tokens once each; scanning every unit for
+    every span made decoding quadratic in the text's length.
+
+    Example:
+        >>> index = OverlapIndex([(0, 2), (2, 3), (4, 6)])
+        >>> index.overlapping(1, 3), index.overlapping(3, 4), index.overlapping(0, 10)
+        ([0, 1], [], [0, 1, 2])
+    """
+
+    def __init__(self, intervals: Sequence[Sequence[int]]) -> None:
+        self.intervals = [(int(s), int(e)) for s, e in intervals]
+        self.order = sorted(range(len(self.intervals)), key=lambda i: self.intervals[i][0])
+        self.starts = [self.intervals[i][0] for i in self.order]
+        # The furthest end reached so far, in start order: ascending, so it can be bisected.
+        self.reach = list(accumulate((self.intervals[i][1] for i in self.order), max))
+
+    def overlapping(self, start: int, end: int) -> list[int]:
+        """Indices (in input order) of the intervals with s < end and e > start."""
+        first = bisect_right(self.reach, start)
+        last = bisect_left(self.starts, end)
+        return sorted(i for i in self.order[first:last] if self.intervals[i][1] > start)
 
 
 def bio_labels(span_types: Sequence[str]) -> list[str]:
@@ -165,9 +193,11 @@ def drop_function_only(spans: Iterable[Span], text: str) -> list[Span]:
         >>> drop_function_only([(20, 21), (17, 21)], "이 기자 기사 쓰는 수준 진짜 바닥이다")
         [(17, 21)]
     """
+    morphemes = morpheme_tags(text)
+    index = OverlapIndex([(s, e) for s, e, _ in morphemes])
     kept = []
     for start, end in spans:
-        tags = [tag for s, e, tag in morpheme_tags(text) if s < end and start < e]
+        tags = [morphemes[i][2] for i in index.overlapping(start, end)]
         if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags):
             kept.append((start, end))
     return kept
@@ -199,9 +229,10 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
     if snap == "none":
         return list(spans)
     units = morpheme_offsets(text) if snap == "morpheme" else eojeol_offsets(text)
+    index = OverlapIndex(units)
     widened = []
     for start, end in spans:
-        hits = [(s, e) for s, e in units if s < end and start < e]
+        hits = [units[i] for i in index.overlapping(start, end)]
         widened.append((min([start] + [s for s, _ in hits]), max([end] + [e for _, e in hits])))
     return widened
 
