@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pytorch_lightning as pl
+import torch
 from torch.utils.data import DataLoader, Sampler
 
 from kold_span.corpora.splits import SPLITS
@@ -104,6 +105,36 @@ class LengthGroupedSampler(Sampler[int]):
         return [i for batch in batches + ([last] if last else []) for i in batch]
 
 
+class EpochShuffle(Sampler[int]):
+    """A random order of the windows drawn from the seed and the epoch, not from the global generator.
+
+    A sampler that drew from torch's global generator made the batches of a resumed run depend on
+    how many numbers Lightning drew before the first batch, which differs after a restart.
+
+    Example:
+        >>> sampler = EpochShuffle(5, seed=1)
+        >>> sorted(sampler) == [0, 1, 2, 3, 4], list(sampler) == list(EpochShuffle(5, seed=1))
+        (True, True)
+        >>> sampler.set_epoch(1); list(sampler) != list(EpochShuffle(5, seed=1))
+        True
+    """
+
+    def __init__(self, size: int, seed: int = 0):
+        self.size, self.seed, self.epoch = size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        order = list(range(self.size))
+        random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
+        return iter(order)
+
+
 class FixedOrder(Sampler[int]):
     """The given indices, in the given order."""
 
@@ -164,11 +195,16 @@ class WindowsDataModule(pl.LightningDataModule):
         if self.group_by_length:
             lengths = self.window_lengths(split)
             if shuffle:
-                sampler, shuffle = LengthGroupedSampler(lengths, batch_size, self.seed), False
+                sampler = LengthGroupedSampler(lengths, batch_size, self.seed)
             else:
                 # Outputs are keyed by window_index, so any order gives the same scores.
                 sampler = FixedOrder(sorted(range(len(lengths)), key=lengths.__getitem__))
-        return DataLoader(self.datasets[split], batch_size=batch_size, shuffle=shuffle, sampler=sampler,
+        elif shuffle:
+            sampler = EpochShuffle(len(self.datasets[split]), self.seed)
+        # The loader's own seeds (its workers') come from a generator of its own, so building an
+        # iterator draws nothing from the global one that dropout uses (see training/resume.py).
+        generator = torch.Generator().manual_seed(self.seed)
+        return DataLoader(self.datasets[split], batch_size=batch_size, sampler=sampler, generator=generator,
                           num_workers=self.num_workers, collate_fn=partial(collate, tasks=self.tasks, pad_id=pad_id))
 
     def train_dataloader(self) -> DataLoader:

@@ -256,6 +256,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     from kold_span.training.averaging import WeightEMA
     from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
+    from kold_span.training.resume import RandomState
 
     started = time.time()
     slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_native_bf16())
@@ -319,7 +320,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     # best-model checkpoint writes it only in epochs with a new best, so --resume would go back to that.
     latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False)
-    callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step")]
+    callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
     if tc.ema_decay is not None:
         callbacks.append(WeightEMA(tc.ema_decay))
     if tc.early_stopping_patience and has_dev:

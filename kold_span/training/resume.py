@@ -1,0 +1,74 @@
+"""Exact resume: the random generators travel in the checkpoint and are restored before training goes on.
+
+Lightning restores the weights, the optimizer, the schedule and the loop counters from `last.ckpt`,
+but not the random generators, which `seed_everything` resets when the process starts. Yet the
+next epoch draws from them: the shuffled order of a random sampler, dropout masks, the seeds of
+loader workers. A run killed and resumed therefore trained its later epochs on other batches
+than the same run uninterrupted. `RandomState` saves Python's, NumPy's and torch's generators
+(every CUDA device's too) with each checkpoint and puts them back when training restarts, after
+the checkpoint is loaded and before the first batch is drawn, so the resumed run draws what the
+uninterrupted one drew. The length-grouped sampler needs nothing: its order is seeded by the
+epoch.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Optional
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Callback
+
+
+def capture_random_state() -> dict[str, Any]:
+    """The state of every random generator a training step can draw from, as tensors and plain values.
+
+    Plain values, because Lightning reads checkpoints back with `weights_only=True`, which refuses
+    NumPy arrays.
+    """
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    numpy_state = {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
+                   "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}
+    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_random_state(state: dict[str, Any]) -> None:
+    """Put back what `capture_random_state` returned (CUDA states only where CUDA is in use).
+
+    Example:
+        >>> state = capture_random_state()
+        >>> first = (random.random(), float(np.random.rand()), float(torch.rand(1)))
+        >>> restore_random_state(state)
+        >>> (random.random(), float(np.random.rand()), float(torch.rand(1))) == first
+        True
+    """
+    random.setstate(state["python"])
+    numpy_state = state["numpy"]
+    np.random.set_state((numpy_state["kind"], numpy_state["keys"].numpy().astype(np.uint32),
+                         numpy_state["position"], numpy_state["has_gauss"], numpy_state["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RandomState(Callback):
+    """Saves the random generators with every checkpoint; restores them when a run is resumed."""
+
+    def __init__(self) -> None:
+        self._pending: Optional[dict[str, Any]] = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"random_state": capture_random_state()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        # Applied at on_train_start: between loading and training, Lightning still builds the loaders.
+        self._pending = state_dict.get("random_state")
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._pending is not None:
+            restore_random_state(self._pending)
+            self._pending = None
