@@ -11,9 +11,8 @@ from kold_span.errors import ConfigError
 from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
                                         render_markdown, split_values, summarize, write_results)
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
+
 TINY_SET = [f"data.train={FIXTURE}", "trainer.max_epochs=2", "data.limit=12", "data.test_fraction=0.25"]
 
 

@@ -1,6 +1,5 @@
 """The weight average: hand-computed updates, the swap around validation, checkpoints and resume."""
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,15 +10,15 @@ from kold_span.inference.predictor import Predictor
 from kold_span.training.averaging import WeightEMA
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import FIXTURE, TINY
+
 # The tiny joint model of test_training, with a dev split and an average of decay 0.9.
-EMA_RUN = [f"data.train={ROOT / 'tests/fixtures/kold_small.json'}", "run=r", "data.limit=16",
+EMA_RUN = [f"data.train={FIXTURE}", "run=r", "data.limit=16",
            "data.dev_fraction=0.25", "trainer.batch_size=4", "trainer.monitor=dev/loss", "trainer.ema_decay=0.9"]
 
 
 def ema_config(out, epochs):
-    return load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [f"output_dir={out}", *EMA_RUN,
-                                                                   f"trainer.max_epochs={epochs}"])
+    return load_config(TINY, [f"output_dir={out}", *EMA_RUN, f"trainer.max_epochs={epochs}"])
 
 
 class OneWeight(torch.nn.Module):

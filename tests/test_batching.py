@@ -1,7 +1,6 @@
 """Length-grouped training batches (trainer.group_by_length): same examples, less padding."""
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,7 @@ from kold_span.models.windows import InputEncoder
 from kold_span.training.datamodule import LengthGroupedSampler, WindowsDataModule
 from kold_span.training.run import tokenizer_texts, train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
 
 
 def batches(order, size):

@@ -1,6 +1,5 @@
 """Ensembles: hand-checked averaging on stand-in members, then two trained models through the CLI."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from kold_span.models.decoding import MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import FIXTURE, TINY
 
 LABEL = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 GROUPS = Task("GRP", "sequence", "GRP", problem="multi", labels=("a", "b"))
@@ -87,9 +86,8 @@ def two_models(tmp_path_factory):
     out = tmp_path_factory.mktemp("ensemble")
     dirs = []
     for seed in (7, 8):
-        config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
-            f"output_dir={out}", f"run=seed{seed}", f"seed={seed}", "data.limit=16", "trainer.max_epochs=4",
-            f"data.train={ROOT / 'tests/fixtures/kold_small.json'}"])
+        config = load_config(TINY, [f"output_dir={out}", f"run=seed{seed}", f"seed={seed}", "data.limit=16",
+                                    "trainer.max_epochs=4", f"data.train={FIXTURE}"])
         dirs.append(train(config, quiet=True).model_dir)
     return dirs
 

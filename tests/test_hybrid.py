@@ -1,7 +1,6 @@
 """The n-gram model fused into a sequence task: exact export, weight choice, training and the CLI."""
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, context_string
 from kold_span.training.calibration import choose_companion, refit_companion
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
 
 WORDS = ["idiot", "moron", "fool", "nice", "great", "kind", "day", "news", "again", "really"]
 

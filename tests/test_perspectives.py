@@ -1,7 +1,6 @@
 """Perspectivist data: per-annotator expansion, trait verbalisation, soft labels, conditioned predict."""
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.tasks import soft_distribution
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
+from conftest import TINY
 
 
 def test_verbalise_chosen_traits_only():

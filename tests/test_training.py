@@ -1,10 +1,8 @@
 """End to end: train a tiny joint model, export it, load it, predict, evaluate (CLI too)."""
 import csv
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +12,7 @@ from kold_span.config.loading import load_config
 from kold_span.inference.predictor import Predictor
 from kold_span.training.run import evaluate_predictor, train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, ROOT, TINY, child_env
 
 
 def tiny_config(tmp_path, *overrides):
@@ -274,12 +270,11 @@ def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
 @pytest.mark.parametrize("group_by_length", ["false", "true"])
 def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
     """Two gloo processes train a few steps and export one model (also with length-grouped batches)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "kold_span.cli", "train", str(TINY), "--set", f"output_dir={tmp_path}",
            f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=1", "trainer.devices=2",
            "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25",
            f"trainer.group_by_length={group_by_length}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
