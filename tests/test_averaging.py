@@ -95,6 +95,7 @@ def ema_run(tmp_path_factory):
     return train(ema_config(tmp_path_factory.mktemp("ema"), 3), quiet=True)
 
 
+@pytest.mark.slow
 def test_checkpoint_and_export_hold_the_average(ema_run):
     last = torch.load(ema_run.run_dir / "checkpoints" / "last.ckpt", weights_only=True)
     state = last["callbacks"]["WeightEMA[0.9]"]
@@ -109,6 +110,7 @@ def test_checkpoint_and_export_hold_the_average(ema_run):
         assert torch.equal(value, best[f"model.{key}"]), key
 
 
+@pytest.mark.slow
 def test_resume_carries_the_average_on(ema_run):
     resumed = train(ema_config(ema_run.run_dir.parent.parent, 4), resume=True, quiet=True)
     state = torch.load(resumed.run_dir / "checkpoints" / "last.ckpt", weights_only=True)["callbacks"]["WeightEMA[0.9]"]

@@ -106,6 +106,7 @@ def test_datamodule_serves_the_same_windows_grouped(tiny_datamodule):
     assert grouped_padded >= sum(lengths)
 
 
+@pytest.mark.slow
 def test_training_with_grouped_batches_learns(tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=g", "data.limit=16",
                                 "trainer.group_by_length=true"])

@@ -24,6 +24,7 @@ def test_hub_id_offline_fails_at_once_saying_how_to_pass_a_directory(monkeypatch
     assert "klue/roberta-base" in message and "--local-dir" in message and "name_or_path" in message
 
 
+@pytest.mark.slow
 def test_hub_id_without_network_does_not_hang(tmp_path):
     """No HF_HUB_OFFLINE: the hub is tried with short timeouts, then the same clear error."""
     code = ("from kold_span.models.backbones import load_pretrained, EncoderLoadError\n"
@@ -56,6 +57,7 @@ def test_unknown_package_is_named():
         resolve_encoder_path("package:no_such_pkg/model")
 
 
+@pytest.mark.slow
 def test_joint_model_fine_tunes_the_packaged_pretrained_encoder(tmp_path, monkeypatch):
     """The pretrained path end to end, offline: train a few steps, export, load, predict."""
     from kold_span.config.loading import load_config
@@ -96,6 +98,7 @@ def test_wordpiece_ids_are_numbered_by_token_not_by_trainer_order():
     assert pieces == ["cat", "##s", "s", "##e", "##at"]
 
 
+@pytest.mark.slow
 def test_wordpiece_training_gives_one_vocabulary_in_every_process():
     """Four processes train on the fixture; before the "##" pieces were registered, about half
     of such runs picked other merges (tokenizers issue #1794) at this vocabulary size."""

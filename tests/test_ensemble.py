@@ -92,6 +92,7 @@ def two_models(tmp_path_factory):
     return dirs
 
 
+@pytest.mark.slow
 def test_predict_cli_with_two_models_averages_them(two_models, tmp_path):
     (tmp_path / "in.txt").write_text("정말 한심한 사람들이네\n좋은 기사 감사합니다\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"

@@ -20,7 +20,8 @@ from kold_span.training.run import evaluate_predictor, train
 
 from conftest import CONFIGS, FIXTURE, ROOT, TINY, child_env
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# Each test trains on the GPU or runs a CUDA child process.
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"), pytest.mark.slow]
 
 
 def preset(name):

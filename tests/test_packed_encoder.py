@@ -131,6 +131,7 @@ def test_bad_files_are_named_with_what_is_wrong(tmp_path):
         import_packed_encoder(str(write_packed(tmp_path / "partial.bin", partial)), tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_cli_import_encoder_then_train_and_predict(tmp_path, capsys):
     from kold_span.config.loading import load_config
     from kold_span.inference.predictor import Predictor

@@ -76,6 +76,7 @@ def toy_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", "run=p", "data.reader=jsonl", f"data.train={toy_file}",
                                 "data.test_fraction=0.25", "data.stratify=irony", "model.encoder.scratch.morpheme_pretokenize=false",
@@ -109,6 +110,7 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
         predictor.predict("great service")
 
 
+@pytest.mark.slow
 def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", "run=s", "data.reader=jsonl", f"data.train={toy_file}",
                                 "data.test_fraction=0.25", "model.encoder.scratch.morpheme_pretokenize=false",

@@ -138,6 +138,7 @@ def test_dev_threshold_without_a_dev_split_is_a_config_error():
         load_config(DEMO, ["data.dev_fraction=0", "tasks=[{name: c, source: OFF, problem: multi, threshold: dev}]"])
 
 
+@pytest.mark.slow
 def test_training_with_dev_thresholds_saves_them_with_the_model(tmp_path):
     rows = [("a b", ["x"]), ("a c", ["x"]), ("b d", ["y"]), ("c d", ["x", "y"]), ("e", [])] * 6
     write_jsonl([Example(id=str(i), text=t, labels={"g": g}) for i, (t, g) in enumerate(rows)], tmp_path / "m.jsonl")
@@ -208,6 +209,7 @@ def test_fixed_span_threshold_is_set_at_build_time():
     assert (fixed.thresholds, default.thresholds, later.thresholds) == ((0.3,), (), ())
 
 
+@pytest.mark.slow
 def test_training_with_a_dev_span_threshold_saves_it_with_the_model(tmp_path):
     config = load_config(TINY, [
         f"output_dir={tmp_path}", "run=r", f"data.train={FIXTURE}",
