@@ -1,5 +1,5 @@
 # kold-span: `make demo` trains on the embedded sample and predicts; `make test` runs the tests,
-# `make test-quick` all but the slow ones (training, DDP, other processes) for the edit loop.
+# `make test-quick` all but the slow ones (training, DDP, the package in other processes) for the edit loop.
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python

@@ -4,7 +4,7 @@ Every path is absolute, built from this file, so the tests run from any working 
 (`cd /tmp && python -m pytest /path/to/kold-span/tests`). Test modules import them:
 `from conftest import FIXTURE, TINY`.
 
-Tests marked `slow` train a model, run DDP or start other Python processes; `make test-quick`
+Tests marked `slow` train a model, run DDP or run the package in other processes; `make test-quick`
 (`pytest -m "not slow"`) leaves them out, `make test` runs everything.
 """
 from __future__ import annotations
