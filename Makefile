@@ -1,11 +1,12 @@
-# kold-span: `make demo` trains on the embedded sample and predicts; `make test` runs the tests.
+# kold-span: `make demo` trains on the embedded sample and predicts; `make test` runs the tests,
+# `make test-quick` all but the slow ones (training, DDP, the package in other processes) for the edit loop.
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test demo encoder-e5 bench-throughput bench-quality clean
+.PHONY: install test test-quick demo encoder-e5 bench-throughput bench-quality clean
 
 install: $(STAMP)
 
@@ -19,6 +20,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 test: install
 	$(PY) -m pytest tests
+
+test-quick: install
+	$(PY) -m pytest tests -m "not slow"
 
 demo: install
 	$(VENV)/bin/kold-span train configs/experiment/demo.yaml --set run=demo

@@ -1,4 +1,9 @@
-"""kold-span: offensive language, targets and spans, sarcasm and irony in context."""
+"""kold-span: offensive language, targets and spans, sarcasm and irony in context.
+
+>>> from kold_span import Example
+>>> Example(id="1", text="너 진짜 바보냐", spans={"OFF": [(5, 8)]}).span_texts("OFF")
+['바보냐']
+"""
 import sys
 
 from kold_span.data.example import Annotation, Example

@@ -11,9 +11,8 @@ from kold_span.errors import ConfigError
 from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
                                         render_markdown, split_values, summarize, write_results)
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
+
 TINY_SET = [f"data.train={FIXTURE}", "trainer.max_epochs=2", "data.limit=12", "data.test_fraction=0.25"]
 
 
@@ -183,6 +182,7 @@ def grid(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_grid_writes_csv_markdown_and_plot(grid):
     with open(grid / "results.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -198,6 +198,7 @@ def test_grid_writes_csv_markdown_and_plot(grid):
     assert saved["context"]["mode"] == "none" and saved["seed"] == 7
 
 
+@pytest.mark.slow
 def test_rerun_reuses_finished_runs(grid, monkeypatch, capsys):
     monkeypatch.setattr(ablate, "train", _never_train)
     before = (grid / "results.csv").read_text(encoding="utf-8")
@@ -208,12 +209,14 @@ def test_rerun_reuses_finished_runs(grid, monkeypatch, capsys):
     assert (grid / "results.csv").read_text(encoding="utf-8") == before
 
 
+@pytest.mark.slow
 def test_rerun_with_other_settings_is_refused(grid, monkeypatch):
     monkeypatch.setattr(ablate, "train", _never_train)
     with pytest.raises(ValueError, match="trainer.max_epochs"):
         ablate.main_from_args(_ablate_args(grid, "trainer.max_epochs=3"))
 
 
+@pytest.mark.slow
 def test_rerun_with_another_thread_count_reuses_the_runs(grid, monkeypatch, capsys):
     """Threads, the progress bar and where the runs folder is named change how a run executes, not what it computes."""
     monkeypatch.setattr(ablate, "train", _never_train)
@@ -223,6 +226,7 @@ def test_rerun_with_another_thread_count_reuses_the_runs(grid, monkeypatch, caps
     assert "context=auto seed 7: reused" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys):
     """A config.json without a key added since (at its default) is the same config, not 'other settings'."""
     out = tmp_path / "grid"

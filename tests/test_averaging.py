@@ -1,6 +1,5 @@
 """The weight average: hand-computed updates, the swap around validation, checkpoints and resume."""
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,15 +10,15 @@ from kold_span.inference.predictor import Predictor
 from kold_span.training.averaging import WeightEMA
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import FIXTURE, TINY
+
 # The tiny joint model of test_training, with a dev split and an average of decay 0.9.
-EMA_RUN = [f"data.train={ROOT / 'tests/fixtures/kold_small.json'}", "run=r", "data.limit=16",
+EMA_RUN = [f"data.train={FIXTURE}", "run=r", "data.limit=16",
            "data.dev_fraction=0.25", "trainer.batch_size=4", "trainer.monitor=dev/loss", "trainer.ema_decay=0.9"]
 
 
 def ema_config(out, epochs):
-    return load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [f"output_dir={out}", *EMA_RUN,
-                                                                   f"trainer.max_epochs={epochs}"])
+    return load_config(TINY, [f"output_dir={out}", *EMA_RUN, f"trainer.max_epochs={epochs}"])
 
 
 class OneWeight(torch.nn.Module):
@@ -96,6 +95,7 @@ def ema_run(tmp_path_factory):
     return train(ema_config(tmp_path_factory.mktemp("ema"), 3), quiet=True)
 
 
+@pytest.mark.slow
 def test_checkpoint_and_export_hold_the_average(ema_run):
     last = torch.load(ema_run.run_dir / "checkpoints" / "last.ckpt", weights_only=True)
     state = last["callbacks"]["WeightEMA[0.9]"]
@@ -110,6 +110,7 @@ def test_checkpoint_and_export_hold_the_average(ema_run):
         assert torch.equal(value, best[f"model.{key}"]), key
 
 
+@pytest.mark.slow
 def test_resume_carries_the_average_on(ema_run):
     resumed = train(ema_config(ema_run.run_dir.parent.parent, 4), resume=True, quiet=True)
     state = torch.load(resumed.run_dir / "checkpoints" / "last.ckpt", weights_only=True)["callbacks"]["WeightEMA[0.9]"]

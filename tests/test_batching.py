@@ -1,7 +1,6 @@
 """Length-grouped training batches (trainer.group_by_length): same examples, less padding."""
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,7 @@ from kold_span.models.windows import InputEncoder
 from kold_span.training.datamodule import LengthGroupedSampler, WindowsDataModule
 from kold_span.training.run import tokenizer_texts, train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
 
 
 def batches(order, size):
@@ -109,6 +106,7 @@ def test_datamodule_serves_the_same_windows_grouped(tiny_datamodule):
     assert grouped_padded >= sum(lengths)
 
 
+@pytest.mark.slow
 def test_training_with_grouped_batches_learns(tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=g", "data.limit=16",
                                 "trainer.group_by_length=true"])

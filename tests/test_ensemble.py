@@ -1,6 +1,5 @@
 """Ensembles: hand-checked averaging on stand-in members, then two trained models through the CLI."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from kold_span.models.decoding import MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import FIXTURE, TINY
 
 LABEL = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 GROUPS = Task("GRP", "sequence", "GRP", problem="multi", labels=("a", "b"))
@@ -87,13 +86,13 @@ def two_models(tmp_path_factory):
     out = tmp_path_factory.mktemp("ensemble")
     dirs = []
     for seed in (7, 8):
-        config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
-            f"output_dir={out}", f"run=seed{seed}", f"seed={seed}", "data.limit=16", "trainer.max_epochs=4",
-            f"data.train={ROOT / 'tests/fixtures/kold_small.json'}"])
+        config = load_config(TINY, [f"output_dir={out}", f"run=seed{seed}", f"seed={seed}", "data.limit=16",
+                                    "trainer.max_epochs=4", f"data.train={FIXTURE}"])
         dirs.append(train(config, quiet=True).model_dir)
     return dirs
 
 
+@pytest.mark.slow
 def test_predict_cli_with_two_models_averages_them(two_models, tmp_path):
     (tmp_path / "in.txt").write_text("정말 한심한 사람들이네\n좋은 기사 감사합니다\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"

@@ -6,10 +6,8 @@ Skipped where torch sees no CUDA device (CI has none); run on a GPU machine with
 no Kiwi model on the GPU machine.
 """
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,22 +18,16 @@ from kold_span.config.loading import load_config
 from kold_span.inference.predictor import Predictor
 from kold_span.training.run import evaluate_predictor, train
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+from conftest import CONFIGS, FIXTURE, ROOT, TINY, child_env
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+# Each test trains on the GPU or runs a CUDA child process.
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"), pytest.mark.slow]
 
 
 def preset(name):
     """A trainer preset from configs/trainer as `--set` overrides, batch sizes left to the test."""
-    keys = yaml.safe_load((ROOT / "configs/trainer" / f"{name}.yaml").read_text(encoding="utf-8"))
+    keys = yaml.safe_load((CONFIGS / "trainer" / f"{name}.yaml").read_text(encoding="utf-8"))
     return [f"trainer.{key}={value}" for key, value in keys.items() if "batch_size" not in key]
-
-
-def child_env():
-    """This checkout first on the path of a child process, the caller's path kept after it."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 NO_KIWI = "model.encoder.scratch.morpheme_pretokenize=false"

@@ -1,7 +1,6 @@
 """The n-gram model fused into a sequence task: exact export, weight choice, training and the CLI."""
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, context_string
 from kold_span.training.calibration import choose_companion, refit_companion
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, TINY
 
 WORDS = ["idiot", "moron", "fool", "nice", "great", "kind", "day", "news", "again", "really"]
 
@@ -167,6 +164,7 @@ def test_choice_without_refit_keeps_the_train_only_ngram_and_refit_adds_the_give
         [p["true"] for p in refitted.ngram_probs(probe, [""] * len(probe))], abs=1e-7)
 
 
+@pytest.mark.slow
 def test_training_scores_dev_with_the_train_only_ngram_and_saves_the_train_plus_dev_one(tmp_path):
     """Refitted on train + dev before dev is scored, the n-gram would make the fused dev scores perfect."""
     from kold_span.corpora.splits import load_splits
@@ -218,6 +216,7 @@ def test_fuse_ngram_without_a_dev_split_is_a_config_error():
         load_config(TINY, ["tasks=[{name: OFF, source: OFF, fuse_ngram: true}]"])
 
 
+@pytest.mark.slow
 def test_train_cli_with_fuse_ngram_saves_reloads_and_predicts(tmp_path):
     args = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=fused",
             "data.dev_fraction=0.3", "trainer.max_epochs=3", "trainer.threads=1",
@@ -253,6 +252,7 @@ def test_train_cli_with_fuse_ngram_saves_reloads_and_predicts(tmp_path):
         [r["labels"]["OFF"]["probs"]["true"] for r in predictor.predict(texts)], abs=3e-6)
 
 
+@pytest.mark.slow
 def test_train_cli_offers_extra_ngram_data_without_dev_or_test_texts(tmp_path):
     # The extra file is the training file itself: its dev and test texts must be left out.
     args = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=extra",

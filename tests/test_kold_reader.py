@@ -8,7 +8,8 @@ from kold_span.corpora._common import BadRecordWarning
 from kold_span.corpora.kold import majority_offsets, parse_groups, parse_target, read_kold
 from kold_span.errors import DataError
 
-FIXTURE = "tests/fixtures/kold_small.json"
+from conftest import BAD_FIXTURE, FIXTURE
+
 WORKED = "남녀평등 주장할 거면 여성징병제에도 동의하라고ㅋㅋㅋ 그리고 내 말에 그냥 시비만 걸지 말고 혜택은 다 쳐받으면서 왜 차별받는다고 말하는지 말해보라고ㅋㅋㅋ"
 
 
@@ -79,14 +80,14 @@ def test_group_and_target_parsing():
 
 def test_malformed_records_name_index_guid_and_field():
     with pytest.raises(DataError) as err:
-        corpora.read("kold", "tests/fixtures/kold_bad.json")
+        corpora.read("kold", BAD_FIXTURE)
     message = str(err.value)
     assert "record 0" in message and "kold-bad_00000" in message and "off_start_idx" in message
 
 
 def test_skip_bad_reports_how_many_and_why():
     with pytest.warns(BadRecordWarning, match="skipped 2 bad record"):
-        examples = corpora.read("kold", "tests/fixtures/kold_bad.json", skip_bad=True)
+        examples = corpora.read("kold", BAD_FIXTURE, skip_bad=True)
     assert examples == []
     report = read_kold.last_report
     assert report.count == 2
@@ -94,7 +95,7 @@ def test_skip_bad_reports_how_many_and_why():
 
 
 def test_disagreement_with_stated_span_is_reported(tmp_path):
-    records = json.loads(open(FIXTURE, encoding="utf-8").read())
+    records = json.loads(FIXTURE.read_text(encoding="utf-8"))
     records[0]["OFF_span"] = "something else"
     path = tmp_path / "kold.json"
     path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
@@ -104,7 +105,7 @@ def test_disagreement_with_stated_span_is_reported(tmp_path):
 
 
 def test_jsonl_input_gives_the_same_examples(tmp_path):
-    records = json.loads(open(FIXTURE, encoding="utf-8").read())
+    records = json.loads(FIXTURE.read_text(encoding="utf-8"))
     path = tmp_path / "kold.jsonl"
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records), encoding="utf-8")
     from_jsonl = corpora.read("kold", path)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "kold_span"
+from conftest import PACKAGE
+
 RANKS = {"errors": 0, "config": 1, "data": 2, "corpora": 3, "text": 4, "models": 5, "evaluation": 6,
          "agreement": 7, "inference": 7, "training": 8, "experiments": 9, "cli": 10}
 

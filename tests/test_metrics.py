@@ -2,15 +2,15 @@
 import ast
 import csv
 import math
-import os
 import random
-from pathlib import Path
 
 import pytest
 
 from kold_span.evaluation.metrics import (binary_prf, char_f1, classification_report_dict, manhattan_distance,
                                           mean_char_f1, micro_char_prf, multilabel_scores, perspectivist_f1,
                                           seqeval_prf, soft_cross_entropy, span_char_f1, vote_distribution)
+
+from conftest import shared_data
 
 approx = pytest.approx
 
@@ -88,10 +88,6 @@ def test_micro_char_prf_zero_denominators():
 # --------------------------------------------------------------------------- official Toxic Spans score
 
 
-def _data_dir() -> Path:
-    return Path(os.environ.get("KOLD_SPAN_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-
-
 def _official_post_f1(predictions, gold):
     """The SemEval-2021 Task 5 rule, restated from its description (P/R form)."""
     if len(gold) == 0:
@@ -112,10 +108,7 @@ def _official_score(predictions, golds):
 
 @pytest.fixture(scope="module")
 def tsd_trial_golds():
-    path = _data_dir() / "toxic_spans" / "tsd_trial.csv"
-    if not path.exists():
-        pytest.skip(f"{path} not found (set KOLD_SPAN_DATA)")
-    with path.open(encoding="utf-8", newline="") as f:
+    with shared_data("toxic_spans/tsd_trial.csv").open(encoding="utf-8", newline="") as f:
         return [ast.literal_eval(row["spans"]) for row in csv.DictReader(f)]
 
 

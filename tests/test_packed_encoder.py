@@ -10,7 +10,8 @@ from kold_span.models.backbones import load_pretrained
 from kold_span.models.packed import (PackedEncoderError, dequantize_q4_0, import_packed_encoder, normalizer_rules,
                                      read_packed_encoder)
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import FIXTURE, TINY
+
 PIECES = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581a", -2.0), ("b", -3.0),
           ("\u2581ab", -1.0), ("\u2581c", -2.0), ("\u2581b", -2.5), ("\u2581fi", -2.0), ("<mask>", 0.0)]
 HIDDEN, FF, VOCAB, MAX_POS = 32, 64, 12, 16
@@ -130,6 +131,7 @@ def test_bad_files_are_named_with_what_is_wrong(tmp_path):
         import_packed_encoder(str(write_packed(tmp_path / "partial.bin", partial)), tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_cli_import_encoder_then_train_and_predict(tmp_path, capsys):
     from kold_span.config.loading import load_config
     from kold_span.inference.predictor import Predictor
@@ -138,8 +140,8 @@ def test_cli_import_encoder_then_train_and_predict(tmp_path, capsys):
     src = write_packed(tmp_path / "tiny.bin", tiny_tensors())
     assert main(["import-encoder", str(src), str(tmp_path / "enc")]) == 0
     assert "name it in model.encoder.name_or_path" in capsys.readouterr().out
-    config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
-        f"output_dir={tmp_path}", f"data.train={ROOT / 'tests/fixtures/kold_small.json'}", "run=packed",
+    config = load_config(TINY, [
+        f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=packed",
         "model.encoder.scratch=null", f"model.encoder.name_or_path={tmp_path / 'enc'}", "data.limit=8",
         "trainer.max_epochs=1", "trainer.batch_size=4", "model.max_length=16", "model.stride=4",
         "model.encoder.freeze_word_embeddings=true", "trainer.lr=0.01"])

@@ -1,7 +1,6 @@
 """Perspectivist data: per-annotator expansion, trait verbalisation, soft labels, conditioned predict."""
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.tasks import soft_distribution
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
+from conftest import TINY
 
 
 def test_verbalise_chosen_traits_only():
@@ -78,6 +76,7 @@ def toy_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", "run=p", "data.reader=jsonl", f"data.train={toy_file}",
                                 "data.test_fraction=0.25", "data.stratify=irony", "model.encoder.scratch.morpheme_pretokenize=false",
@@ -111,6 +110,7 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
         predictor.predict("great service")
 
 
+@pytest.mark.slow
 def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
     config = load_config(TINY, [f"output_dir={tmp_path}", "run=s", "data.reader=jsonl", f"data.train={toy_file}",
                                 "data.test_fraction=0.25", "model.encoder.scratch.morpheme_pretokenize=false",

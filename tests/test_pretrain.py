@@ -60,6 +60,7 @@ def trained(tmp_path_factory):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_loss_decreases(trained):
     log = trained.metrics["train_loss_log"]
     assert trained.metrics["steps"] == 60 and len(log) == 6
@@ -69,6 +70,7 @@ def test_loss_decreases(trained):
     assert trained.metrics["heldout_loss"] < trained.metrics["heldout_unigram_loss"]
 
 
+@pytest.mark.slow
 def test_directory_loads_with_the_same_hidden_states(trained):
     from kold_span.models.backbones import load_pretrained
 
@@ -98,6 +100,7 @@ def test_mistyped_key_names_key_and_file(tmp_path):
         load_pretrain_config(_write_config(tmp_path), ["texts=[{file: a.txt, beep_unlabeled: b}]"])
 
 
+@pytest.mark.slow
 def test_cli_arguments_and_overrides(tmp_path):
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -1,6 +1,5 @@
 """Task vocabularies, class-balanced loss weights, multi-label and span thresholds (hand-checked values)."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from kold_span.models.tasks import (THRESHOLD_GRID, Task, balanced_weights, buil
                                     tune_thresholds)
 from kold_span.training.run import train
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import DEMO, FIXTURE, TINY
 
 
 def examples(labels):
@@ -79,10 +78,9 @@ def test_multilabel_weighted_loss_weighs_only_the_positive_terms():
 
 def test_class_weight_on_a_span_task_is_a_config_error():
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.class_weight"):
-        load_config("configs/experiment/demo.yaml",
-                    ["tasks=[{name: s, kind: span, source: OFF, class_weight: balanced}]"])
+        load_config(DEMO, ["tasks=[{name: s, kind: span, source: OFF, class_weight: balanced}]"])
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.class_weight"):
-        load_config("configs/experiment/demo.yaml", ["tasks=[{name: c, source: OFF, class_weight: inverse}]"])
+        load_config(DEMO, ["tasks=[{name: c, source: OFF, class_weight: inverse}]"])
 
 
 # --------------------------------------------------------------------------- multi-label thresholds
@@ -132,19 +130,19 @@ def test_fixed_threshold_is_set_at_build_time():
 ])
 def test_bad_thresholds_are_config_errors(task, message):
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.threshold " + message):
-        load_config("configs/experiment/demo.yaml", [f"tasks=[{task}]"])
+        load_config(DEMO, [f"tasks=[{task}]"])
 
 
 def test_dev_threshold_without_a_dev_split_is_a_config_error():
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.threshold: dev needs a dev split"):
-        load_config("configs/experiment/demo.yaml", ["data.dev_fraction=0",
-                                                     "tasks=[{name: c, source: OFF, problem: multi, threshold: dev}]"])
+        load_config(DEMO, ["data.dev_fraction=0", "tasks=[{name: c, source: OFF, problem: multi, threshold: dev}]"])
 
 
+@pytest.mark.slow
 def test_training_with_dev_thresholds_saves_them_with_the_model(tmp_path):
     rows = [("a b", ["x"]), ("a c", ["x"]), ("b d", ["y"]), ("c d", ["x", "y"]), ("e", [])] * 6
     write_jsonl([Example(id=str(i), text=t, labels={"g": g}) for i, (t, g) in enumerate(rows)], tmp_path / "m.jsonl")
-    config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
+    config = load_config(TINY, [
         f"output_dir={tmp_path}", "run=r", "data.reader=jsonl", f"data.train={tmp_path / 'm.jsonl'}",
         "data.dev_fraction=0.34", "trainer.max_epochs=2", "model.encoder.scratch.morpheme_pretokenize=false",
         "tasks=[{name: g, source: g, problem: multi, threshold: dev}]"])
@@ -211,9 +209,10 @@ def test_fixed_span_threshold_is_set_at_build_time():
     assert (fixed.thresholds, default.thresholds, later.thresholds) == ((0.3,), (), ())
 
 
+@pytest.mark.slow
 def test_training_with_a_dev_span_threshold_saves_it_with_the_model(tmp_path):
-    config = load_config(ROOT / "tests/fixtures/configs/tiny.yaml", [
-        f"output_dir={tmp_path}", "run=r", f"data.train={ROOT / 'tests/fixtures/kold_small.json'}",
+    config = load_config(TINY, [
+        f"output_dir={tmp_path}", "run=r", f"data.train={FIXTURE}",
         "data.limit=24", "data.dev_fraction=0.34", "trainer.max_epochs=3",
         "tasks=[{name: OFF_span, kind: span, source: OFF, threshold: dev}]"])
     result = train(config, quiet=True)

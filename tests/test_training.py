@@ -1,10 +1,8 @@
 """End to end: train a tiny joint model, export it, load it, predict, evaluate (CLI too)."""
 import csv
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +12,7 @@ from kold_span.config.loading import load_config
 from kold_span.inference.predictor import Predictor
 from kold_span.training.run import evaluate_predictor, train
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests/fixtures/configs/tiny.yaml"
-FIXTURE = ROOT / "tests/fixtures/kold_small.json"
+from conftest import FIXTURE, ROOT, TINY, child_env
 
 
 def tiny_config(tmp_path, *overrides):
@@ -32,6 +28,7 @@ def trained(tmp_path_factory):
     return config, result
 
 
+@pytest.mark.slow
 def test_overfit_both_heads_learn(trained):
     config, result = trained
     predictor = Predictor.from_pretrained(result.model_dir)
@@ -41,6 +38,7 @@ def test_overfit_both_heads_learn(trained):
     assert scores["OFF_span/char_f1"] >= 0.9, scores
 
 
+@pytest.mark.slow
 def test_run_directory_holds_model_metrics_and_logs(trained):
     _, result = trained
     run = result.run_dir
@@ -52,6 +50,7 @@ def test_run_directory_holds_model_metrics_and_logs(trained):
     assert metrics["sizes"]["train"] == 16
 
 
+@pytest.mark.slow
 def test_save_load_predict_is_identical(trained, tmp_path):
     _, result = trained
     first = Predictor.from_pretrained(result.model_dir)
@@ -62,6 +61,7 @@ def test_save_load_predict_is_identical(trained, tmp_path):
     assert again.predict(texts, batch_size=4) == before
 
 
+@pytest.mark.slow
 def test_batch_size_changes_only_float_noise(trained):
     # Padding to another length changes the last digit of a probability now and
     # then (CI saw 0.992844 vs 0.992843), so the check is: same labels and spans,
@@ -80,6 +80,7 @@ def test_batch_size_changes_only_float_noise(trained):
                 assert abs(p - b["labels"][task]["probs"][label]) < 1e-4
 
 
+@pytest.mark.slow
 def test_spans_point_into_the_input_text(trained):
     _, result = trained
     predictor = Predictor.from_pretrained(result.model_dir)
@@ -92,6 +93,7 @@ def test_spans_point_into_the_input_text(trained):
     assert isinstance(out["labels"]["OFF"]["label"], bool)
 
 
+@pytest.mark.slow
 def test_long_comment_is_scored_to_the_last_character(trained):
     _, result = trained
     predictor = Predictor.from_pretrained(result.model_dir)
@@ -117,6 +119,7 @@ def write_inputs(tmp_path):
     return comments
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, ids", [("in.txt", ["1", "2", "3"]), ("in.jsonl", ["c0", "c1", "c2"]),
                                        ("in.csv", ["g0", "g1", "g2"]), ("in.tsv", ["g0", "g1", "g2"])])
 def test_predict_cli_each_input_format(trained, tmp_path, name, ids):
@@ -135,6 +138,7 @@ def test_predict_cli_each_input_format(trained, tmp_path, name, ids):
     assert all(f"#{i} " in html for i in ids)
 
 
+@pytest.mark.slow
 def test_predict_cli_bad_row_is_an_error_naming_the_line(trained, tmp_path, capsys):
     _, result = trained
     bad = tmp_path / "bad.jsonl"
@@ -150,6 +154,7 @@ def test_predict_cli_bad_row_is_an_error_naming_the_line(trained, tmp_path, caps
     assert [json.loads(r)["id"] for r in rows] == ["1", "3"]
 
 
+@pytest.mark.slow
 def test_predict_cli_quoting_none_reads_bare_quotes_and_batch_size_must_be_positive(trained, tmp_path, capsys):
     _, result = trained
     source = tmp_path / "q.tsv"
@@ -166,6 +171,7 @@ def test_predict_cli_quoting_none_reads_bare_quotes_and_batch_size_must_be_posit
     assert "Is a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_evaluate_cli_scores_predictions(trained, tmp_path):
     _, result = trained
     gold = tmp_path / "gold.jsonl"
@@ -189,6 +195,7 @@ def test_train_cli_rejects_a_mistyped_key(capsys):
     assert "unknown key 'trainer.max_epoch'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_last_checkpoint(tmp_path):
     first = train(tiny_config(tmp_path, "trainer.max_epochs=2", "data.limit=8"), quiet=True)
     second = train(tiny_config(tmp_path, "trainer.max_epochs=4", "data.limit=8"), resume=True, quiet=True)
@@ -207,6 +214,7 @@ def test_resume_of_a_named_run_without_a_checkpoint_is_an_error(tmp_path):
     assert not (tmp_path / "tiny" / "nothing").exists()
 
 
+@pytest.mark.slow
 def test_last_checkpoint_is_the_last_epoch_even_when_dev_stops_improving(tmp_path):
     # lr 1e-9: the dev score never beats the first epoch's, so the best checkpoint stays at epoch 0;
     # --resume must still continue after epoch 2 (Lightning 2.6 writes save_last only with a new best).
@@ -219,6 +227,7 @@ def test_last_checkpoint_is_the_last_epoch_even_when_dev_stops_improving(tmp_pat
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["epoch"] == 2
 
 
+@pytest.mark.slow
 def test_keep_checkpoints_false_leaves_the_model_and_drops_the_checkpoints(tmp_path):
     small = ("trainer.max_epochs=1", "data.limit=8", "data.test_fraction=0.25")
     kept = train(tiny_config(tmp_path, *small, "run=kept"), quiet=True)
@@ -231,6 +240,7 @@ def test_keep_checkpoints_false_leaves_the_model_and_drops_the_checkpoints(tmp_p
     assert Predictor.from_pretrained(dropped.model_dir).predict(["짧은 댓글"])
 
 
+@pytest.mark.slow
 def test_max_steps_ending_an_epoch_early_still_exports_a_model(tmp_path):
     """A short smoke run (`trainer.max_steps` under one epoch) with a dev split and early stopping."""
     config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.batch_size=4",
@@ -241,6 +251,7 @@ def test_max_steps_ending_an_epoch_early_still_exports_a_model(tmp_path):
     assert Predictor.from_pretrained(result.model_dir).predict(["짧은 댓글"])
 
 
+@pytest.mark.slow
 def test_loader_workers_change_nothing_but_speed(tmp_path):
     """The GPU presets' `num_workers`: the same batches, so the same weights as without workers.
 
@@ -262,6 +273,7 @@ def test_loader_workers_change_nothing_but_speed(tmp_path):
     assert outputs[2] == outputs[0]
 
 
+@pytest.mark.slow
 def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
     config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.max_epochs=10",
                          "trainer.lr=0.0", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
@@ -271,21 +283,22 @@ def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
     assert epochs == {0, 1, 2}  # the first score, then two epochs without improvement
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group_by_length", ["false", "true"])
 def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
     """Two gloo processes train a few steps and export one model (also with length-grouped batches)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "kold_span.cli", "train", str(TINY), "--set", f"output_dir={tmp_path}",
            f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=1", "trainer.devices=2",
            "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25",
            f"trainer.group_by_length={group_by_length}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
     assert "OFF_span/char_f1" in metrics["dev"]
 
 
+@pytest.mark.slow
 def test_predict_cli_keeps_rows_with_repeated_ids_apart(trained, tmp_path):
     _, result = trained
     path = tmp_path / "dup.jsonl"
@@ -307,6 +320,7 @@ def test_pool_reads_the_first_token_or_the_unpadded_mean():
     assert pool(states, mask, "mean").tolist() == [[2.0, 3.0]]
 
 
+@pytest.mark.slow
 def test_mean_pooling_is_trained_saved_and_reloaded(tmp_path):
     result = train(tiny_config(tmp_path, "data.limit=8", "trainer.max_epochs=2", "model.pooling=mean"), quiet=True)
     predictor = Predictor.from_pretrained(result.model_dir)

@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one `kold-span` command; returns the exit status (2 for an error, which goes to stderr).
+
+    Example:
+        >>> main(["train", "no/such/experiment.yaml"])
+        2
+    """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -149,6 +149,14 @@ class TrainerConfig:
 
 @dataclass
 class Config:
+    """A whole experiment: one dataclass per section, each key with its default.
+
+    Example:
+        >>> config = Config(tasks=[TaskConfig(name="OFF", source="OFF")])
+        >>> config.trainer.lr, config.to_dict()["tasks"][0]["kind"]
+        (0.0005, 'sequence')
+    """
+
     experiment: str = "default"
     run: Optional[str] = None
     seed: int = 13

@@ -80,6 +80,17 @@ def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reade
 
     After each call the decorated function's `last_report` holds the `SkipReport`;
     a `BadRecordWarning` is emitted when anything was skipped.
+
+    Example:
+        >>> @reports_skipped("toy")
+        ... def read_toy(path, *, bad):
+        ...     bad.handle(bad_field(f"{path}:2", "label", "expected 0 or 1, got '7'"))
+        ...     return []
+        >>> with warnings.catch_warnings(record=True):
+        ...     read_toy("toy.csv", skip_bad=True)
+        []
+        >>> read_toy.last_report.summary()
+        "toy: skipped 1 bad record(s) in toy.csv: toy.csv:2: field 'label': expected 0 or 1, got '7'"
     """
     def wrap(fn: Callable[..., list[Example]]) -> Reader:
         @functools.wraps(fn)

@@ -33,6 +33,15 @@ def read_irosva(path: Path, *, bad: BadRecords, variant: Optional[str] = None) -
     Returns:
         Examples with id `irosva-<variant>-<ID>`, `context` = TOPIC, `labels["irony"]`
         (IS_IRONIC 1 → True, 0 → False) and `meta["variant"]`.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> _ = (Path(folder.name) / "irosva.mx.training.csv").write_text(
+        ...     "ID,TOPIC,IS_IRONIC,MESSAGE\\n7,Política,1,¡Qué gran idea!\\n", encoding="utf-8")
+        >>> [(ex.id, ex.context, ex.text, ex.labels) for ex in read_irosva(folder.name)]
+        [('irosva-mx-7', 'Política', '¡Qué gran idea!', {'irony': True})]
+        >>> folder.cleanup()
     """
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"irosva: variant must be one of {list(VARIANTS)}, got {variant!r}")

@@ -51,6 +51,20 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
         stripped response with its mark; `labels["sarcasm"]` is True for "Sarcasm", False for
         "Non-Sarcasm"; meta holds "speakers" (one letter or None per context turn),
         "response_speaker", "explanation" and "speakers_swapped".
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> columns = {"Context": {"0": "A: 시험 망쳤어\\nB: 무슨 일 있었어?"}, "Response": {"0": "A: 정말 최고의 하루네"},
+        ...            "Sarcasm_Label": {"0": "Sarcasm"}, "Sarcasm_Explanation": {"0": "A가 반대로 말한다"}}
+        >>> _ = (Path(folder.name) / "KoCoSa_dev.json").write_text(json.dumps(columns), encoding="utf-8")
+        >>> [ex] = read_kocosa(folder.name)
+        >>> ex.id, ex.context, ex.text, ex.labels, ex.meta["speakers"]
+        ('KoCoSa_dev-0', ['A: 시험 망쳤어', 'B: 무슨 일 있었어?'], 'A: 정말 최고의 하루네', {'sarcasm': True}, ['A', 'B'])
+        >>> [ex] = read_kocosa(folder.name, speaker_swap=1.0)
+        >>> ex.context, ex.text, ex.meta["explanation"]
+        (['B: 시험 망쳤어', 'A: 무슨 일 있었어?'], 'B: 정말 최고의 하루네', 'B가 반대로 말한다')
+        >>> folder.cleanup()
     """
     if not 0.0 <= speaker_swap <= 1.0:
         raise ValueError(f"kocosa: speaker_swap must be between 0 and 1, got {speaker_swap!r}")

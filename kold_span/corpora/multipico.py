@@ -49,6 +49,22 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
         {"0": p, "1": p} (the file's soft label, or the annotators' shares when it has none),
         `labels["irony"]` = the majority label (None when the annotators tie) and meta
         "lang", "source", "level", "language_variety".
+
+    Example:
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> folder = Path(tmp.name)
+        >>> records = {"p1": {"text": {"post": "Lovely weather today", "reply": "Sure, for ducks"},
+        ...                   "annotations": {"Ann0": "1", "Ann3": "1", "Ann5": "0"}, "lang": "en"}}
+        >>> traits = {"0": {"Age": 31.0, "Gender": "Female"}, "3": {"Age": "DATA_EXPIRED", "Gender": "Male"}}
+        >>> _ = (folder / "MP_dev.json").write_text(json.dumps(records), encoding="utf-8")
+        >>> _ = (folder / "MP_annotators_meta.json").write_text(json.dumps(traits), encoding="utf-8")
+        >>> [ex] = read_multipico(folder)
+        >>> ex.context, ex.text, ex.labels["irony"], ex.labels["irony_soft"]
+        ('Lovely weather today', 'Sure, for ducks', True, {'0': 0.3333333333333333, '1': 0.6666666666666666})
+        >>> [(a.annotator, a.traits) for a in ex.annotations]
+        [('Ann0', {'age': 31, 'gender': 'Female'}), ('Ann3', {'age': None, 'gender': 'Male'}), ('Ann5', {})]
+        >>> tmp.cleanup()
     """
     file = find_file(path, [f"MP_{split}.json"], "multipico")
     meta_file = Path(annotators_meta) if annotators_meta else file.with_name("MP_annotators_meta.json")

@@ -15,7 +15,22 @@ SPLITS = ("train", "dev", "test")
 
 
 def load_splits(config: Config) -> dict[str, list[Example]]:
-    """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified)."""
+    """Read train/dev/test; carve missing dev/test sides out of train (seeded, stratified).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kold_span.config.schema import DataConfig
+        >>> from kold_span.data.jsonl import write_jsonl
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> train = Path(folder.name) / "train.jsonl"
+        >>> _ = write_jsonl([Example(id=str(i), text=f"문장 {i}", labels={"OFF": i % 2 == 0}) for i in range(10)], train)
+        >>> config = Config(data=DataConfig(reader="jsonl", train=str(train), dev_fraction=0.2, test_fraction=0.2,
+        ...                                 stratify="OFF"))
+        >>> {name: len(examples) for name, examples in load_splits(config).items()}  # 5 + 5: test, dev take 1 + 1
+        {'train': 6, 'test': 2, 'dev': 2}
+        >>> folder.cleanup()
+    """
     data = config.data
     for name in ("train", "dev", "test"):
         if getattr(data, name):

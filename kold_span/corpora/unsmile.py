@@ -33,6 +33,16 @@ def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
         Examples with id `<file stem>-<row index>`, no context, and `labels["groups"]`: the
         names of the columns marked 1, in file column order (clean, 악플/욕설 and 개인지칭
         included, as they are columns; a row with no 1 gets an empty list).
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> row = ["남자들은 다 그래", "0", "1", "0", "0", "0", "0", "0", "0", "1", "0", "0"]
+        >>> _ = (Path(folder.name) / "unsmile_train_v1.0.tsv").write_text(
+        ...     "\\t".join((TEXT_COLUMN, *GROUP_COLUMNS)) + "\\n" + "\\t".join(row) + "\\n", encoding="utf-8")
+        >>> [(ex.id, ex.text, ex.labels) for ex in read_unsmile(folder.name)]
+        [('unsmile_train_v1.0-0', '남자들은 다 그래', {'groups': ['남성', '악플/욕설']})]
+        >>> folder.cleanup()
     """
     file = find_file(path, FILE_NAMES, "unsmile")
     records = CsvRecords(file, (TEXT_COLUMN, *GROUP_COLUMNS), bad, delimiter="\t", quoting=csv.QUOTE_NONE)

@@ -48,7 +48,20 @@ def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
 
 
 def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
-    """Write canonical examples as JSONL (UTF-8, one per line); returns the count."""
+    """Write canonical examples as JSONL (UTF-8, one per line); returns the count.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = Path(folder.name) / "x.jsonl"
+        >>> write_jsonl([Example(id="1", text="너 바보냐", labels={"OFF": True}, spans={"OFF": [(2, 5)]})], path)
+        1
+        >>> print(path.read_text(encoding="utf-8"), end="")
+        {"id": "1", "text": "너 바보냐", "context": null, "labels": {"OFF": true}, "spans": {"OFF": [[2, 5]]}, ...}
+        >>> [ex.span_texts("OFF") for ex in read_jsonl(path)]
+        [['바보냐']]
+        >>> folder.cleanup()
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0

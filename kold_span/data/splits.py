@@ -10,7 +10,14 @@ from kold_span.data.example import Example, label_str
 
 def carve(examples: list[Example], fraction: float, seed: int,
           stratify: Optional[str] = None) -> tuple[list[Example], list[Example]]:
-    """Split off `fraction` of the examples, per stratum when a label key is given."""
+    """Split off `fraction` of the examples, per stratum when a label key is given.
+
+    Example:
+        >>> examples = [Example(id=str(i), text="t", labels={"OFF": i < 4}) for i in range(10)]
+        >>> kept, carved = carve(examples, 0.5, seed=1, stratify="OFF")
+        >>> len(kept), len(carved), sum(ex.labels["OFF"] for ex in carved)  # half of 4 offensive, half of 6 not
+        (5, 5, 2)
+    """
     strata: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         key = label_str(ex.labels.get(stratify)) if stratify else ""

@@ -76,7 +76,17 @@ def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval") ->
 
 
 def evaluate_examples(gold: list[Example], preds: dict[str, dict[str, Any]], policy: str = "semeval") -> dict:
-    """Flat scores `span/<type>/...` and `label/<name>/...` for the predicted ids."""
+    """Flat scores `span/<type>/...` and `label/<name>/...` for the predicted ids.
+
+    Example:
+        >>> gold = [Example(id="1", text="너 바보냐", labels={"OFF": True}, spans={"OFF": [(2, 5)]}),
+        ...         Example(id="2", text="좋은 기사", labels={"OFF": False})]
+        >>> preds = {"1": {"labels": {"OFF": True}, "spans": {"OFF": [(2, 4)]}},
+        ...          "2": {"labels": {"OFF": True}, "spans": {"OFF": []}}}
+        >>> scores = evaluate_examples(gold, preds)  # char F1: 0.8 (2 of 3 characters), 1.0 (both empty)
+        >>> scores["span/OFF/char_f1"], scores["label/OFF/accuracy"], scores["label/OFF/precision"]
+        (0.9, 0.5, 0.5)
+    """
     scores: dict[str, Any] = {"examples": len(gold)}
     predicted = {t for p in preds.values() for t in p["spans"]}
     # A gold span type no prediction holds is most likely one the model has no task for; scored, it

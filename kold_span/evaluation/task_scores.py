@@ -15,7 +15,17 @@ from kold_span.text.align import spans_to_tags
 
 def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
           snap: str = "morpheme", trim: bool = True) -> dict[str, float]:
-    """Every task's metrics as a flat dict `task/metric` → value."""
+    """Every task's metrics as a flat dict `task/metric` → value.
+
+    Example:
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}),
+        ...         Example(id="2", text="좋네", labels={"OFF": False})]
+        >>> merged = [MergedExample({"OFF": np.array([0.2, 0.8])}), MergedExample({"OFF": np.array([0.3, 0.7])})]
+        >>> scores = score([off], gold, merged)  # both predicted true
+        >>> scores["OFF/accuracy"], scores["OFF/precision"], scores["OFF/recall"]
+        (0.5, 0.5, 1.0)
+    """
     out: dict[str, float] = {}
     for task in tasks:
         if task.kind == "span":

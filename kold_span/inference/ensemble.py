@@ -96,7 +96,14 @@ class Ensemble(Predictor):
 
 
 def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str]) -> tuple[float, ...]:
-    """The members' thresholds of one task, averaged; none when no member has any."""
+    """The members' thresholds of one task, averaged; none when no member has any.
+
+    Example:
+        >>> tuned = Task("g", "sequence", "g", problem="multi", labels=("x", "y"), thresholds=(0.3, 0.5))
+        >>> untuned = Task("g", "sequence", "g", problem="multi", labels=("x", "y"))
+        >>> _mean_thresholds(tuned, [tuned, untuned], ["m0", "m1"])  # untuned decides at 0.5
+        (0.4, 0.5)
+    """
     tuned = [bool(v.thresholds) for v in versions]
     if not any(tuned):
         return ()

@@ -51,7 +51,12 @@ class HtmlWriter:
 
 
 def doc_words(text: str, cuts: set[int]) -> tuple[list[str], list[bool], list[int]]:
-    """spaCy words (with trailing-space flags and start offsets) cut at spaces and at `cuts`."""
+    """spaCy words (with trailing-space flags and start offsets) cut at spaces and at `cuts`.
+
+    Example:
+        >>> doc_words("너 진짜 바보냐", {5, 7})  # a span [5, 7) cuts the last word
+        (['너', '진짜', '바보', '냐'], [True, True, False, False], [0, 2, 5, 7])
+    """
     bounds = {0, len(text)} | set(cuts)
     bounds |= {i for i in range(1, len(text)) if text[i].isspace() != text[i - 1].isspace()}
     words: list[str] = []

@@ -59,6 +59,15 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
     them, strictly, so a stray quote is an error rather than a comment swallowing the lines after it;
     "none" takes every character as it stands, for text with bare quotes.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = Path(folder.name) / "in.csv"
+        >>> _ = path.write_text("guid,title,comment\\ng1,국회 소식,좋은 기사\\n", encoding="utf-8")
+        >>> [(ex.id, ex.context, ex.text) for ex in iter_inputs(path)]
+        [('g1', '국회 소식', '좋은 기사')]
+        >>> folder.cleanup()
     """
     path = Path(path)
     suffix = path.suffix.lower()

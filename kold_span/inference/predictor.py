@@ -77,7 +77,14 @@ class Predictor:
 
     @classmethod
     def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu") -> "Predictor":
-        """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only)."""
+        """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
+
+        Example:
+            >>> Predictor.from_pretrained("no/such/model")
+            Traceback (most recent call last):
+            ...
+            FileNotFoundError: no/such/model is not a kold-span model directory (no config.json); ...
+        """
         from safetensors.torch import load_file
         from transformers import AutoTokenizer
 

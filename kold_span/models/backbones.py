@@ -33,7 +33,16 @@ def resolve_package_path(name: str) -> Path:
 
 
 def resolve_encoder_path(name_or_path: str) -> str:
-    """Turn `package:pkg/sub` into a directory; leave hub ids and paths as they are."""
+    """Turn `package:pkg/sub` into a directory; leave hub ids and paths as they are.
+
+    Example:
+        >>> resolve_encoder_path("klue/roberta-base")
+        'klue/roberta-base'
+        >>> resolve_encoder_path("package:no_such_pkg/model")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.EncoderLoadError: ...: Python package 'no_such_pkg' is not installed (pip install no-such-pkg)
+    """
     if not name_or_path.startswith("package:"):
         return name_or_path
     path = resolve_package_path(name_or_path)

@@ -44,7 +44,14 @@ class MultiTaskModel(nn.Module):
 
 
 def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """[batch, tokens, hidden] -> [batch, hidden]: the first token, or the mean over unpadded tokens."""
+    """[batch, tokens, hidden] -> [batch, hidden]: the first token, or the mean over unpadded tokens.
+
+    Example:
+        >>> states = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [50.0, 60.0]]])
+        >>> mask = torch.tensor([[1, 1, 0]])  # the third token is padding
+        >>> pool(states, mask, "first").tolist(), pool(states, mask, "mean").tolist()
+        ([[1.0, 2.0]], [[2.0, 3.0]])
+    """
     if pooling == "first":
         return states[:, 0]
     if pooling == "mean":

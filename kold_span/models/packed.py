@@ -76,6 +76,11 @@ def dequantize_q4_0(raw: bytes, count: int) -> np.ndarray:
     Each block is a little-endian float16 scale d and 16 bytes; byte j holds weight j in its
     low nibble and weight j + 16 in its high nibble, each stored as q + 8 (q in -8..7), so
     the weight is d * q.
+
+    Example:
+        >>> raw = np.float16(0.5).tobytes() + bytes([0x9F, 0x08] + [0x88] * 14)  # 0x88: two zeros
+        >>> dequantize_q4_0(raw, 32)[[0, 16, 1, 17]].tolist()  # (15 - 8) / 2, (9 - 8) / 2, 0, (0 - 8) / 2
+        [3.5, 0.5, 0.0, -4.0]
     """
     if count % BLOCK:
         raise ValueError(f"Q4_0 tensors hold a multiple of {BLOCK} weights, got {count}")

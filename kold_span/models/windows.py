@@ -27,7 +27,12 @@ class InputEncoder:
     max_turns: Optional[int] = None
 
     def context_string(self, context: Context) -> tuple[Optional[str], bool]:
-        """The context as one string and whether it is a dialogue (cut from the left)."""
+        """The context as one string and whether it is a dialogue (cut from the left).
+
+        Example:
+            >>> InputEncoder(tokenizer=None, max_turns=2).context_string(["A: 안녕", "B: 네", "A: 밥 먹었어?"])
+            ('B: 네 / A: 밥 먹었어?', True)
+        """
         if self.context_mode == "none" or context is None:
             return None, False
         if isinstance(context, str):

@@ -62,7 +62,12 @@ def morpheme_tags(text: str) -> Morphemes:
 
 
 def morpheme_offsets(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of every Kiwi morpheme; contracted morphemes may share offsets."""
+    """(start, end) of every Kiwi morpheme; contracted morphemes may share offsets.
+
+    Example:
+        >>> morpheme_offsets("기사를 읽었다")  # 기사 를 · 읽 었 다
+        ((0, 2), (2, 3), (4, 5), (5, 6), (6, 7))
+    """
     return tuple((s, e) for s, e, _ in morpheme_tags(text))
 
 

@@ -39,6 +39,15 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
         or that also learns from `extra`, scores higher on dev (the context only tried when
         training examples have contexts); ties keep the simpler variant and the smaller
         weight, as `HybridScorer.choose_weight` does.
+
+    Example:
+        >>> pairs = [("you idiot", True), ("what an idiot", True), ("nice day", False), ("a nice game", False)]
+        >>> train = [Example(str(i), text, labels={"off": off}) for i, (text, off) in enumerate(pairs)]
+        >>> dev = [Example("d1", "idiot", labels={"off": True}), Example("d2", "nice", labels={"off": False})]
+        >>> unsure = [{"false": 0.5, "true": 0.5}] * 2  # an encoder that cannot tell
+        >>> companion = choose_companion("OFF", "off", "single", train, dev, unsure)
+        >>> companion.weight, companion.dev_score  # the n-gram alone (weight 0) gets dev right
+        (0.0, 1.0)
     """
     if len(dev) != len(dev_encoder_probs):
         raise ValueError(f"{len(dev)} dev examples but {len(dev_encoder_probs)} encoder outputs")

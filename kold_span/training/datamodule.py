@@ -72,6 +72,12 @@ class LengthGroupedSampler(Sampler[int]):
     cuts the order into batches of `batch_size` again and must meet the same boundaries). Under
     distributed training each group holds `batch_size` × world size windows, which the
     distributed wrapper deals out one per rank in turn, so every rank's batch comes from one group.
+
+    Example:
+        >>> lengths = [5, 1, 4, 2, 3, 6]
+        >>> order = LengthGroupedSampler(lengths, batch_size=2, seed=3, world_size=1).order()
+        >>> sorted(sorted(lengths[i] for i in order[k:k + 2]) for k in (0, 2, 4))
+        [[1, 2], [3, 4], [5, 6]]
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50,

@@ -16,7 +16,19 @@ Evaluator = Callable[[dict[int, dict[str, np.ndarray]]], dict[str, float]]
 
 
 class MultiTaskModule(pl.LightningModule):
-    """Trains a `MultiTaskModel` on the weighted sum of its task losses."""
+    """Trains a `MultiTaskModel` on the weighted sum of its task losses.
+
+    Example:
+        >>> from kold_span.config.schema import ScratchEncoderConfig
+        >>> from kold_span.models.backbones import scratch_encoder
+        >>> task = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> encoder = scratch_encoder(ScratchEncoderConfig(hidden_size=8, layers=1, heads=1, intermediate_size=8,
+        ...                                                max_position=8), vocab_size=20, pad_id=0)
+        >>> module = MultiTaskModule(MultiTaskModel(encoder, [task]), [task], TrainerConfig())
+        >>> batch = {"input_ids": torch.tensor([[2, 7, 9, 3]]), "attention_mask": torch.ones(1, 4, dtype=torch.long)}
+        >>> module(batch)["OFF"].shape  # one comment, logits of false and true
+        torch.Size([1, 2])
+    """
 
     def __init__(self, model: MultiTaskModel, tasks: Sequence[Task], trainer_config: TrainerConfig,
                  dev_evaluator: Optional[Evaluator] = None):
