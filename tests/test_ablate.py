@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kold_span.experiments import grid as ablate
-from kold_span.errors import ConfigError
+from kold_span.errors import ArgumentError, ConfigError
 from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
                                         render_markdown, split_values, summarize, write_results)
 
@@ -39,16 +39,16 @@ def test_split_values_only_at_top_level_commas(text, values):
                                            ("[1, 2", "unclosed"), ("a]", "unbalanced"), ("[a}", "unbalanced"),
                                            ("'a,b", "unclosed")])
 def test_split_values_rejects_malformed_lists(text, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ArgumentError, match=message):
         split_values(text)
 
 
 def test_parse_vary_keeps_key_order_and_rejects_repeats():
     assert parse_vary(["context=title,none", "context.max_turns=0,null"]) == {
         "context": ["title", "none"], "context.max_turns": ["0", "null"]}
-    with pytest.raises(ValueError, match="given twice"):
+    with pytest.raises(ArgumentError, match="given twice"):
         parse_vary(["context=auto", "context=none"])
-    with pytest.raises(ValueError, match="KEY=v1,v2"):
+    with pytest.raises(ArgumentError, match="KEY=v1,v2"):
         parse_vary(["context"])
 
 
@@ -68,11 +68,11 @@ def test_grid_is_the_product_with_the_reference_first():
     cells = grid_cells({"context": ["auto", "none"], "context.max_turns": [0, None]})
     assert cells == [{"context": "auto", "context.max_turns": "0"}, {"context": "auto", "context.max_turns": "null"},
                      {"context": "none", "context.max_turns": "0"}, {"context": "none", "context.max_turns": "null"}]
-    with pytest.raises(ValueError, match="--seeds"):
+    with pytest.raises(ArgumentError, match="--seeds"):
         grid_cells({"seed": [1, 2]})
-    with pytest.raises(ValueError, match="repeated"):
+    with pytest.raises(ArgumentError, match="repeated"):
         grid_cells({"context": ["none", "none"]})
-    with pytest.raises(ValueError, match=r"--vary model.dropout: a value is repeated in \['0.0', '0'\]"):
+    with pytest.raises(ArgumentError, match=r"--vary model.dropout: a value is repeated in \['0.0', '0'\]"):
         grid_cells({"model.dropout": ["0.0", "0"]})  # one value written twice
 
 
@@ -123,7 +123,7 @@ def test_default_metrics_are_headline_scores_capped():
     many = [f"T{i}/macro_f1" for i in range(9)]
     assert choose_metrics(many) == many[:ablate.MAX_METRIC_COLUMNS]
     assert choose_metrics(names, ["S/char_micro_f1", "A/f1"]) == ["S/char_micro_f1", "A/f1"]
-    with pytest.raises(ValueError, match="A/f2"):
+    with pytest.raises(ArgumentError, match="A/f2"):
         choose_metrics(names, ["A/f2"])
 
 
@@ -210,7 +210,7 @@ def test_rerun_reuses_finished_runs(grid, monkeypatch, capsys):
 
 def test_rerun_with_other_settings_is_refused(grid, monkeypatch):
     monkeypatch.setattr(ablate, "train", _never_train)
-    with pytest.raises(ValueError, match="trainer.max_epochs"):
+    with pytest.raises(ConfigError, match="trainer.max_epochs"):
         ablate.main_from_args(_ablate_args(grid, "trainer.max_epochs=3"))
 
 
@@ -240,7 +240,7 @@ def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys)
     assert "context=none seed 7: reused" in capsys.readouterr().out
     saved["context"]["mode"] = "auto"  # a real difference is still refused
     saved_path.write_text(json.dumps(saved))
-    with pytest.raises(ValueError, match="context.mode"):
+    with pytest.raises(ConfigError, match="context.mode"):
         ablate.main_from_args(_ablate_args(out))
 
 

@@ -6,7 +6,7 @@ import pytest
 from kold_span import corpora
 from kold_span.corpora._common import BadRecordWarning
 from kold_span.corpora.kold import majority_offsets, parse_groups, parse_target, read_kold
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 FIXTURE = "tests/fixtures/kold_small.json"
 WORKED = "남녀평등 주장할 거면 여성징병제에도 동의하라고ㅋㅋㅋ 그리고 내 말에 그냥 시비만 걸지 말고 혜택은 다 쳐받으면서 왜 차별받는다고 말하는지 말해보라고ㅋㅋㅋ"
@@ -113,5 +113,5 @@ def test_jsonl_input_gives_the_same_examples(tmp_path):
 
 
 def test_unknown_reader_lists_known_ones():
-    with pytest.raises(KeyError, match="known readers"):
+    with pytest.raises(ArgumentError, match="known readers"):
         corpora.read("nope", FIXTURE)

@@ -46,6 +46,7 @@ from typing import Any, Hashable, Mapping, Optional, Sequence, Union
 
 from kold_span import agreement
 from kold_span.data.example import Example, spans_to_offsets
+from kold_span.errors import ArgumentError, DataError
 
 Ratings = list[dict[str, Hashable]]
 
@@ -101,8 +102,8 @@ def default_label(examples: Sequence[Example]) -> str:
         present = types - {type(None)}
         if present and present <= {bool, str}:
             return key
-    raise ValueError(f"no annotation label holds bool or str values (label keys seen: {sorted(kinds)}); "
-                     f"the corpus may carry no per-annotator labels")
+    raise DataError(f"no annotation label holds bool or str values (label keys seen: {sorted(kinds)}); "
+                    f"the corpus may carry no per-annotator labels")
 
 
 def default_span_type(examples: Sequence[Example]) -> Optional[str]:
@@ -118,7 +119,7 @@ def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
     """Per example, annotator → value of `label`; examples nobody labelled are left out.
 
     Raises:
-        ValueError: a value of `label` is a list or dict (not a single category).
+        DataError: a value of `label` is a list or dict (not a single category).
     """
     table = RatingsTable(label=label, ratings=[], examples=[])
     for example in examples:
@@ -129,9 +130,9 @@ def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
                 table.missing_values += 1
                 continue
             if isinstance(value, (list, dict)):
-                raise ValueError(f"label {label!r} of example {example.id!r} (annotator {annotation.annotator!r}) "
-                                 f"is a {type(value).__name__}; agreement needs one category per annotator, "
-                                 f"pick a bool or str label with --label")
+                raise DataError(f"label {label!r} of example {example.id!r} (annotator {annotation.annotator!r}) "
+                                f"is a {type(value).__name__}; agreement needs one category per annotator, "
+                                f"pick a bool or str label with --label")
             if annotation.annotator in item:
                 table.duplicate_annotations += 1
                 continue
@@ -383,22 +384,23 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
         A JSON-ready dict, the input of `write_report`.
 
     Raises:
-        ValueError: no example has annotations, or the label is not a single category.
+        DataError: no example has annotations, or the label is not a single category.
+        ArgumentError: `n_boot` below 1, or no annotation holds `label` or `span_type`.
     """
     if not any(example.annotations for example in examples):
-        raise ValueError("no example carries per-annotator annotations; read the corpus with a reader "
-                         "that keeps them (kold, multipico, toxic_spans_raw, or jsonl written from one)")
+        raise DataError("no example carries per-annotator annotations; read the corpus with a reader "
+                        "that keeps them (kold, multipico, toxic_spans_raw, or jsonl written from one)")
     if n_boot < 1:
-        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+        raise ArgumentError(f"n_boot must be at least 1, got {n_boot}")
     label = label or default_label(examples)
     table = ratings_table(examples, label)
     if not table.ratings:
-        raise ValueError(f"no annotation carries the label {label!r}")
+        raise ArgumentError(f"no annotation carries the label {label!r}")
     if span_type is not None:
         known = sorted({name for ex in examples for a in ex.annotations for name in a.spans})
         if span_type not in known:
-            raise ValueError(f"no annotation marks spans of type {span_type!r}; span types present: "
-                             f"{', '.join(known) or 'none'}")
+            raise ArgumentError(f"no annotation marks spans of type {span_type!r}; span types present: "
+                                f"{', '.join(known) or 'none'}")
     span_type = span_type or default_span_type(examples)
     stats = label_stats(table.ratings, n_boot, seed, pair_cis=MAX_PAIR_CIS)
     rated = Counter(a for item in table.ratings for a in item)

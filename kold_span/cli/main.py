@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from kold_span.agreement import report as agreement_report
 from kold_span.config.loading import parse_key_value
-from kold_span.errors import ConfigError, DataError, EncoderLoadError
+from kold_span.errors import KoldSpanError
 from kold_span.experiments import grid as ablate
 from kold_span.training import pretrain
 
@@ -180,14 +180,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_error_message(err: OSError) -> str:
+    """An `OSError` as a message that names its path, without the `[Errno N]` prefix.
+
+    Example:
+        >>> os_error_message(FileNotFoundError(2, "No such file or directory", "x.txt"))
+        'no such file: x.txt'
+        >>> os_error_message(IsADirectoryError(21, "Is a directory", "out"))
+        'is a directory: out'
+        >>> os_error_message(FileNotFoundError("data.train: x.jsonl does not exist"))
+        'data.train: x.jsonl does not exist'
+    """
+    if err.strerror is None:  # raised with a sentence of its own
+        return str(err)
+    reason = "no such file" if isinstance(err, FileNotFoundError) else err.strerror[:1].lower() + err.strerror[1:]
+    paths = [str(path) for path in (err.filename, err.filename2) if path is not None]
+    return f"{reason}: {' → '.join(paths)}" if paths else reason
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run `kold-span`; a `KoldSpanError` or `OSError` is one line on stderr (status 2), anything else a traceback."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DataError, EncoderLoadError, OSError, KeyError, ValueError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
-        return 2
+    except KoldSpanError as err:
+        message = str(err)
+    except OSError as err:
+        message = os_error_message(err)
+    print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

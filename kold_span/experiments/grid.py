@@ -35,7 +35,7 @@ import yaml
 
 from kold_span.config.loading import load_config, saved_config_changes, yaml_load
 from kold_span.config.schema import Config
-from kold_span.errors import ConfigError
+from kold_span.errors import ArgumentError, ConfigError
 from kold_span.training.run import run_directory, train
 
 # Metrics shown by default, in this order of preference (headline scores first).
@@ -69,7 +69,7 @@ def split_values(text: str) -> list[str]:
     """Split `--vary` values on the commas outside brackets and quotes: "a,[1, 2]" → ["a", "[1, 2]"].
 
     Raises:
-        ValueError: an empty value or unbalanced brackets / quotes.
+        ArgumentError: an empty value or unbalanced brackets / quotes.
     """
     values, current, stack, quote = [], [], [], None
     for ch in text:
@@ -81,17 +81,17 @@ def split_values(text: str) -> list[str]:
             stack.append(_OPENERS[ch])
         elif ch in _OPENERS.values():
             if not stack or stack.pop() != ch:
-                raise ValueError(f"--vary value {text!r}: unbalanced {ch!r}")
+                raise ArgumentError(f"--vary value {text!r}: unbalanced {ch!r}")
         elif ch == "," and not stack:
             values.append("".join(current).strip())
             current = []
             continue
         current.append(ch)
     if quote or stack:
-        raise ValueError(f"--vary value {text!r}: unclosed {quote or 'bracket'}")
+        raise ArgumentError(f"--vary value {text!r}: unclosed {quote or 'bracket'}")
     values.append("".join(current).strip())
     if any(v == "" for v in values):
-        raise ValueError(f"--vary value {text!r}: empty value (write null for a missing one)")
+        raise ArgumentError(f"--vary value {text!r}: empty value (write null for a missing one)")
     return values
 
 
@@ -100,11 +100,11 @@ def parse_vary(texts: Iterable[str]) -> dict[str, list[str]]:
     vary: dict[str, list[str]] = {}
     for text in texts:
         if "=" not in text:
-            raise ValueError(f"--vary {text!r}: expected KEY=v1,v2, e.g. context=auto,none")
+            raise ArgumentError(f"--vary {text!r}: expected KEY=v1,v2, e.g. context=auto,none")
         key, values = text.split("=", 1)
         key = key.strip()
         if key in vary:
-            raise ValueError(f"--vary {key}: given twice; list all its values in one --vary")
+            raise ArgumentError(f"--vary {key}: given twice; list all its values in one --vary")
         vary[key] = split_values(values)
     return vary
 
@@ -132,16 +132,16 @@ def cell_id(cell: Mapping[str, str]) -> str:
 def grid_cells(vary: Mapping[str, Sequence[Any]]) -> list[dict[str, str]]:
     """The cartesian product of the varied values; the first cell (first values) is the reference."""
     if not vary:
-        raise ValueError("ablate: give at least one --vary KEY=v1,v2")
+        raise ArgumentError("ablate: give at least one --vary KEY=v1,v2")
     texts = {key: [value_text(v) for v in values] for key, values in vary.items()}
     for key, values in texts.items():
         if key in GRID_KEYS:
-            raise ValueError(f"--vary {key}: the grid sets {', '.join(GRID_KEYS)} itself (use --seeds for seeds)")
+            raise ArgumentError(f"--vary {key}: the grid sets {', '.join(GRID_KEYS)} itself (use --seeds for seeds)")
         if not values:
-            raise ValueError(f"--vary {key}: no values")
+            raise ArgumentError(f"--vary {key}: no values")
         parsed = [yaml_load(v) for v in values]  # 0 and 0.0 are one value written twice
         if any(parsed[i] == parsed[j] for i in range(len(parsed)) for j in range(i)):
-            raise ValueError(f"--vary {key}: a value is repeated in {values}")
+            raise ArgumentError(f"--vary {key}: a value is repeated in {values}")
     return [dict(zip(texts, combo)) for combo in itertools.product(*texts.values())]
 
 
@@ -153,7 +153,7 @@ def plan_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], 
     error too (its metrics would be reused for the wrong config).
     """
     if seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+        raise ArgumentError(f"--seeds must be at least 1, got {seeds}")
     runs_dir = json.dumps(str(Path(out_dir) / "runs"))
     planned = []
     for cell in grid_cells(vary):
@@ -178,8 +178,8 @@ def _check_saved_config(run: PlannedRun) -> None:
         return
     changed = saved_config_changes(saved_path, run.config)
     if changed:
-        raise ValueError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
-                         "remove that folder or choose another --out")
+        raise ConfigError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
+                          "remove that folder or choose another --out")
 
 
 def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict[str, Any]]:
@@ -223,7 +223,7 @@ def choose_metrics(names: Sequence[str], requested: Optional[Sequence[str]] = No
     if requested:
         missing = [m for m in requested if m not in names]
         if missing:
-            raise ValueError(f"--metric {', '.join(missing)}: not among the test metrics {', '.join(names)}")
+            raise ArgumentError(f"--metric {', '.join(missing)}: not among the test metrics {', '.join(names)}")
         return list(dict.fromkeys(requested))
     kinds = {kind: rank for rank, kind in enumerate(DEFAULT_METRIC_KINDS)}
     chosen = [n for n in names if n.rsplit("/", 1)[-1] in kinds]
@@ -408,8 +408,8 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
     task_names = {task.name for run in planned for task in run.config.tasks}
     unknown = [m for m in metrics or () if m.split("/", 1)[0] not in task_names]
     if unknown:
-        raise ValueError(f"--metric {', '.join(unknown)}: expected TASK/METRIC with a task among "
-                         f"{', '.join(sorted(task_names))}, e.g. {sorted(task_names)[0]}/macro_f1")
+        raise ArgumentError(f"--metric {', '.join(unknown)}: expected TASK/METRIC with a task among "
+                            f"{', '.join(sorted(task_names))}, e.g. {sorted(task_names)[0]}/macro_f1")
     rows = run_planned(planned, quiet)
     write_results(rows, list(vary), out_dir, metrics,
                   command_line(config_path, vary, seeds, out_dir, overrides, metrics))

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Optional
 
 from kold_span.data.example import Example
 from kold_span.data.jsonl import utf8_lines
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -65,7 +65,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     if suffix not in (".txt", ".jsonl", ".csv", ".tsv"):
         raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
     if quoting not in QUOTING:
-        raise ValueError(f"quoting must be one of {QUOTING}, got {quoting!r}")
+        raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     skipped = skipped if skipped is not None else []
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
