@@ -31,12 +31,9 @@ Example:
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import sys
-import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -730,7 +727,7 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- reading, building, writing
 
 
 def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,
@@ -748,45 +745,6 @@ def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,
     return report
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the `kold-span agreement` arguments to a (sub)parser."""
-    parser.add_argument("file", help="corpus file or directory")
-    parser.add_argument("--format", required=True, metavar="READER",
-                        help=f"corpus reader keeping per-annotator labels: {', '.join(FORMATS)}")
-    parser.add_argument("--out", required=True, help="output directory (report.md, report.json, two PNGs)")
-    parser.add_argument("--label", help="annotation label key (default: the first bool/str one, "
-                                        "e.g. OFF for kold, irony for multipico, type for toxic_spans_raw)")
-    parser.add_argument("--span-type", help="span type for character-level agreement (default: the first present)")
-    parser.add_argument("--group-by", metavar="META_KEY", help="repeat the label statistics per value of "
-                                                               "this meta key, e.g. lang for multipico")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
-                        help=f"bootstrap resamples of items (default {DEFAULT_N_BOOT})")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--skip-bad", action="store_true", help="let the reader skip bad records (reported)")
-    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE",
-                        help="further reader options, e.g. min_annotators=2 or split=dev")
-
-
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run the report from parsed arguments and print a short summary; 0 on success, 2 on bad input."""
-    from kold_span.config.loading import parse_key_value
-
-    reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
-    if args.skip_bad:
-        reader_options["skip_bad"] = True
-    start = time.perf_counter()
-    try:
-        report = run(args.file, args.format, args.out, reader_options=reader_options, label=args.label,
-                     span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"kold-span agreement: error: {message}", file=sys.stderr)
-        return 2
-    print(summary(report))
-    print(f"wrote {', '.join(str(Path(args.out) / name) for name in FILES)} in {time.perf_counter() - start:.1f} s")
-    return 0
-
-
 def summary(report: Mapping[str, Any]) -> str:
     """Two lines: the data and the main coefficients."""
     fleiss, cohen, alpha = report["fleiss"], report["cohen"], report["krippendorff"]
@@ -798,14 +756,3 @@ def summary(report: Mapping[str, Any]) -> str:
             f"{len(report['label_counts'])} labels\n" + "; ".join(parts)
             + (f"; unanimity {unanimity['overall']:.1%}" if unanimity else "")
             + f"; hard cases {report['entropy']['hard_cases']['count']}")
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m kold_span.agreement.report FILE --format NAME --out DIR`."""
-    parser = argparse.ArgumentParser(prog="kold-span agreement", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return main_from_args(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

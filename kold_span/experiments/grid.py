@@ -16,17 +16,16 @@ Example:
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import itertools
 import json
+import logging
 import math
 import re
 import shlex
 import statistics
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -37,6 +36,8 @@ from kold_span.config.loading import load_config, saved_config_changes, yaml_loa
 from kold_span.config.schema import Config
 from kold_span.errors import ArgumentError, ConfigError
 from kold_span.training.run import run_directory, train
+
+logger = logging.getLogger(__name__)
 
 # Metrics shown by default, in this order of preference (headline scores first).
 DEFAULT_METRIC_KINDS = ("macro_f1", "char_f1", "f1", "balanced_accuracy", "accuracy")
@@ -182,8 +183,11 @@ def _check_saved_config(run: PlannedRun) -> None:
                           "remove that folder or choose another --out")
 
 
-def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict[str, Any]]:
-    """Train each run (or reuse its metrics.json); one row per run: cell, varied values, seed, test metrics, seconds."""
+def run_planned(planned: Sequence[PlannedRun]) -> list[dict[str, Any]]:
+    """Train each run (or reuse its metrics.json); one row per run: cell, varied values, seed, test metrics, seconds.
+
+    Each run's progress is logged (INFO).
+    """
     rows = []
     for i, run in enumerate(planned, 1):
         where = f"[{i}/{len(planned)}] {run.cell_id} seed {run.seed}"
@@ -194,12 +198,10 @@ def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict
         else:
             # An interrupted run continues from its last checkpoint rather than starting over.
             resume = (run.run_dir / "checkpoints" / "last.ckpt").exists()
-            if not quiet:
-                print(f"{where}: {'resuming' if resume else 'training'} …", flush=True)
+            logger.info("%s: %s …", where, "resuming" if resume else "training")
             metrics = train(run.config, resume=resume, quiet=True).metrics
             state = "trained"
-        if not quiet:
-            print(f"{where}: {state} ({metrics.get('seconds', float('nan')):.1f} s)", flush=True)
+        logger.info("%s: %s (%.1f s)", where, state, metrics.get("seconds", float("nan")))
         rows.append({"cell": run.cell_id, **run.cell, "seed": run.seed, **metrics.get("test", {}),
                      "seconds": metrics.get("seconds")})
     return rows
@@ -388,8 +390,8 @@ def command_line(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]
 
 
 def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], seeds: int,
-             out_dir: Union[str, Path], overrides: Sequence[str] = (), metrics: Optional[Sequence[str]] = None,
-             quiet: bool = False) -> list[dict[str, Any]]:
+             out_dir: Union[str, Path], overrides: Sequence[str] = (),
+             metrics: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     """Train (or reuse) every cell × seed of the grid and write results.csv, results.md and results.png.
 
     Args:
@@ -399,7 +401,6 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
         out_dir: where the results and the runs (`out_dir/runs`) go.
         overrides: `a.b=value` overrides applied to every run before the varied keys.
         metrics: test metrics of the table and plot (default: the headline ones, see choose_metrics).
-        quiet: print no progress.
 
     Returns:
         One row per run: cell, the varied values, seed, every test metric, seconds.
@@ -410,37 +411,7 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
     if unknown:
         raise ArgumentError(f"--metric {', '.join(unknown)}: expected TASK/METRIC with a task among "
                             f"{', '.join(sorted(task_names))}, e.g. {sorted(task_names)[0]}/macro_f1")
-    rows = run_planned(planned, quiet)
+    rows = run_planned(planned)
     write_results(rows, list(vary), out_dir, metrics,
                   command_line(config_path, vary, seeds, out_dir, overrides, metrics))
     return rows
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `kold-span ablate`."""
-    parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")
-    parser.add_argument("--vary", action="append", required=True, metavar="KEY=v1,v2",
-                        help="a config key and its values (commas inside brackets or quotes do not split), "
-                             "e.g. context=auto,none or context.max_turns=0,1,null; repeat for a grid")
-    parser.add_argument("--seeds", type=int, default=3, help="runs per cell, seeds config.seed + 0, 1, … (default 3)")
-    parser.add_argument("--out", required=True, help="output directory (results.csv, results.md, results.png, runs/)")
-    parser.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE",
-                        help="override config keys of every run, e.g. trainer.max_epochs=3")
-    parser.add_argument("--metric", action="append", metavar="TASK/METRIC",
-                        help="test metric of the table and plot (repeatable; the first is plotted; "
-                             "default: macro_f1, char_f1, f1, balanced_accuracy, accuracy ones, at most 6)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-
-
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run `kold-span ablate` with parsed arguments and print the summary; 0 on success."""
-    started = time.time()
-    vary = parse_vary(args.vary)
-    run_grid(args.config, vary, args.seeds, args.out, args.set or [], args.metric, quiet=args.quiet)
-    out = Path(args.out)
-    print((out / "results.md").read_text(encoding="utf-8"))
-    print(f"wrote {', '.join(str(out / name) for name in FILES)} in {time.time() - started:.1f} s")
-    return 0
