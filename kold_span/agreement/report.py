@@ -7,11 +7,11 @@ coefficients with `kold_span.agreement` → `write_report` writes report.md,
 report.json, kappa_heatmap.png and entropy_hist.png.
 
 Bootstrap intervals resample items. Calling `mean_pairwise_cohen` once per resample
-takes hours on a crowd corpus (about 20 s per call on MultiPICo's 9,136 annotator
-pairs), so each resample is scored from per-item count tables instead: a resample is
-a vector of item weights (how often each item was drawn), and every pair's
-contingency counts and the coincidence matrix of Krippendorff's alpha are sums over
-items weighted by it. The draws are those of `agreement.bootstrap_ci` (same
+is far too slow on a crowd corpus with thousands of annotator pairs (timings in
+docs/PERSPECTIVES.md), so each resample is scored from per-item count tables instead:
+a resample is a vector of item weights (how often each item was drawn), and every
+pair's contingency counts and the coincidence matrix of Krippendorff's alpha are sums
+over items weighted by it. The draws are those of `agreement.bootstrap_ci` (same
 generator, same order), so the alpha interval equals
 `bootstrap_ci(ratings, krippendorff_alpha)` (the tests check this).
 
@@ -19,9 +19,8 @@ For Cohen's kappa a pair counts in a resample only when it shares 2+ *distinct* 
 there, as it must in the data. `bootstrap_ci(ratings, mean_pairwise_cohen)` would also
 count a pair whose one shared item was drawn twice (its kappa is then 0 or undefined);
 on a crowd table most pairs share one item, and that pulls the interval away from the
-estimate (MultiPICo: [0.150, 0.177] around 0.196). The tests check these intervals
-against a plain loop over `bootstrap_ci`'s draws with that rule written out. Point
-estimates always come from `kold_span.agreement`.
+estimate. The tests check these intervals against a plain loop over `bootstrap_ci`'s
+draws with that rule written out. Point estimates always come from `kold_span.agreement`.
 
 Example:
     >>> from kold_span import corpora

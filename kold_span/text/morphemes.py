@@ -7,7 +7,7 @@ _KIWI = None
 
 
 def kiwi():
-    """One Kiwi analyser per process (loading its model takes about a second)."""
+    """One Kiwi analyser per process (loading its model is slow)."""
     global _KIWI
     if _KIWI is None:
         from kiwipiepy import Kiwi
@@ -20,7 +20,7 @@ _CACHE_LIMIT = 200_000
 
 
 def prefetch(texts: Iterable[str]) -> None:
-    """Analyse all uncached texts in one batched Kiwi call (several times faster than one by one)."""
+    """Analyse all uncached texts in one batched Kiwi call, not one call per text."""
     todo = list(dict.fromkeys(t for t in texts if t and t not in _CACHE))
     if not todo:
         return
