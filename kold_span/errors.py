@@ -9,7 +9,7 @@ Which to raise: a mistake the user can fix is one of these, named by where it wa
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
 to a function or a command-line option). A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug
-inside kold-span can cause (a function used before `fit`, internal state out of step)
+can cause (a model used before `fit`, two parallel sequences of different lengths)
 stays a built-in error, so that it shows its traceback.
 
 >>> issubclass(DataError, KoldSpanError) and issubclass(DataError, ValueError)
