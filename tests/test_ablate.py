@@ -1,13 +1,15 @@
 """Ablation grids: value splitting, cell ids, the summary tables, and one tiny grid end to end."""
-import argparse
 import csv
 import json
 from pathlib import Path
 
 import pytest
 
+from kold_span.cli import ablate as ablate_command
+from kold_span.cli import main
+from kold_span.cli.main import build_parser
+from kold_span.errors import ArgumentError, ConfigError
 from kold_span.experiments import grid as ablate
-from kold_span.errors import ConfigError
 from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
                                         render_markdown, split_values, summarize, write_results)
 
@@ -38,16 +40,16 @@ def test_split_values_only_at_top_level_commas(text, values):
                                            ("[1, 2", "unclosed"), ("a]", "unbalanced"), ("[a}", "unbalanced"),
                                            ("'a,b", "unclosed")])
 def test_split_values_rejects_malformed_lists(text, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ArgumentError, match=message):
         split_values(text)
 
 
 def test_parse_vary_keeps_key_order_and_rejects_repeats():
     assert parse_vary(["context=title,none", "context.max_turns=0,null"]) == {
         "context": ["title", "none"], "context.max_turns": ["0", "null"]}
-    with pytest.raises(ValueError, match="given twice"):
+    with pytest.raises(ArgumentError, match="given twice"):
         parse_vary(["context=auto", "context=none"])
-    with pytest.raises(ValueError, match="KEY=v1,v2"):
+    with pytest.raises(ArgumentError, match="KEY=v1,v2"):
         parse_vary(["context"])
 
 
@@ -67,11 +69,11 @@ def test_grid_is_the_product_with_the_reference_first():
     cells = grid_cells({"context": ["auto", "none"], "context.max_turns": [0, None]})
     assert cells == [{"context": "auto", "context.max_turns": "0"}, {"context": "auto", "context.max_turns": "null"},
                      {"context": "none", "context.max_turns": "0"}, {"context": "none", "context.max_turns": "null"}]
-    with pytest.raises(ValueError, match="--seeds"):
+    with pytest.raises(ArgumentError, match="--seeds"):
         grid_cells({"seed": [1, 2]})
-    with pytest.raises(ValueError, match="repeated"):
+    with pytest.raises(ArgumentError, match="repeated"):
         grid_cells({"context": ["none", "none"]})
-    with pytest.raises(ValueError, match=r"--vary model.dropout: a value is repeated in \['0.0', '0'\]"):
+    with pytest.raises(ArgumentError, match=r"--vary model.dropout: a value is repeated in \['0.0', '0'\]"):
         grid_cells({"model.dropout": ["0.0", "0"]})  # one value written twice
 
 
@@ -122,7 +124,7 @@ def test_default_metrics_are_headline_scores_capped():
     many = [f"T{i}/macro_f1" for i in range(9)]
     assert choose_metrics(many) == many[:ablate.MAX_METRIC_COLUMNS]
     assert choose_metrics(names, ["S/char_micro_f1", "A/f1"]) == ["S/char_micro_f1", "A/f1"]
-    with pytest.raises(ValueError, match="A/f2"):
+    with pytest.raises(ArgumentError, match="A/f2"):
         choose_metrics(names, ["A/f2"])
 
 
@@ -167,18 +169,21 @@ def test_write_results_two_keys(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
-def _ablate_args(out: Path, *extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    ablate.add_arguments(parser)
-    return parser.parse_args([str(TINY), "--vary", "context=auto,none", "--seeds", "1", "--out", str(out),
-                              "--quiet", "--set", *TINY_SET, *extra])
+def _ablate_argv(out: Path, *extra: str) -> list[str]:
+    return ["ablate", str(TINY), "--vary", "context=auto,none", "--seeds", "1", "--out", str(out),
+            "--set", *TINY_SET, *extra]
+
+
+def _run_ablate(out: Path, *extra: str) -> int:
+    """`kold-span ablate` on the tiny grid, without the command line's error handling and logging set-up."""
+    return ablate_command.run(build_parser().parse_args(_ablate_argv(out, *extra)))
 
 
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
     """A 2-cell × 1-seed grid on the tiny fixture config (shared by the tests below)."""
     out = tmp_path_factory.mktemp("ablate")
-    assert ablate.main_from_args(_ablate_args(out)) == 0
+    assert _run_ablate(out) == 0
     return out
 
 
@@ -200,37 +205,43 @@ def test_grid_writes_csv_markdown_and_plot(grid):
 
 @pytest.mark.slow
 def test_rerun_reuses_finished_runs(grid, monkeypatch, capsys):
+    """The command prints the results table; the progress lines are logged to stderr, unless --quiet or -q."""
     monkeypatch.setattr(ablate, "train", _never_train)
     before = (grid / "results.csv").read_text(encoding="utf-8")
-    args = _ablate_args(grid)
-    args.quiet = False
-    assert ablate.main_from_args(args) == 0
-    assert "[2/2] context=none seed 7: reused" in capsys.readouterr().out
+    assert main(_ablate_argv(grid)) == 0
+    captured = capsys.readouterr()
+    assert "[2/2] context=none seed 7: reused" in captured.err and "reused" not in captured.out
+    assert captured.out.startswith("# Ablation results") and f"wrote {grid / 'results.csv'}" in captured.out
     assert (grid / "results.csv").read_text(encoding="utf-8") == before
+    for argv in (_ablate_argv(grid, "--quiet"), ["-q", *_ablate_argv(grid)]):
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        assert "reused" not in captured.err and captured.out.startswith("# Ablation results")
 
 
 @pytest.mark.slow
-def test_rerun_with_other_settings_is_refused(grid, monkeypatch):
+def test_rerun_with_other_settings_is_refused(grid, monkeypatch, capsys):
     monkeypatch.setattr(ablate, "train", _never_train)
-    with pytest.raises(ValueError, match="trainer.max_epochs"):
-        ablate.main_from_args(_ablate_args(grid, "trainer.max_epochs=3"))
+    with pytest.raises(ConfigError, match="trainer.max_epochs"):
+        _run_ablate(grid, "trainer.max_epochs=3")
+    assert main(_ablate_argv(grid, "trainer.max_epochs=3")) == 2
+    assert capsys.readouterr().err.startswith(f"kold-span ablate: error: {grid / 'runs'}")
 
 
 @pytest.mark.slow
-def test_rerun_with_another_thread_count_reuses_the_runs(grid, monkeypatch, capsys):
+def test_rerun_with_another_thread_count_reuses_the_runs(grid, monkeypatch, caplog):
     """Threads, the progress bar and where the runs folder is named change how a run executes, not what it computes."""
     monkeypatch.setattr(ablate, "train", _never_train)
-    args = _ablate_args(grid, "trainer.threads=2", "trainer.progress_bar=true")
-    args.quiet = False
-    assert ablate.main_from_args(args) == 0
-    assert "context=auto seed 7: reused" in capsys.readouterr().out
+    with caplog.at_level("INFO", logger="kold_span"):
+        assert _run_ablate(grid, "trainer.threads=2", "trainer.progress_bar=true") == 0
+    assert "context=auto seed 7: reused" in caplog.text
 
 
 @pytest.mark.slow
-def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys):
+def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, caplog):
     """A config.json without a key added since (at its default) is the same config, not 'other settings'."""
     out = tmp_path / "grid"
-    assert ablate.main_from_args(_ablate_args(out)) == 0
+    assert _run_ablate(out) == 0
     saved_path = out / "runs" / "tiny" / "context=none-seed7" / "config.json"
     saved = json.loads(saved_path.read_text())
     for task in saved["tasks"]:
@@ -238,14 +249,13 @@ def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, capsys)
     del saved["context"]["max_turns"]
     saved_path.write_text(json.dumps(saved))
     monkeypatch.setattr(ablate, "train", _never_train)
-    args = _ablate_args(out)
-    args.quiet = False
-    assert ablate.main_from_args(args) == 0
-    assert "context=none seed 7: reused" in capsys.readouterr().out
+    with caplog.at_level("INFO", logger="kold_span"):
+        assert _run_ablate(out) == 0
+    assert "context=none seed 7: reused" in caplog.text
     saved["context"]["mode"] = "auto"  # a real difference is still refused
     saved_path.write_text(json.dumps(saved))
-    with pytest.raises(ValueError, match="context.mode"):
-        ablate.main_from_args(_ablate_args(out))
+    with pytest.raises(ConfigError, match="context.mode"):
+        _run_ablate(out)
 
 
 @pytest.mark.parametrize("key, text, label", [

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from kold_span import agreement
-from kold_span.agreement.report import (CROWD, ItemResamples, build_report, default_label, main, ratings_table,
+from kold_span.agreement.report import (CROWD, ItemResamples, build_report, default_label, ratings_table,
                                         render_markdown, write_report)
+from kold_span.cli import main
 from kold_span.data.example import Annotation, Example
 
 from conftest import CORPORA, FIXTURE
@@ -207,7 +208,7 @@ def test_crowd_heatmap_shows_the_busiest_annotators_and_says_so():
 
 def test_end_to_end_kold(tmp_path, capsys):
     out = tmp_path / "kold"
-    code = main([str(FIXTURE), "--format", "kold", "--out", str(out), "--n-boot", "50"])
+    code = main(["agreement", str(FIXTURE), "--format", "kold", "--out", str(out), "--n-boot", "50"])
     assert code == 0
     text = (out / "report.md").read_text(encoding="utf-8")
     for heading in ("# Agreement report: label `OFF`", "## Data", "## Chance-corrected agreement",
@@ -221,7 +222,7 @@ def test_end_to_end_kold(tmp_path, capsys):
 
 def test_end_to_end_multipico_by_language(tmp_path):
     out = tmp_path / "mp"
-    code = main([str(CORPORA / "multipico"), "--format", "multipico", "--out", str(out),
+    code = main(["agreement", str(CORPORA / "multipico"), "--format", "multipico", "--out", str(out),
                  "--group-by", "lang", "--n-boot", "50"])
     assert code == 0
     text = (out / "report.md").read_text(encoding="utf-8")
@@ -234,12 +235,12 @@ def test_end_to_end_multipico_by_language(tmp_path):
 
 
 def test_end_to_end_bad_label_is_an_error(tmp_path, capsys):
-    code = main([str(FIXTURE), "--format", "kold", "--out", str(tmp_path), "--label", "TGT"])
+    code = main(["agreement", str(FIXTURE), "--format", "kold", "--out", str(tmp_path), "--label", "TGT"])
     assert code == 2
     assert "TGT" in capsys.readouterr().err
 
 
 def test_end_to_end_unknown_span_type_is_an_error(tmp_path, capsys):
-    code = main([str(FIXTURE), "--format", "kold", "--out", str(tmp_path), "--span-type", "NOPE"])
+    code = main(["agreement", str(FIXTURE), "--format", "kold", "--out", str(tmp_path), "--span-type", "NOPE"])
     assert code == 2
     assert "no annotation marks spans of type 'NOPE'; span types present: " in capsys.readouterr().err

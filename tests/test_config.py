@@ -111,3 +111,10 @@ def test_a_bad_value_names_every_source_it_was_merged_from(monkeypatch):
     with pytest.raises(ConfigError, match=r"^configs/experiment/demo.yaml \+ configs/data/kold_sample.yaml \+ "
                                           r".* \+ --set align.snap=eojul: align.snap must be one of"):
         load_config("configs/experiment/demo.yaml", ["align.snap=eojul"])
+
+
+def test_a_config_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_bytes(b"experiment: x\nseed: 7  # caf\xe9 in Latin-1\n")
+    with pytest.raises(ConfigError, match=r"exp\.yaml:2: not UTF-8 text; save the file as UTF-8"):
+        load_config(path)

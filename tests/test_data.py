@@ -4,8 +4,8 @@ import json
 import pytest
 
 from kold_span.data.example import Annotation, Example, merge_spans, normalize_spans, offsets_to_spans, spans_to_offsets
-from kold_span.data.jsonl import read_jsonl, to_hf_dataset, write_jsonl
-from kold_span.errors import DataError
+from kold_span.data.jsonl import read_jsonl, read_utf8, to_hf_dataset, write_jsonl
+from kold_span.errors import ArgumentError, DataError
 
 from conftest import FIXTURE
 
@@ -55,6 +55,32 @@ def test_read_jsonl_errors_name_file_line_and_field(tmp_path):
         list(read_jsonl(path))
 
 
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
+    text = tmp_path / "a.txt"
+    text.write_bytes(b"fine\nbad \xff here\n")
+    with pytest.raises(DataError, match=r"a\.txt:2: not UTF-8 text \(byte 5 of the line\); save the file as UTF-8"):
+        read_utf8(text)
+    text.write_bytes("\ufeff첫 줄\n".encode("utf-8"))
+    assert read_utf8(text) == "첫 줄\n"  # a byte-order mark is not text
+    jsonl = tmp_path / "x.jsonl"
+    jsonl.write_bytes(b'{"id": "1", "text": "ok"}\n{"id": "2", "text": "\xff"}\n')
+    with pytest.raises(DataError, match=r"x\.jsonl:2: not UTF-8 text \(byte 22 of the line\)"):
+        list(read_jsonl(jsonl))
+
+
+def test_corpus_readers_name_the_line_of_bytes_that_are_not_utf8(tmp_path):
+    from kold_span import corpora
+
+    kold = tmp_path / "kold.json"
+    kold.write_bytes(b'[\n{"comment": "ok"},\n{"comment": "\xff"}\n]\n')
+    with pytest.raises(DataError, match=r"kold\.json:3: not UTF-8 text \(byte 14 of the line\)"):
+        corpora.read("kold", kold)
+    tsd = tmp_path / "tsd_train.csv"
+    tsd.write_bytes(b'spans,text\n"[0, 1]",ok\n"[]",\xff\n')
+    with pytest.raises(DataError, match=r"tsd_train\.csv:3: not UTF-8 text \(byte 6 of the line\)"):
+        corpora.read("toxic_spans", tsd)
+
+
 def test_hf_dataset_has_explicit_features():
     ds = to_hf_dataset([Example(id="a", text="abc", context="t", labels={"OFF": True}, spans={"OFF": [(0, 2)]}),
                         Example(id="b", text="de")])
@@ -67,11 +93,11 @@ def test_hf_dataset_has_explicit_features():
 def test_reader_options_are_checked_by_name_and_kind(tmp_path):
     from kold_span import corpora
 
-    with pytest.raises(ValueError, match=r"reader 'kold' has no option 'min_annotator'; its options: "
+    with pytest.raises(ArgumentError, match=r"reader 'kold' has no option 'min_annotator'; its options: "
                                          r"min_annotators, skip_bad"):
         corpora.read("kold", FIXTURE, min_annotator=2)
-    with pytest.raises(ValueError, match=r"option 'skip_bad' must be true or false, got 'no'"):
+    with pytest.raises(ArgumentError, match=r"option 'skip_bad' must be true or false, got 'no'"):
         corpora.read("kold", FIXTURE, skip_bad="no")
-    with pytest.raises(ValueError, match=r"option 'min_annotators' must be a whole number, got 2.5"):
+    with pytest.raises(ArgumentError, match=r"option 'min_annotators' must be a whole number, got 2.5"):
         corpora.read("kold", FIXTURE, min_annotators=2.5)
     assert len(corpora.read("kold", FIXTURE, min_annotators=2, skip_bad=False)) > 0

@@ -6,7 +6,7 @@ import pytest
 from kold_span import corpora
 from kold_span.corpora._common import BadRecordWarning
 from kold_span.corpora.kold import majority_offsets, parse_groups, parse_target, read_kold
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 from conftest import BAD_FIXTURE, FIXTURE
 
@@ -114,5 +114,5 @@ def test_jsonl_input_gives_the_same_examples(tmp_path):
 
 
 def test_unknown_reader_lists_known_ones():
-    with pytest.raises(KeyError, match="known readers"):
+    with pytest.raises(ArgumentError, match="known readers"):
         corpora.read("nope", FIXTURE)

@@ -9,6 +9,7 @@ from kold_span.config.loading import load_config
 from kold_span.data.example import Annotation, Example
 from kold_span.data.jsonl import write_jsonl
 from kold_span.data.perspectives import expand_by_annotator, parse_perspective, verbalise, with_perspective
+from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
 from kold_span.models.tasks import soft_distribution
 from kold_span.training.run import train
@@ -104,9 +105,9 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     # A trait the model does not read would be dropped without a word: it is an error instead.
     assert main(["predict", "--model", str(result.model_dir), "--input", str(inputs), "--output",
                  str(tmp_path / "x.jsonl"), "--perspective", "Gender=Female", "--quiet"]) == 2
-    with pytest.raises(ValueError, match=r"unknown trait\(s\) Gender; this model reads gender"):
+    with pytest.raises(ArgumentError, match=r"unknown trait\(s\) Gender; this model reads gender"):
         predictor.predict(["x"], perspective={"Gender": "Female"})
-    with pytest.raises(TypeError, match=r"for one text pass \[text\]"):
+    with pytest.raises(ArgumentError, match=r"for one text pass \[text\]"):
         predictor.predict("great service")
 
 

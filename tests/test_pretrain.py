@@ -1,7 +1,6 @@
 """`kold-span pretrain`: a tiny masked-LM run on invented Korean texts, saved and reloaded."""
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from pathlib import Path
@@ -9,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from kold_span.cli import main
 from kold_span.errors import ConfigError
-from kold_span.training.pretrain import (add_arguments, length_grouped_batches, load_pretrain_config, lr_factor,
-                                         main_from_args, pretrain)
+from kold_span.training.pretrain import length_grouped_batches, load_pretrain_config, lr_factor, pretrain
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -101,15 +100,15 @@ def test_mistyped_key_names_key_and_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_arguments_and_overrides(tmp_path):
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args([str(_write_config(tmp_path)), "--quiet", "--set", "max_steps=3",
-                              "encoder.morpheme_pretokenize=false", "log_every_n_steps=1"])
-    assert main_from_args(args) == 0
+def test_cli_arguments_and_overrides(tmp_path, capsys):
+    assert main(["pretrain", str(_write_config(tmp_path)), "--set", "max_steps=3",
+                 "encoder.morpheme_pretokenize=false", "log_every_n_steps=1"]) == 0
     out = tmp_path / "encoder"
     assert json.loads((out / "pretrain_metrics.json").read_text())["steps"] == 3
     assert not (out / "kold_span_tokenizer.json").exists()
+    captured = capsys.readouterr()  # progress is logged to stderr; nothing goes to stdout
+    assert "step 3/3  loss " in captured.err and f"encoder saved to {out}" in captured.err
+    assert captured.out == ""
 
 
 def test_lr_factor_and_length_grouping():

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
+
+from conftest import ROOT, child_env
 
 
 def quick_start_commands(readme: str) -> list[str]:
@@ -24,10 +26,12 @@ def test_quick_start_parsing_joins_continuations_and_drops_comments():
     assert quick_start_commands(readme) == ["kold-span a --x 1 --y 2"]
 
 
+@pytest.mark.slow
 def test_quick_start_runs_as_written(tmp_path):
     for name in ("configs", "data"):
         (tmp_path / name).symlink_to(ROOT / name)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = child_env()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     commands = quick_start_commands((ROOT / "README.md").read_text(encoding="utf-8"))
     assert [c.split()[1] for c in commands] == ["train", "convert", "predict", "evaluate", "agreement"]
     for command in commands:

@@ -1,6 +1,5 @@
 """A run killed (SIGKILL) after its first checkpoint and resumed ends as the same run uninterrupted."""
 import json
-import os
 import subprocess
 import sys
 import time
@@ -8,11 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from conftest import FIXTURE, ROOT, TINY, child_env
 from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "tests" / "fixtures" / "configs" / "tiny.yaml"
-FIXTURE = ROOT / "tests" / "fixtures" / "kold_small.json"
 # Dropout and random (not length-grouped) batches: both draw from the generators a resume must restore.
 SETTINGS = ["trainer.max_epochs=4", "data.limit=48", "data.dev_fraction=0.25", "model.dropout=0.1",
             "trainer.batch_size=8", "trainer.threads=1"]
@@ -31,8 +29,9 @@ def first_checkpoint_epoch(path: Path) -> int:
         return -1
 
 
+@pytest.mark.slow
 def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     whole, broken = tmp_path / "whole", tmp_path / "broken"
     done = subprocess.run(train_command(whole), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -168,7 +168,7 @@ def test_predict_cli_quoting_none_reads_bare_quotes_and_batch_size_must_be_posit
         main(args + ["--batch-size", "0"])
     assert "--batch-size: must be at least 1, got 0" in capsys.readouterr().err
     assert main(args[:-3] + ["--output", str(tmp_path), "--quiet"]) == 2  # a directory: an error, no traceback
-    assert "Is a directory" in capsys.readouterr().err
+    assert f"kold-span predict: error: is a directory: {tmp_path}" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from collections import Counter
 from itertools import combinations
 from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
 
+from kold_span.errors import ArgumentError
 from kold_span.evaluation.metrics import char_f1
 
 Ratings = Sequence[Mapping[Hashable, Hashable]]
@@ -69,7 +70,7 @@ def mean_pairwise_cohen(ratings: Ratings) -> float:
         The mean kappa over pairs with a defined value (NaN if there is none).
 
     Raises:
-        ValueError: no annotator pair shares at least 2 items.
+        ArgumentError: no annotator pair shares at least 2 items.
 
     Example:
         >>> round(mean_pairwise_cohen([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
@@ -77,7 +78,7 @@ def mean_pairwise_cohen(ratings: Ratings) -> float:
     """
     kappas = cohen_kappa_pairwise(ratings)
     if not kappas:
-        raise ValueError("no annotator pair shares at least 2 items")
+        raise ArgumentError("no annotator pair shares at least 2 items")
     defined = [k for k in kappas.values() if not math.isnan(k)]
     return sum(defined) / len(defined) if defined else math.nan
 
@@ -99,7 +100,7 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
         Fleiss' kappa (statsmodels).
 
     Raises:
-        ValueError: no item has 2 or more ratings, or an unknown label.
+        ArgumentError: no item has 2 or more ratings, or an unknown label.
 
     Example:
         >>> round(fleiss_kappa([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
@@ -109,7 +110,7 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
 
     items = [item for item in ratings if len(item) >= 2]
     if not items:
-        raise ValueError("fleiss_kappa needs at least one item with 2 or more ratings")
+        raise ArgumentError("fleiss_kappa needs at least one item with 2 or more ratings")
     sizes = Counter(len(item) for item in items)
     modal = max(sizes, key=lambda n: (sizes[n], n))
     items = [item for item in items if len(item) == modal]
@@ -150,7 +151,7 @@ class _NumericCode:
 
     def __getitem__(self, label: Hashable) -> float:
         if isinstance(label, bool) or not isinstance(label, (int, float)):
-            raise ValueError(f"non-nominal alpha needs numeric labels, got {label!r}")
+            raise ArgumentError(f"non-nominal alpha needs numeric labels, got {label!r}")
         return float(label)
 
 
@@ -158,7 +159,7 @@ def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot
                  seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
     """Percentile bootstrap interval of an agreement statistic, resampling items.
 
-    Resamples where the statistic is undefined (NaN or ValueError) are skipped.
+    Resamples where the statistic is undefined (NaN or a ValueError, e.g. `ArgumentError`) are skipped.
 
     Args:
         ratings: the ratings table.
@@ -211,7 +212,7 @@ def interpret_kappa(value: float) -> str:
         ('substantial', 'moderate')
     """
     if math.isnan(value):
-        raise ValueError("cannot interpret an undefined (NaN) coefficient")
+        raise ArgumentError("cannot interpret an undefined (NaN) coefficient")
     for upper, name in KAPPA_BANDS:
         if value <= upper:
             return name
@@ -251,7 +252,7 @@ def unanimity(ratings: Ratings) -> dict:
     """
     items = [list(item.values()) for item in ratings if len(item) >= 2]
     if not items:
-        raise ValueError("unanimity needs at least one item with 2 or more ratings")
+        raise ArgumentError("unanimity needs at least one item with 2 or more ratings")
     unanimous = [len(set(labels)) == 1 for labels in items]
     by_class: dict[Hashable, list[bool]] = {}
     for labels, is_unanimous in zip(items, unanimous):
@@ -299,7 +300,7 @@ def item_entropy(labels: Iterable[Hashable]) -> float:
     counts = Counter(labels)
     total = sum(counts.values())
     if total == 0:
-        raise ValueError("item_entropy needs at least one label")
+        raise ArgumentError("item_entropy needs at least one label")
     return sum(n / total * math.log2(total / n) for n in counts.values())
 
 
@@ -344,7 +345,7 @@ def span_agreement(annotator_spans: Sequence[Mapping[Hashable, Iterable[int]]],
         marks = {a: set(offsets) for a, offsets in marks.items()}
         for a, offsets in marks.items():
             if any(not 0 <= i < length for i in offsets):
-                raise ValueError(f"text {t}: annotator {a!r} marks an offset outside [0, {length})")
+                raise ArgumentError(f"text {t}: annotator {a!r} marks an offset outside [0, {length})")
         f1s += [char_f1(marks[a], marks[b]) for a, b in combinations(marks, 2)]
         char_ratings += [{a: int(i in offsets) for a, offsets in marks.items()} for i in range(length)]
     kappas = [k for k in cohen_kappa_pairwise(char_ratings).values() if not math.isnan(k)]
@@ -358,5 +359,5 @@ def _categories(items: Ratings, categories: Optional[Sequence[Hashable]]) -> lis
         return sorted(seen, key=str)
     unknown = seen - set(categories)
     if unknown:
-        raise ValueError(f"label(s) {sorted(unknown, key=str)} not in categories {list(categories)}")
+        raise ArgumentError(f"label(s) {sorted(unknown, key=str)} not in categories {list(categories)}")
     return list(categories)

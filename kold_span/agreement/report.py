@@ -7,11 +7,11 @@ coefficients with `kold_span.agreement` → `write_report` writes report.md,
 report.json, kappa_heatmap.png and entropy_hist.png.
 
 Bootstrap intervals resample items. Calling `mean_pairwise_cohen` once per resample
-takes hours on a crowd corpus (about 20 s per call on MultiPICo's 9,136 annotator
-pairs), so each resample is scored from per-item count tables instead: a resample is
-a vector of item weights (how often each item was drawn), and every pair's
-contingency counts and the coincidence matrix of Krippendorff's alpha are sums over
-items weighted by it. The draws are those of `agreement.bootstrap_ci` (same
+is far too slow on a crowd corpus with thousands of annotator pairs (timings in
+docs/PERSPECTIVES.md), so each resample is scored from per-item count tables instead:
+a resample is a vector of item weights (how often each item was drawn), and every
+pair's contingency counts and the coincidence matrix of Krippendorff's alpha are sums
+over items weighted by it. The draws are those of `agreement.bootstrap_ci` (same
 generator, same order), so the alpha interval equals
 `bootstrap_ci(ratings, krippendorff_alpha)` (the tests check this).
 
@@ -19,9 +19,8 @@ For Cohen's kappa a pair counts in a resample only when it shares 2+ *distinct* 
 there, as it must in the data. `bootstrap_ci(ratings, mean_pairwise_cohen)` would also
 count a pair whose one shared item was drawn twice (its kappa is then 0 or undefined);
 on a crowd table most pairs share one item, and that pulls the interval away from the
-estimate (MultiPICo: [0.150, 0.177] around 0.196). The tests check these intervals
-against a plain loop over `bootstrap_ci`'s draws with that rule written out. Point
-estimates always come from `kold_span.agreement`.
+estimate. The tests check these intervals against a plain loop over `bootstrap_ci`'s
+draws with that rule written out. Point estimates always come from `kold_span.agreement`.
 
 Example:
     >>> from kold_span import corpora
@@ -31,12 +30,9 @@ Example:
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import sys
-import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -46,6 +42,7 @@ from typing import Any, Hashable, Mapping, Optional, Sequence, Union
 
 from kold_span import agreement
 from kold_span.data.example import Example, spans_to_offsets
+from kold_span.errors import ArgumentError, DataError
 
 Ratings = list[dict[str, Hashable]]
 
@@ -101,8 +98,8 @@ def default_label(examples: Sequence[Example]) -> str:
         present = types - {type(None)}
         if present and present <= {bool, str}:
             return key
-    raise ValueError(f"no annotation label holds bool or str values (label keys seen: {sorted(kinds)}); "
-                     f"the corpus may carry no per-annotator labels")
+    raise DataError(f"no annotation label holds bool or str values (label keys seen: {sorted(kinds)}); "
+                    f"the corpus may carry no per-annotator labels")
 
 
 def default_span_type(examples: Sequence[Example]) -> Optional[str]:
@@ -118,7 +115,7 @@ def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
     """Per example, annotator → value of `label`; examples nobody labelled are left out.
 
     Raises:
-        ValueError: a value of `label` is a list or dict (not a single category).
+        DataError: a value of `label` is a list or dict (not a single category).
     """
     table = RatingsTable(label=label, ratings=[], examples=[])
     for example in examples:
@@ -129,9 +126,9 @@ def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
                 table.missing_values += 1
                 continue
             if isinstance(value, (list, dict)):
-                raise ValueError(f"label {label!r} of example {example.id!r} (annotator {annotation.annotator!r}) "
-                                 f"is a {type(value).__name__}; agreement needs one category per annotator, "
-                                 f"pick a bool or str label with --label")
+                raise DataError(f"label {label!r} of example {example.id!r} (annotator {annotation.annotator!r}) "
+                                f"is a {type(value).__name__}; agreement needs one category per annotator, "
+                                f"pick a bool or str label with --label")
             if annotation.annotator in item:
                 table.duplicate_annotations += 1
                 continue
@@ -383,22 +380,23 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
         A JSON-ready dict, the input of `write_report`.
 
     Raises:
-        ValueError: no example has annotations, or the label is not a single category.
+        DataError: no example has annotations, or the label is not a single category.
+        ArgumentError: `n_boot` below 1, or no annotation holds `label` or `span_type`.
     """
     if not any(example.annotations for example in examples):
-        raise ValueError("no example carries per-annotator annotations; read the corpus with a reader "
-                         "that keeps them (kold, multipico, toxic_spans_raw, or jsonl written from one)")
+        raise DataError("no example carries per-annotator annotations; read the corpus with a reader "
+                        "that keeps them (kold, multipico, toxic_spans_raw, or jsonl written from one)")
     if n_boot < 1:
-        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+        raise ArgumentError(f"n_boot must be at least 1, got {n_boot}")
     label = label or default_label(examples)
     table = ratings_table(examples, label)
     if not table.ratings:
-        raise ValueError(f"no annotation carries the label {label!r}")
+        raise ArgumentError(f"no annotation carries the label {label!r}")
     if span_type is not None:
         known = sorted({name for ex in examples for a in ex.annotations for name in a.spans})
         if span_type not in known:
-            raise ValueError(f"no annotation marks spans of type {span_type!r}; span types present: "
-                             f"{', '.join(known) or 'none'}")
+            raise ArgumentError(f"no annotation marks spans of type {span_type!r}; span types present: "
+                                f"{', '.join(known) or 'none'}")
     span_type = span_type or default_span_type(examples)
     stats = label_stats(table.ratings, n_boot, seed, pair_cis=MAX_PAIR_CIS)
     rated = Counter(a for item in table.ratings for a in item)
@@ -728,7 +726,7 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- reading, building, writing
 
 
 def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,
@@ -746,45 +744,6 @@ def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,
     return report
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the `kold-span agreement` arguments to a (sub)parser."""
-    parser.add_argument("file", help="corpus file or directory")
-    parser.add_argument("--format", required=True, metavar="READER",
-                        help=f"corpus reader keeping per-annotator labels: {', '.join(FORMATS)}")
-    parser.add_argument("--out", required=True, help="output directory (report.md, report.json, two PNGs)")
-    parser.add_argument("--label", help="annotation label key (default: the first bool/str one, "
-                                        "e.g. OFF for kold, irony for multipico, type for toxic_spans_raw)")
-    parser.add_argument("--span-type", help="span type for character-level agreement (default: the first present)")
-    parser.add_argument("--group-by", metavar="META_KEY", help="repeat the label statistics per value of "
-                                                               "this meta key, e.g. lang for multipico")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
-                        help=f"bootstrap resamples of items (default {DEFAULT_N_BOOT})")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--skip-bad", action="store_true", help="let the reader skip bad records (reported)")
-    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE",
-                        help="further reader options, e.g. min_annotators=2 or split=dev")
-
-
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run the report from parsed arguments and print a short summary; 0 on success, 2 on bad input."""
-    from kold_span.config.loading import parse_key_value
-
-    reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
-    if args.skip_bad:
-        reader_options["skip_bad"] = True
-    start = time.perf_counter()
-    try:
-        report = run(args.file, args.format, args.out, reader_options=reader_options, label=args.label,
-                     span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"kold-span agreement: error: {message}", file=sys.stderr)
-        return 2
-    print(summary(report))
-    print(f"wrote {', '.join(str(Path(args.out) / name) for name in FILES)} in {time.perf_counter() - start:.1f} s")
-    return 0
-
-
 def summary(report: Mapping[str, Any]) -> str:
     """Two lines: the data and the main coefficients."""
     fleiss, cohen, alpha = report["fleiss"], report["cohen"], report["krippendorff"]
@@ -796,14 +755,3 @@ def summary(report: Mapping[str, Any]) -> str:
             f"{len(report['label_counts'])} labels\n" + "; ".join(parts)
             + (f"; unanimity {unanimity['overall']:.1%}" if unanimity else "")
             + f"; hard cases {report['entropy']['hard_cases']['count']}")
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m kold_span.agreement.report FILE --format NAME --out DIR`."""
-    parser = argparse.ArgumentParser(prog="kold-span agreement", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return main_from_args(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

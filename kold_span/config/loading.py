@@ -159,8 +159,15 @@ def _normalize_shorthands(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
+    """One YAML file as a mapping; bytes that are not UTF-8, invalid YAML or a non-mapping are a `ConfigError`."""
+    data = path.read_bytes()
     try:
-        raw = yaml_load(path.read_text(encoding="utf-8")) or {}
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    try:
+        raw = yaml_load(text) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: invalid YAML: {err}") from err
     if not isinstance(raw, dict):

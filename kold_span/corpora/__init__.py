@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Union
 
 from kold_span.data.example import Example
+from kold_span.errors import ArgumentError
 
 Reader = Callable[..., list[Example]]
 _READERS: dict[str, Reader] = {}
@@ -45,7 +46,7 @@ def available() -> list[str]:
 def get_reader(name: str) -> Reader:
     """The reader registered under `name`; unknown names list the known ones."""
     if name not in _MODULES:
-        raise KeyError(f"unknown corpus reader {name!r}; known readers: {', '.join(available())}")
+        raise ArgumentError(f"unknown corpus reader {name!r}; known readers: {', '.join(available())}")
     if name not in _READERS:
         importlib.import_module(_MODULES[name])
     return _READERS[name]
@@ -59,17 +60,16 @@ def read(name: str, path: Union[str, Path], **options) -> list[Example]:
 
 
 def check_options(name: str, reader: Reader, options: dict[str, Any]) -> None:
-    """A `ValueError` naming the option unless each is one of the reader's, of its default's kind.
+    """An `ArgumentError` naming the option unless each is one of the reader's, of its default's kind.
 
     Example:
-        >>> check_options("kold", get_reader("kold"), {"min_annotator": 2})
-        Traceback (most recent call last):
-        ...
-        ValueError: reader 'kold' has no option 'min_annotator'; its options: min_annotators, skip_bad
-        >>> check_options("kold", get_reader("kold"), {"skip_bad": "no"})
-        Traceback (most recent call last):
-        ...
-        ValueError: reader 'kold': option 'skip_bad' must be true or false, got 'no'
+        >>> for options in ({"min_annotator": 2}, {"skip_bad": "no"}):
+        ...     try:
+        ...         check_options("kold", get_reader("kold"), options)
+        ...     except ArgumentError as err:
+        ...         print(err)
+        reader 'kold' has no option 'min_annotator'; its options: min_annotators, skip_bad
+        reader 'kold': option 'skip_bad' must be true or false, got 'no'
     """
     # Annotations are strings here (postponed evaluation); the plain ones are checked, unions are left
     # to the reader (toxic_spans_raw's min_annotators takes 2 or "half").
@@ -77,10 +77,11 @@ def check_options(name: str, reader: Reader, options: dict[str, Any]) -> None:
               if p.kind == inspect.Parameter.KEYWORD_ONLY}
     for key, value in options.items():
         if key not in params:
-            raise ValueError(f"reader {name!r} has no option {key!r}; its options: {', '.join(sorted(params)) or 'none'}")
+            raise ArgumentError(f"reader {name!r} has no option {key!r}; its options: "
+                                f"{', '.join(sorted(params)) or 'none'}")
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         ok, kind = {"bool": (isinstance(value, bool), "true or false"),
                     "int": (number and isinstance(value, int), "a whole number"),
                     "float": (number, "a number")}.get(params[key], (True, ""))
         if not ok:
-            raise ValueError(f"reader {name!r}: option {key!r} must be {kind}, got {value!r}")
+            raise ArgumentError(f"reader {name!r}: option {key!r} must be {kind}, got {value!r}")

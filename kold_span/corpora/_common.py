@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.corpora import Reader
 from kold_span.data.example import Example
+from kold_span.data.jsonl import utf8_lines
 from kold_span.errors import DataError
 
 
@@ -147,8 +148,8 @@ class CsvRecords:
 
     def __iter__(self) -> Iterator[tuple[int, int, dict[str, str]]]:
         path, bad = self.path, self.bad
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = csv.reader(f, delimiter=self.delimiter, quoting=self.quoting, strict=True)
+        with path.open("rb") as f:
+            rows = csv.reader(utf8_lines(f, path), delimiter=self.delimiter, quoting=self.quoting, strict=True)
             try:
                 header = next(rows)
             except StopIteration:

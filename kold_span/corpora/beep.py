@@ -18,6 +18,7 @@ from pathlib import Path
 from kold_span.corpora import register
 from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, parse_bool, reports_skipped)
 from kold_span.data.example import Example
+from kold_span.data.jsonl import read_utf8
 from kold_span.errors import DataError
 
 HATE = ("hate", "offensive", "none")
@@ -96,7 +97,7 @@ def _read_lines(file: Path) -> list[str]:
     if not file.is_file():
         raise FileNotFoundError(f"beep: line-aligned file {file} not found")
     # Only "\n" ends a line: str.splitlines would also split at U+2028 and friends inside a comment.
-    lines = file.read_text(encoding="utf-8").split("\n")
+    lines = read_utf8(file).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]

@@ -13,7 +13,7 @@ from typing import Optional
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, CsvRecords, bad_field, reports_skipped
 from kold_span.data.example import Example
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 VARIANTS = ("cu", "es", "mx")
 _FILE_NAME = re.compile(r"^irosva\.([a-z]+)\.")
@@ -44,7 +44,7 @@ def read_irosva(path: Path, *, bad: BadRecords, variant: Optional[str] = None) -
         >>> folder.cleanup()
     """
     if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"irosva: variant must be one of {list(VARIANTS)}, got {variant!r}")
+        raise ArgumentError(f"irosva: variant must be one of {list(VARIANTS)}, got {variant!r}")
     if path.is_dir():
         pattern = f"irosva.{variant}.training.csv" if variant else "irosva.*.training.csv"
         files = sorted(path.glob(pattern))
@@ -65,9 +65,9 @@ def _file_variant(file: Path, variant: Optional[str]) -> str:
     match = _FILE_NAME.match(file.name)
     named = match.group(1) if match and match.group(1) in VARIANTS else None
     if variant and named and variant != named:
-        raise ValueError(f"irosva: variant={variant!r} but the file name {file.name} says {named!r}")
+        raise ArgumentError(f"irosva: variant={variant!r} but the file name {file.name} says {named!r}")
     if not (variant or named):
-        raise ValueError(f"irosva: cannot tell the variant of {file.name}; pass variant= one of {list(VARIANTS)}")
+        raise ArgumentError(f"irosva: cannot tell the variant of {file.name}; pass variant= one of {list(VARIANTS)}")
     return variant or named
 
 

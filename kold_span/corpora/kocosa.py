@@ -21,8 +21,9 @@ from typing import Any, Optional
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
 from kold_span.data.example import Example
+from kold_span.data.jsonl import read_utf8
 from kold_span.data.transforms import swap_share
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 COLUMNS = ("Context", "Response", "Sarcasm_Label", "Sarcasm_Explanation")
 SARCASM = {"Sarcasm": True, "Non-Sarcasm": False}
@@ -67,7 +68,7 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
         >>> folder.cleanup()
     """
     if not 0.0 <= speaker_swap <= 1.0:
-        raise ValueError(f"kocosa: speaker_swap must be between 0 and 1, got {speaker_swap!r}")
+        raise ArgumentError(f"kocosa: speaker_swap must be between 0 and 1, got {speaker_swap!r}")
     file = find_file(path, [f"KoCoSa_{split}.json"], "kocosa")
     columns = _load_columns(file)
     keys = list(dict.fromkeys(key for column in COLUMNS for key in columns[column]))
@@ -84,7 +85,7 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
 def _load_columns(file: Path) -> dict[str, dict[str, Any]]:
     """The four column dicts of the file; a missing or malformed column is a `DataError`."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(file))
     except json.JSONDecodeError as err:
         raise DataError(f"{file}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
     if not isinstance(data, dict):

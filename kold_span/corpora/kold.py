@@ -17,7 +17,7 @@ from typing import Any, Optional
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, reports_skipped
 from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
-from kold_span.data.jsonl import iter_json_lines
+from kold_span.data.jsonl import iter_json_lines, read_utf8
 from kold_span.errors import DataError
 
 REQUIRED = ("comment", "raw_labels")
@@ -27,7 +27,7 @@ _SPAN_FIELDS = {"OFF": ("off_start_idx", "off_end_idx"), "TGT": ("tgt_start_idx"
 
 def load_records(path: Path) -> list[tuple[str, Any]]:
     """(where, record) pairs from a JSON list or a JSONL file."""
-    raw = path.read_text(encoding="utf-8")
+    raw = read_utf8(path)
     stripped = raw.lstrip()
     if stripped.startswith("["):
         try:

@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 from kold_span.corpora import register
 from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
 from kold_span.data.example import Annotation, Example
+from kold_span.data.jsonl import read_utf8
 from kold_span.errors import DataError
 
 MISSING_TRAIT = "DATA_EXPIRED"
@@ -86,7 +87,7 @@ def _load_json(file: Path) -> Any:
     if not file.is_file():
         raise FileNotFoundError(f"multipico: {file} not found")
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return json.loads(read_utf8(file))
     except json.JSONDecodeError as err:
         raise DataError(f"{file}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
 

@@ -10,6 +10,7 @@ from kold_span.data.jsonl import require_path
 from kold_span.data.perspectives import expand_by_annotator
 from kold_span.data.splits import carve, keep_example
 from kold_span.data.transforms import swap_share
+from kold_span.errors import ConfigError
 
 SPLITS = ("train", "dev", "test")
 
@@ -49,7 +50,7 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
         else:
             splits[name] = []
     if not splits["train"]:
-        raise ValueError(f"no training examples left in {data.train} after data.filter={data.filter}")
+        raise ConfigError(f"no training examples left in {data.train} after data.filter={data.filter}")
     if data.speaker_swap:
         splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
     if data.perspective is not None:
@@ -57,5 +58,5 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
         splits = {name: expand_by_annotator(exs, data.perspective.label, data.perspective.traits)
                   for name, exs in splits.items()}
         if not splits["train"]:
-            raise ValueError(f"data.perspective: no annotation carries the label {data.perspective.label!r}")
+            raise ConfigError(f"data.perspective: no annotation carries the label {data.perspective.label!r}")
     return splits

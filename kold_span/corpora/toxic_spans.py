@@ -36,7 +36,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, majority, parse_bool, parse_int,
                                        reports_skipped)
 from kold_span.data.example import Annotation, Example, Span, merge_spans, offsets_to_spans
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
 
 
 @register("toxic_spans")
@@ -121,8 +121,8 @@ def read_toxic_spans_raw(path: Path, *, bad: BadRecords,
         "not_toxic" (the raw flags)} and `traits` = {"country"}.
     """
     if not (min_annotators == "half" or (isinstance(min_annotators, int) and min_annotators >= 1)):
-        raise ValueError(f"toxic_spans_raw: min_annotators must be a positive integer or 'half', "
-                         f"got {min_annotators!r}")
+        raise ArgumentError(f"toxic_spans_raw: min_annotators must be a positive integer or 'half', "
+                            f"got {min_annotators!r}")
     directory = path if path.is_dir() else path.parent
     texts = _read_comments(find_file(directory, ["comments.csv"], "toxic_spans_raw"), bad)
     raw = _read_annotations(find_file(directory, ["annotations.csv"], "toxic_spans_raw"), texts, bad)

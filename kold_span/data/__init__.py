@@ -6,9 +6,9 @@ format, UTF-8 lines), `splits` (carving dev/test, `data.filter`), `transforms` (
 """
 from kold_span.data.example import (Annotation, Context, Example, Span, context_turns, label_set, label_str,
                                     merge_spans, normalize_spans, offsets_to_spans, spans_to_offsets)
-from kold_span.data.jsonl import (iter_json_lines, read_jsonl, require_path, utf8_lines, write_jsonl)
+from kold_span.data.jsonl import (iter_json_lines, read_jsonl, read_utf8, require_path, utf8_lines, write_jsonl)
 from kold_span.errors import DataError
 
 __all__ = ["Annotation", "Context", "DataError", "Example", "Span", "context_turns", "iter_json_lines", "label_set",
-           "label_str", "merge_spans", "normalize_spans", "offsets_to_spans", "read_jsonl", "require_path",
-           "spans_to_offsets", "utf8_lines", "write_jsonl"]
+           "label_str", "merge_spans", "normalize_spans", "offsets_to_spans", "read_jsonl", "read_utf8",
+           "require_path", "spans_to_offsets", "utf8_lines", "write_jsonl"]

@@ -27,11 +27,23 @@ def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
         yield line.removeprefix("\ufeff") if number == 1 else line
 
 
+def read_utf8(path: Union[str, Path]) -> str:
+    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - raw.rfind(b"\n", 0, err.start)
+        raise DataError(f"{path}:{line}: not UTF-8 text (byte {column} of the line); save the file as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
 def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
     """("file:line", parsed object) for each non-blank line of a JSONL file."""
     path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for lineno, line in enumerate(utf8_lines(f, path), 1):
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"

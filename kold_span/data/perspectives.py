@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, Sequence
 
 from kold_span.data.example import Context, Example, context_turns
+from kold_span.errors import ArgumentError
 
 # Generations by age (years) for verbalising `age`; ages are as reported by the corpus.
 GENERATIONS = ((28, "generation Z"), (44, "millennial"), (60, "generation X"), (200, "boomer"))
@@ -37,27 +38,28 @@ def trait_phrase(key: str, value: Any) -> Optional[str]:
         if age != age:  # NaN: a corpus's missing age
             return None
         if not 0 <= age <= GENERATIONS[-1][0]:
-            raise ValueError(f"age {value!r} is outside 0 … {GENERATIONS[-1][0]}")
+            raise ArgumentError(f"age {value!r} is outside 0 … {GENERATIONS[-1][0]}")
         return next(name for limit, name in GENERATIONS if age <= limit)
     return f"{key.replace('_', ' ')} {str(value).lower()}"
 
 
 def check_perspective(perspective: dict[str, Any], traits: Sequence[str]) -> None:
-    """A `ValueError` for a trait the model was not trained with, or an age that is no number of years.
+    """An `ArgumentError` for a trait the model was not trained with, or an age that is no number of years.
 
     Example:
-        >>> check_perspective({"Gender": "Female"}, ["age", "gender"])
-        Traceback (most recent call last):
-        ...
-        ValueError: perspective: unknown trait(s) Gender; this model reads age, gender (names as written)
+        >>> try:
+        ...     check_perspective({"Gender": "Female"}, ["age", "gender"])
+        ... except ArgumentError as err:
+        ...     print(err)
+        perspective: unknown trait(s) Gender; this model reads age, gender (names as written)
     """
     unknown = [key for key in perspective if key not in traits]
     if unknown:
-        raise ValueError(f"perspective: unknown trait(s) {', '.join(unknown)}; this model reads "
-                         f"{', '.join(traits) or 'no trait'} (names as written)")
+        raise ArgumentError(f"perspective: unknown trait(s) {', '.join(unknown)}; this model reads "
+                            f"{', '.join(traits) or 'no trait'} (names as written)")
     age = perspective.get("age")
     if age not in (None, "") and not _is_number(age):
-        raise ValueError(f"perspective: age must be a number of years, got {age!r}")
+        raise ArgumentError(f"perspective: age must be a number of years, got {age!r}")
     for key in traits:
         trait_phrase(key, perspective.get(key))
 
@@ -100,6 +102,6 @@ def parse_perspective(text: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--perspective {text!r}: expected KEY=VALUE pairs separated by commas")
+            raise ArgumentError(f"--perspective {text!r}: expected KEY=VALUE pairs separated by commas")
         out[key.strip()] = value.strip()
     return out

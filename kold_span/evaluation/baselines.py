@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Callable, Optional, Sequence, Union
 
 from kold_span.data.example import (Example, Span, label_str, merge_spans, spans_to_offsets)
+from kold_span.errors import ArgumentError
 from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
 from kold_span.models.ngram import (NgramBaseline, Prediction, Probs, _check_problem, _labelled, context_string,
                                     decode_probs, fuse_probs)
@@ -254,11 +255,11 @@ class HybridScorer:
             return metric
         if self.problem == "multi":
             if metric not in ("micro_f1", "macro_f1"):
-                raise ValueError(f"multi-label metric must be 'micro_f1', 'macro_f1' or a callable, got {metric!r}")
+                raise ArgumentError(f"multi-label metric must be 'micro_f1', 'macro_f1' or a callable, got {metric!r}")
             return lambda g, p: multilabel_scores(g, p, labels=_label_inventory(g, p))[metric]
         if metric not in ("accuracy", "macro_f1", "balanced_accuracy"):
-            raise ValueError(f"metric must be 'accuracy', 'macro_f1', 'balanced_accuracy' or a callable, "
-                             f"got {metric!r}")
+            raise ArgumentError(f"metric must be 'accuracy', 'macro_f1', 'balanced_accuracy' or a callable, "
+                                f"got {metric!r}")
         return lambda g, p: classification_report_dict(g, p)[metric]
 
 

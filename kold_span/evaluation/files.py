@@ -68,6 +68,8 @@ def _offset_pair(pair: Any, where: str, span_type: str) -> tuple[int, int]:
 def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval") -> EvaluationReport:
     """Score every span type and label found in the gold file."""
     gold = list(read_jsonl(gold_path))
+    if not gold:
+        raise DataError(f"{gold_path}: no gold examples to score against")
     preds = read_predictions(pred_path)
     missing = [ex.id for ex in gold if ex.id not in preds]
     if missing:

@@ -10,6 +10,7 @@ import math
 from typing import Hashable, Iterable, Mapping, Optional, Sequence, Union
 
 from kold_span.data.example import Span, spans_to_offsets
+from kold_span.errors import ArgumentError
 
 Distribution = Union[Mapping[Hashable, float], Sequence[float]]
 
@@ -52,7 +53,7 @@ def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -
         (0.0, 1.0)
     """
     if policy not in CHAR_F1_POLICIES:
-        raise ValueError(f"unknown char_f1 policy {policy!r}; expected one of {CHAR_F1_POLICIES}")
+        raise ArgumentError(f"unknown char_f1 policy {policy!r}; expected one of {CHAR_F1_POLICIES}")
     pred, gold = set(pred), set(gold)
     if not gold:
         return 1.0 if policy == "kold" or not pred else 0.0
@@ -91,7 +92,8 @@ def mean_char_f1(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]],
         The mean F1 over texts.
 
     Raises:
-        ValueError: lengths differ or there are no texts.
+        ValueError: lengths differ.
+        ArgumentError: there are no texts.
 
     Example:
         >>> mean_char_f1([{1, 2, 3}, set()], [{2, 3, 4, 5}, set()])
@@ -139,7 +141,7 @@ def _check_aligned(preds: Sequence, golds: Sequence) -> None:
     if len(preds) != len(golds):
         raise ValueError(f"preds and golds differ in length: {len(preds)} != {len(golds)}")
     if not golds:
-        raise ValueError("no texts to score: preds and golds are empty")
+        raise ArgumentError("no texts to score: preds and golds are empty")
 
 
 # --------------------------------------------------------------------------- tags
@@ -277,7 +279,7 @@ def _label_matrix(label_sets: Sequence[Iterable[Hashable]], labels: list, what: 
     for i, labs in enumerate(label_sets):
         for lab in labs:
             if lab not in index:
-                raise ValueError(f"{what}[{i}]: label {lab!r} is not in labels {labels}")
+                raise ArgumentError(f"{what}[{i}]: label {lab!r} is not in labels {labels}")
             m[i, index[lab]] = 1
     return m
 
@@ -301,10 +303,10 @@ def vote_distribution(labels: Iterable[Hashable], classes: Sequence[Hashable]) -
     """
     labels = list(labels)
     if not labels:
-        raise ValueError("vote_distribution needs at least one label")
+        raise ArgumentError("vote_distribution needs at least one label")
     unknown = set(labels) - set(classes)
     if unknown:
-        raise ValueError(f"label(s) {sorted(unknown, key=str)} not in classes {list(classes)}")
+        raise ArgumentError(f"label(s) {sorted(unknown, key=str)} not in classes {list(classes)}")
     return {c: labels.count(c) / len(labels) for c in classes}
 
 
@@ -361,7 +363,7 @@ def _aligned_distributions(pred_dist: Sequence[Distribution],
         elif not isinstance(p, Mapping) and not isinstance(q, Mapping) and len(p) == len(q):
             pairs.append(([float(x) for x in p], [float(x) for x in q]))
         else:
-            raise ValueError(f"item {i}: pred and target must both be dicts, or lists of equal length")
+            raise ArgumentError(f"item {i}: pred and target must both be dicts, or lists of equal length")
     return pairs
 
 
@@ -390,9 +392,9 @@ def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequ
     for i, (gold, pred) in enumerate(zip(y_true, y_pred)):
         for annotator, label in gold.items():
             if annotator not in pred:
-                raise ValueError(f"item {i}: no prediction for annotator {annotator!r}")
+                raise ArgumentError(f"item {i}: no prediction for annotator {annotator!r}")
             flat_true.append(label)
             flat_pred.append(pred[annotator])
     if not flat_true:
-        raise ValueError("no (item, annotator) labels to score")
+        raise ArgumentError("no (item, annotator) labels to score")
     return float(f1_score(flat_true, flat_pred, average=average, zero_division=0))

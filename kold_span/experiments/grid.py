@@ -16,17 +16,16 @@ Example:
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import itertools
 import json
+import logging
 import math
 import re
 import shlex
 import statistics
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -35,8 +34,10 @@ import yaml
 
 from kold_span.config.loading import load_config, saved_config_changes, yaml_load
 from kold_span.config.schema import Config
-from kold_span.errors import ConfigError
+from kold_span.errors import ArgumentError, ConfigError
 from kold_span.training.run import run_directory, train
+
+logger = logging.getLogger(__name__)
 
 # Metrics shown by default, in this order of preference (headline scores first).
 DEFAULT_METRIC_KINDS = ("macro_f1", "char_f1", "f1", "balanced_accuracy", "accuracy")
@@ -69,7 +70,7 @@ def split_values(text: str) -> list[str]:
     """Split `--vary` values on the commas outside brackets and quotes: "a,[1, 2]" → ["a", "[1, 2]"].
 
     Raises:
-        ValueError: an empty value or unbalanced brackets / quotes.
+        ArgumentError: an empty value or unbalanced brackets / quotes.
     """
     values, current, stack, quote = [], [], [], None
     for ch in text:
@@ -81,17 +82,17 @@ def split_values(text: str) -> list[str]:
             stack.append(_OPENERS[ch])
         elif ch in _OPENERS.values():
             if not stack or stack.pop() != ch:
-                raise ValueError(f"--vary value {text!r}: unbalanced {ch!r}")
+                raise ArgumentError(f"--vary value {text!r}: unbalanced {ch!r}")
         elif ch == "," and not stack:
             values.append("".join(current).strip())
             current = []
             continue
         current.append(ch)
     if quote or stack:
-        raise ValueError(f"--vary value {text!r}: unclosed {quote or 'bracket'}")
+        raise ArgumentError(f"--vary value {text!r}: unclosed {quote or 'bracket'}")
     values.append("".join(current).strip())
     if any(v == "" for v in values):
-        raise ValueError(f"--vary value {text!r}: empty value (write null for a missing one)")
+        raise ArgumentError(f"--vary value {text!r}: empty value (write null for a missing one)")
     return values
 
 
@@ -100,11 +101,11 @@ def parse_vary(texts: Iterable[str]) -> dict[str, list[str]]:
     vary: dict[str, list[str]] = {}
     for text in texts:
         if "=" not in text:
-            raise ValueError(f"--vary {text!r}: expected KEY=v1,v2, e.g. context=auto,none")
+            raise ArgumentError(f"--vary {text!r}: expected KEY=v1,v2, e.g. context=auto,none")
         key, values = text.split("=", 1)
         key = key.strip()
         if key in vary:
-            raise ValueError(f"--vary {key}: given twice; list all its values in one --vary")
+            raise ArgumentError(f"--vary {key}: given twice; list all its values in one --vary")
         vary[key] = split_values(values)
     return vary
 
@@ -132,16 +133,16 @@ def cell_id(cell: Mapping[str, str]) -> str:
 def grid_cells(vary: Mapping[str, Sequence[Any]]) -> list[dict[str, str]]:
     """The cartesian product of the varied values; the first cell (first values) is the reference."""
     if not vary:
-        raise ValueError("ablate: give at least one --vary KEY=v1,v2")
+        raise ArgumentError("ablate: give at least one --vary KEY=v1,v2")
     texts = {key: [value_text(v) for v in values] for key, values in vary.items()}
     for key, values in texts.items():
         if key in GRID_KEYS:
-            raise ValueError(f"--vary {key}: the grid sets {', '.join(GRID_KEYS)} itself (use --seeds for seeds)")
+            raise ArgumentError(f"--vary {key}: the grid sets {', '.join(GRID_KEYS)} itself (use --seeds for seeds)")
         if not values:
-            raise ValueError(f"--vary {key}: no values")
+            raise ArgumentError(f"--vary {key}: no values")
         parsed = [yaml_load(v) for v in values]  # 0 and 0.0 are one value written twice
         if any(parsed[i] == parsed[j] for i in range(len(parsed)) for j in range(i)):
-            raise ValueError(f"--vary {key}: a value is repeated in {values}")
+            raise ArgumentError(f"--vary {key}: a value is repeated in {values}")
     return [dict(zip(texts, combo)) for combo in itertools.product(*texts.values())]
 
 
@@ -153,7 +154,7 @@ def plan_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], 
     error too (its metrics would be reused for the wrong config).
     """
     if seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+        raise ArgumentError(f"--seeds must be at least 1, got {seeds}")
     runs_dir = json.dumps(str(Path(out_dir) / "runs"))
     planned = []
     for cell in grid_cells(vary):
@@ -178,12 +179,15 @@ def _check_saved_config(run: PlannedRun) -> None:
         return
     changed = saved_config_changes(saved_path, run.config)
     if changed:
-        raise ValueError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
-                         "remove that folder or choose another --out")
+        raise ConfigError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
+                          "remove that folder or choose another --out")
 
 
-def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict[str, Any]]:
-    """Train each run (or reuse its metrics.json); one row per run: cell, varied values, seed, test metrics, seconds."""
+def run_planned(planned: Sequence[PlannedRun]) -> list[dict[str, Any]]:
+    """Train each run (or reuse its metrics.json); one row per run: cell, varied values, seed, test metrics, seconds.
+
+    Each run's progress is logged (INFO).
+    """
     rows = []
     for i, run in enumerate(planned, 1):
         where = f"[{i}/{len(planned)}] {run.cell_id} seed {run.seed}"
@@ -194,12 +198,10 @@ def run_planned(planned: Sequence[PlannedRun], quiet: bool = False) -> list[dict
         else:
             # An interrupted run continues from its last checkpoint rather than starting over.
             resume = (run.run_dir / "checkpoints" / "last.ckpt").exists()
-            if not quiet:
-                print(f"{where}: {'resuming' if resume else 'training'} …", flush=True)
+            logger.info("%s: %s …", where, "resuming" if resume else "training")
             metrics = train(run.config, resume=resume, quiet=True).metrics
             state = "trained"
-        if not quiet:
-            print(f"{where}: {state} ({metrics.get('seconds', float('nan')):.1f} s)", flush=True)
+        logger.info("%s: %s (%.1f s)", where, state, metrics.get("seconds", float("nan")))
         rows.append({"cell": run.cell_id, **run.cell, "seed": run.seed, **metrics.get("test", {}),
                      "seconds": metrics.get("seconds")})
     return rows
@@ -223,7 +225,7 @@ def choose_metrics(names: Sequence[str], requested: Optional[Sequence[str]] = No
     if requested:
         missing = [m for m in requested if m not in names]
         if missing:
-            raise ValueError(f"--metric {', '.join(missing)}: not among the test metrics {', '.join(names)}")
+            raise ArgumentError(f"--metric {', '.join(missing)}: not among the test metrics {', '.join(names)}")
         return list(dict.fromkeys(requested))
     kinds = {kind: rank for rank, kind in enumerate(DEFAULT_METRIC_KINDS)}
     chosen = [n for n in names if n.rsplit("/", 1)[-1] in kinds]
@@ -388,8 +390,8 @@ def command_line(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]
 
 
 def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], seeds: int,
-             out_dir: Union[str, Path], overrides: Sequence[str] = (), metrics: Optional[Sequence[str]] = None,
-             quiet: bool = False) -> list[dict[str, Any]]:
+             out_dir: Union[str, Path], overrides: Sequence[str] = (),
+             metrics: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     """Train (or reuse) every cell × seed of the grid and write results.csv, results.md and results.png.
 
     Args:
@@ -399,7 +401,6 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
         out_dir: where the results and the runs (`out_dir/runs`) go.
         overrides: `a.b=value` overrides applied to every run before the varied keys.
         metrics: test metrics of the table and plot (default: the headline ones, see choose_metrics).
-        quiet: print no progress.
 
     Returns:
         One row per run: cell, the varied values, seed, every test metric, seconds.
@@ -408,39 +409,9 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
     task_names = {task.name for run in planned for task in run.config.tasks}
     unknown = [m for m in metrics or () if m.split("/", 1)[0] not in task_names]
     if unknown:
-        raise ValueError(f"--metric {', '.join(unknown)}: expected TASK/METRIC with a task among "
-                         f"{', '.join(sorted(task_names))}, e.g. {sorted(task_names)[0]}/macro_f1")
-    rows = run_planned(planned, quiet)
+        raise ArgumentError(f"--metric {', '.join(unknown)}: expected TASK/METRIC with a task among "
+                            f"{', '.join(sorted(task_names))}, e.g. {sorted(task_names)[0]}/macro_f1")
+    rows = run_planned(planned)
     write_results(rows, list(vary), out_dir, metrics,
                   command_line(config_path, vary, seeds, out_dir, overrides, metrics))
     return rows
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `kold-span ablate`."""
-    parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")
-    parser.add_argument("--vary", action="append", required=True, metavar="KEY=v1,v2",
-                        help="a config key and its values (commas inside brackets or quotes do not split), "
-                             "e.g. context=auto,none or context.max_turns=0,1,null; repeat for a grid")
-    parser.add_argument("--seeds", type=int, default=3, help="runs per cell, seeds config.seed + 0, 1, … (default 3)")
-    parser.add_argument("--out", required=True, help="output directory (results.csv, results.md, results.png, runs/)")
-    parser.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE",
-                        help="override config keys of every run, e.g. trainer.max_epochs=3")
-    parser.add_argument("--metric", action="append", metavar="TASK/METRIC",
-                        help="test metric of the table and plot (repeatable; the first is plotted; "
-                             "default: macro_f1, char_f1, f1, balanced_accuracy, accuracy ones, at most 6)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-
-
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run `kold-span ablate` with parsed arguments and print the summary; 0 on success."""
-    started = time.time()
-    vary = parse_vary(args.vary)
-    run_grid(args.config, vary, args.seeds, args.out, args.set or [], args.metric, quiet=args.quiet)
-    out = Path(args.out)
-    print((out / "results.md").read_text(encoding="utf-8"))
-    print(f"wrote {', '.join(str(out / name) for name in FILES)} in {time.time() - started:.1f} s")
-    return 0

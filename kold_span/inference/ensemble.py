@@ -23,6 +23,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from kold_span.data.example import Context
+from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
 from kold_span.models.decoding import MergedExample
 from kold_span.models.tasks import Task
@@ -43,16 +44,16 @@ class Ensemble(Predictor):
         members = list(members)
         names = list(names) or [f"member {i}" for i in range(len(members))]
         if len(members) < 2:
-            raise ValueError(f"an ensemble needs at least two models, got {len(members)}")
+            raise ArgumentError(f"an ensemble needs at least two models, got {len(members)}")
         first = members[0]
         for name, member in zip(names[1:], members[1:]):
             if [_signature(t) for t in member.tasks] != [_signature(t) for t in first.tasks]:
-                raise ValueError(f"{name} predicts other tasks than {names[0]}: "
-                                 f"{[t.name for t in member.tasks]} vs {[t.name for t in first.tasks]} "
-                                 "(an ensemble's members need the same tasks, sources and label sets)")
+                raise ArgumentError(f"{name} predicts other tasks than {names[0]}: "
+                                    f"{[t.name for t in member.tasks]} vs {[t.name for t in first.tasks]} "
+                                    "(an ensemble's members need the same tasks, sources and label sets)")
             if member.perspective != first.perspective:
-                raise ValueError(f"{name} and {names[0]} differ in data.perspective; "
-                                 "an ensemble's members need the same one")
+                raise ArgumentError(f"{name} and {names[0]} differ in data.perspective; "
+                                    "an ensemble's members need the same one")
         self.members, self.names = members, names
         self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
             task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
@@ -87,9 +88,9 @@ class Ensemble(Predictor):
                     continue
                 for name, g in zip(self.names[1:], group[1:]):
                     if list(g.token_offsets) != out.token_offsets:
-                        raise ValueError(f"text {i}: {name} splits it into other tokens than {self.names[0]}; "
-                                         f"span task {task.name!r} can only be averaged over members that "
-                                         "share a tokenizer")
+                        raise ArgumentError(f"text {i}: {name} splits it into other tokens than {self.names[0]}; "
+                                            f"span task {task.name!r} can only be averaged over members that "
+                                            "share a tokenizer")
                 out.token_probs[task.name] = np.mean([g.token_probs[task.name] for g in group], axis=0)
             merged.append(out)
         return merged
@@ -109,8 +110,8 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
         return ()
     if task.kind == "span" and not all(tuned):
         without = [n for n, t in zip(names, tuned) if not t]
-        raise ValueError(f"span task {task.name!r} has a threshold in some members but not in {without}: "
-                         "they decode differently (most probable tag vs P(B) + P(I)); train them alike")
+        raise ArgumentError(f"span task {task.name!r} has a threshold in some members but not in {without}: "
+                            "they decode differently (most probable tag vs P(B) + P(I)); train them alike")
     # a multi-label member without thresholds decides at 0.5
     rows = [v.thresholds or (0.5,) * len(task.labels) for v in versions]
     return tuple(float(x) for x in np.mean(rows, axis=0))

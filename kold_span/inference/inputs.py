@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from kold_span.data.example import Example
 from kold_span.data.jsonl import utf8_lines
-from kold_span.errors import DataError
+from kold_span.errors import ArgumentError, DataError
+
+logger = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -54,7 +56,7 @@ QUOTING = ("csv", "none")
 def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: Optional[str] = None,
                 id_column: Optional[str] = None, skip_bad: bool = False,
                 skipped: Optional[list[str]] = None, quoting: str = "csv") -> Iterator[Example]:
-    """Stream examples from a prediction input file; a bad row raises unless `skip_bad`.
+    """Stream examples from a prediction input file; a bad row raises unless `skip_bad` (then it is logged).
 
     `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
     them, strictly, so a stray quote is an error rather than a comment swallowing the lines after it;
@@ -74,7 +76,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     if suffix not in (".txt", ".jsonl", ".csv", ".tsv"):
         raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
     if quoting not in QUOTING:
-        raise ValueError(f"quoting must be one of {QUOTING}, got {quoting!r}")
+        raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     skipped = skipped if skipped is not None else []
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
@@ -96,7 +98,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                 if not skip_bad:
                     raise
                 skipped.append(str(err))
-                print(f"skipped: {err}", file=sys.stderr)
+                logger.warning("skipped: %s", err)
 
 
 def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) -> Iterator[tuple[int, Any]]:

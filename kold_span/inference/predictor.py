@@ -8,6 +8,7 @@ Usage (after `make demo`)::
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
@@ -17,6 +18,7 @@ import torch
 
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
+from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
 from kold_span.models.decoding import (MergedExample, merge_windows, sequence_prediction, task_spans)
 from kold_span.models.network import MultiTaskModel, probabilities
@@ -29,6 +31,84 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 TOKENIZER_DIR = "tokenizer"
 FORMAT_VERSION = 1
+# The keys of config.json a model of FORMAT_VERSION cannot be read without ("a.b": key b inside object a);
+# pooling, morpheme_pretokenize, perspective and ngram came later and have defaults.
+REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
+                 "encoder.model_type")
+TASK_KEYS = ("name", "kind", "source")
+
+
+def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
+    """The config.json of a model directory, checked: its format version, the keys it needs and the files beside it.
+
+    Args:
+        directory: a directory written by `Predictor.save_pretrained`.
+
+    Returns:
+        The parsed config.
+
+    Raises:
+        FileNotFoundError: `directory` does not exist.
+        ModelFormatError: no config.json, weights or tokenizer in it, a format_version other than
+            FORMAT_VERSION, or a missing key; the message names the file and the key.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model directory {directory} does not exist")
+    path = directory / CONFIG_NAME
+    if not path.is_file():
+        raise ModelFormatError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
+                               f"train one with `kold-span train CONFIG` and pass its model/ folder")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    if not isinstance(config, dict):
+        raise ModelFormatError(f"{path}: expected a JSON object of keys, got {type(config).__name__}")
+    if "format_version" not in config:
+        raise ModelFormatError(f"{path}: missing key 'format_version' (this kold-span reads format_version "
+                               f"{FORMAT_VERSION})")
+    version = config["format_version"]
+    if isinstance(version, bool) or version != FORMAT_VERSION:
+        raise ModelFormatError(f"{path}: format_version {version!r} is not supported; this kold-span reads "
+                               f"format_version {FORMAT_VERSION} (a model saved by another version of kold-span?)")
+    for key in REQUIRED_KEYS:
+        if not _has_key(config, key):
+            raise ModelFormatError(f"{path}: missing key {key!r} (format_version {FORMAT_VERSION} needs "
+                                   f"{', '.join(REQUIRED_KEYS)})")
+    _check_tasks(config["tasks"], path)
+    for name in (WEIGHTS_NAME, TOKENIZER_DIR):
+        if not (directory / name).exists():
+            raise ModelFormatError(f"{directory}: missing {name}, which a model directory holds beside {CONFIG_NAME}")
+    return config
+
+
+def _has_key(config: dict[str, Any], dotted: str) -> bool:
+    """Whether `config` holds the dotted key ("context.mode": key "mode" of the object under "context")."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _check_tasks(tasks: Any, path: Path) -> None:
+    """A `ModelFormatError` unless `tasks` is a non-empty list of task objects `Task.from_dict` reads."""
+    if not isinstance(tasks, list) or not tasks:
+        raise ModelFormatError(f"{path}: key 'tasks' must be a non-empty list of tasks, got {tasks!r}")
+    known = {f.name for f in dataclasses.fields(Task)}
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            raise ModelFormatError(f"{path}: tasks[{i}] must be an object, got {task!r}")
+        missing = [key for key in TASK_KEYS if key not in task]
+        if missing:
+            raise ModelFormatError(f"{path}: tasks[{i}] misses key {missing[0]!r} (a task needs "
+                                   f"{', '.join(TASK_KEYS)})")
+        unknown = sorted(set(task) - known)
+        if unknown:
+            raise ModelFormatError(f"{path}: tasks[{i}] has unknown key(s) {', '.join(unknown)}; this kold-span "
+                                   f"knows {', '.join(sorted(known))}")
 
 
 class Predictor:
@@ -89,17 +169,23 @@ class Predictor:
         from transformers import AutoTokenizer
 
         directory = Path(directory)
-        if not (directory / CONFIG_NAME).exists():
-            raise FileNotFoundError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
-                                    f"train one with `kold-span train CONFIG` and pass its model/ folder")
-        config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+        config = read_model_config(directory)
         tasks = [Task.from_dict(t) for t in config["tasks"]]
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
         if config.get("morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
+        try:
+            encoder = encoder_from_config(config["encoder"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'encoder' does not describe an encoder "
+                                   f"transformers can build ({err})") from err
         # Models saved before `model.pooling` existed read the first token.
-        model = MultiTaskModel(encoder_from_config(config["encoder"]), tasks, pooling=config.get("pooling", "first"))
-        model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
+        model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
+        try:
+            model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
+        except RuntimeError as err:
+            raise ModelFormatError(f"{directory / WEIGHTS_NAME}: the weights do not fit the model "
+                                   f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
         return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
                    context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
                    snap=config["align"]["snap"], trim=config["align"]["trim"],
@@ -167,14 +253,14 @@ class Predictor:
         e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
         """
         if isinstance(texts, str):
-            raise TypeError("texts must be a list of strings; for one text pass [text]")
+            raise ArgumentError("texts must be a list of strings; for one text pass [text]")
         contexts = list(contexts) if contexts is not None else [None] * len(texts)
         if len(contexts) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
         if perspective is not None:
             if not self.perspective:
-                raise ValueError("this model was not trained annotator-conditioned (data.perspective); "
-                                 "it cannot take a perspective")
+                raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
+                                    "it cannot take a perspective")
             check_perspective(perspective, self.perspective["traits"])
             segment = verbalise(perspective, self.perspective["traits"])
             contexts = [with_perspective(c, segment) for c in contexts]

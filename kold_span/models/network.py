@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from kold_span.errors import ArgumentError
 from kold_span.models.tasks import Task
 from kold_span.text.align import IGNORE_INDEX
 
@@ -57,7 +58,7 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     if pooling == "mean":
         mask = attention_mask.unsqueeze(-1).to(states.dtype)
         return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-    raise ValueError(f"unknown pooling {pooling!r} (first or mean)")
+    raise ArgumentError(f"unknown pooling {pooling!r} (first or mean)")
 
 
 def task_loss(task: Task, logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kold_span.data.example import Example, context_turns, label_str
+from kold_span.errors import ArgumentError, ModelFormatError
 
 Probs = dict[str, float]
 
@@ -44,15 +45,15 @@ def gold_label(example: Example, label: str, problem: str) -> Optional[Predictio
 
 def _check_problem(problem: str) -> None:
     if problem not in PROBLEMS:
-        raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+        raise ArgumentError(f"problem must be one of {PROBLEMS}, got {problem!r}")
 
 
 def _labelled(examples: Sequence[Example], label: str, problem: str) -> tuple[list[Example], list[Prediction]]:
     """The examples that carry `label`, with their gold labels; an error when there are none."""
     pairs = [(ex, gold) for ex in examples if (gold := gold_label(ex, label, problem)) is not None]
     if not pairs:
-        raise ValueError(f"no example has a label {label!r}; labels seen: "
-                         f"{sorted({k for ex in examples for k in ex.labels})}")
+        raise ArgumentError(f"no example has a label {label!r}; labels seen: "
+                            f"{sorted({k for ex in examples for k in ex.labels})}")
     return [ex for ex, _ in pairs], [gold for _, gold in pairs]
 
 
@@ -95,7 +96,7 @@ class NgramBaseline:
         _check_problem(problem)
         unknown = set(analyzers) - {"char_wb", "word"}
         if unknown or not analyzers:
-            raise ValueError(f"analyzers must be a non-empty subset of ('char_wb', 'word'), got {list(analyzers)}")
+            raise ArgumentError(f"analyzers must be a non-empty subset of ('char_wb', 'word'), got {list(analyzers)}")
         self.label = label
         self.problem = problem
         self.analyzers = tuple(analyzers)
@@ -148,7 +149,7 @@ class NgramBaseline:
 
         examples, golds = _labelled(examples, self.label, self.problem)
         if self.use_context and not any(context_string(ex).strip() for ex in examples):
-            raise ValueError(f"use_context=True but none of the {len(examples)} training examples has a context")
+            raise ArgumentError(f"use_context=True but none of the {len(examples)} training examples has a context")
         columns = [("text", self._vectorizers(), 0)]
         if self.use_context:
             columns.append(("context", self._vectorizers(), 1))
@@ -162,8 +163,8 @@ class NgramBaseline:
             targets = golds
             self.labels_ = tuple(sorted(set(golds)))
             if len(self.labels_) < 2:
-                raise ValueError(f"label {self.label!r} has a single value {self.labels_[0]!r} in training; "
-                                 f"a classifier needs at least two")
+                raise ArgumentError(f"label {self.label!r} has a single value {self.labels_[0]!r} in training; "
+                                    f"a classifier needs at least two")
         self.pipeline_ = Pipeline([("features", ColumnTransformer(columns)), ("classifier", classifier)])
         self.pipeline_.fit(self._columns(examples), targets)
         return self
@@ -223,7 +224,7 @@ def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float
         [{'x': 0.25, 'y': 0.75}]
     """
     if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"weight must be in [0, 1], got {weight}")
+        raise ArgumentError(f"weight must be in [0, 1], got {weight}")
     if len(probs_a) != len(probs_b):
         raise ValueError(f"probs_a and probs_b differ in length: {len(probs_a)} != {len(probs_b)}")
     fused = []
@@ -235,6 +236,7 @@ def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float
 
 NGRAM_DIR = "ngram"
 STATE_VERSION = 1
+STATE_KEYS = ("label", "problem", "use_context", "labels", "output", "vectorizers")  # what NgramScorer.load reads
 
 
 class NgramScorer:
@@ -346,12 +348,23 @@ class NgramScorer:
         """Read what `save` wrote; returns the scorer and the whole JSON (with any `extra` keys)."""
         from safetensors.numpy import load_file
 
-        meta_path = path_stem.with_suffix(".json")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("version") != STATE_VERSION:
-            raise ValueError(f"{meta_path}: n-gram state version {meta.get('version')!r}, "
-                             f"this kold-span reads version {STATE_VERSION}")
-        arrays = load_file(str(path_stem.with_suffix(".safetensors")))
+        meta_path, arrays_path = path_stem.with_suffix(".json"), path_stem.with_suffix(".safetensors")
+        for path in (meta_path, arrays_path):
+            if not path.is_file():
+                raise ModelFormatError(f"missing n-gram file {path} (an n-gram model is a .json and a .safetensors)")
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ModelFormatError(f"{meta_path}: not a JSON file ({err})") from None
+        if not isinstance(meta, dict) or meta.get("version") != STATE_VERSION:
+            version = meta.get("version") if isinstance(meta, dict) else None
+            raise ModelFormatError(f"{meta_path}: n-gram state version {version!r}, "
+                                   f"this kold-span reads version {STATE_VERSION}")
+        missing = [key for key in STATE_KEYS if key not in meta]
+        if missing:
+            raise ModelFormatError(f"{meta_path}: missing key {missing[0]!r} (version {STATE_VERSION} needs "
+                                   f"{', '.join(STATE_KEYS)})")
+        arrays = load_file(str(arrays_path))
         vectorizers = [{**spec, "idf": arrays[f"idf_{i}"].astype(np.float64)}
                        for i, spec in enumerate(meta["vectorizers"])]
         scorer = cls(meta["label"], meta["problem"], meta["use_context"], meta["labels"], meta["output"],
@@ -397,6 +410,9 @@ class Companion:
     @classmethod
     def load(cls, directory: Path, task: str) -> "Companion":
         scorer, meta = NgramScorer.load(directory / NGRAM_DIR / task)
+        if "weight" not in meta:
+            raise ModelFormatError(f"{(directory / NGRAM_DIR / task).with_suffix('.json')}: missing key 'weight' "
+                                   "(the fusion weight of the n-gram model)")
         return cls(task, float(meta["weight"]), scorer, meta.get("dev_score"),
                    {float(w): s for w, s in meta.get("dev_scores", {}).items()}, int(meta.get("extra_examples", 0)))
 

@@ -20,7 +20,7 @@ from typing import Union
 
 import numpy as np
 
-from kold_span.errors import EncoderLoadError
+from kold_span.errors import ArgumentError, EncoderLoadError
 from kold_span.models.backbones import resolve_package_path
 
 MAGIC = b"E5S1"
@@ -83,10 +83,10 @@ def dequantize_q4_0(raw: bytes, count: int) -> np.ndarray:
         [3.5, 0.5, 0.0, -4.0]
     """
     if count % BLOCK:
-        raise ValueError(f"Q4_0 tensors hold a multiple of {BLOCK} weights, got {count}")
+        raise ArgumentError(f"Q4_0 tensors hold a multiple of {BLOCK} weights, got {count}")
     blocks = count // BLOCK
     if len(raw) != blocks * BLOCK_BYTES:
-        raise ValueError(f"{count} Q4_0 weights take {blocks * BLOCK_BYTES} bytes, got {len(raw)}")
+        raise ArgumentError(f"{count} Q4_0 weights take {blocks * BLOCK_BYTES} bytes, got {len(raw)}")
     data = np.frombuffer(raw, dtype=np.uint8).reshape(blocks, BLOCK_BYTES)
     scale = data[:, :2].copy().view("<f2").astype(np.float32)
     nibbles = data[:, 2:]
@@ -163,7 +163,10 @@ def read_packed_encoder(path: Union[str, Path]) -> PackedEncoder:
         if dtype == DTYPE_F32:
             tensors[name] = np.frombuffer(raw, dtype="<f4", count=count).astype(np.float32)
         elif dtype == DTYPE_Q4_0:
-            tensors[name] = dequantize_q4_0(raw, count)
+            try:
+                tensors[name] = dequantize_q4_0(raw, count)
+            except ArgumentError as err:
+                raise PackedEncoderError(f"{path}: tensor {name!r}: {err}") from err
         else:
             raise PackedEncoderError(f"{path}: tensor {name!r} has unknown type {dtype}")
     return PackedEncoder(hidden=hidden, layers=layers, heads=heads, intermediate=ff, vocab_size=vocab,

@@ -7,6 +7,7 @@ from typing import Any, Collection, Optional, Sequence
 
 from kold_span.config.schema import TaskConfig
 from kold_span.data.example import Example, label_set, label_str
+from kold_span.errors import ConfigError, DataError
 
 SPAN_TAGS = ["O", "B", "I"]
 
@@ -69,8 +70,8 @@ class Task:
             return [1.0 if label in names else 0.0 for label in self.labels]
         name = label_str(value)
         if name not in self.labels:
-            raise ValueError(f"example {example.id!r}: label {name!r} of task {self.name!r} was not seen in "
-                             f"training; known labels: {list(self.labels)}")
+            raise DataError(f"example {example.id!r}: label {name!r} of task {self.name!r} was not seen in "
+                            f"training; known labels: {list(self.labels)}")
         return self.labels.index(name)
 
     def decode_label(self, name: str) -> Any:
@@ -100,8 +101,8 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         elif not labels:
             labels = label_vocabulary(examples, cfg.source, cfg.problem)
             if not labels:
-                raise ValueError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
-                                 f"check tasks[].source against the reader's label names")
+                raise ConfigError(f"task {cfg.name!r}: no example has a label {cfg.source!r}; "
+                                  f"check tasks[].source against the reader's label names")
         weights: tuple[float, ...] = ()
         if cfg.class_weight == "balanced":
             weights = (positive_weights(examples, cfg.source, labels) if cfg.problem == "multi"
@@ -115,8 +116,8 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
     by_name = {t.name: t for t in tasks}
     for task in tasks:
         if task.gate and not by_name[task.gate].is_boolean:
-            raise ValueError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
-                             f"its labels are {list(by_name[task.gate].labels)}")
+            raise ConfigError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                              f"its labels are {list(by_name[task.gate].labels)}")
     return tasks
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from kold_span.data.example import Context, Example
+from kold_span.errors import ConfigError
 from kold_span.models.tasks import SPAN_TAGS, Task
 from kold_span.text.align import IGNORE_INDEX, spans_to_tags
 
@@ -89,7 +90,7 @@ class InputEncoder:
             prefix, middle, suffix = self._template(pair=False)
         room = self.max_length - len(prefix) - len(ctx_ids) - len(middle) - len(suffix)
         if room < 1:
-            raise ValueError(f"model.max_length={self.max_length} leaves no room for the text")
+            raise ConfigError(f"model.max_length={self.max_length} leaves no room for the text")
         stride = max(0, min(self.stride, room // 2))
         windows, start = [], 0
         while True:

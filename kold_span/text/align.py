@@ -18,6 +18,7 @@ from itertools import accumulate
 from typing import Iterable, Optional, Sequence
 
 from kold_span.data.example import Span, merge_spans
+from kold_span.errors import ArgumentError
 from kold_span.text.morphemes import morpheme_offsets, morpheme_tags
 
 # Grammatical morphemes (particles, endings, affixes, copula, auxiliaries, punctuation): a
@@ -110,7 +111,7 @@ def spans_to_tags(spans: Iterable[Span], offsets: Sequence[Sequence[int]], schem
         [None, 'O', 'B', 'I', None]
     """
     if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+        raise ArgumentError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     if segment_mask is not None and len(segment_mask) != len(offsets):
         raise ValueError(f"segment_mask has {len(segment_mask)} entries for {len(offsets)} tokens")
     suffix = f"-{span_type}" if span_type is not None else ""
@@ -238,9 +239,9 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
 
 
 def check_snap(snap: str) -> None:
-    """Raise ValueError unless `snap` is one of `SNAP_MODES`."""
+    """An `ArgumentError` unless `snap` is one of `SNAP_MODES`."""
     if snap not in SNAP_MODES:
-        raise ValueError(f"snap must be one of {SNAP_MODES}, got {snap!r}")
+        raise ArgumentError(f"snap must be one of {SNAP_MODES}, got {snap!r}")
 
 
 def eojeol_offsets(text: str) -> tuple[Span, ...]:
@@ -254,5 +255,5 @@ def _parse_tag(tag: Optional[str]) -> tuple[Optional[str], Optional[str]]:
         return None, None
     prefix, _, tag_type = tag.partition("-")
     if prefix not in ("B", "I", "O"):
-        raise ValueError(f"tag must be None, 'O' or start with 'B'/'I', got {tag!r}")
+        raise ArgumentError(f"tag must be None, 'O' or start with 'B'/'I', got {tag!r}")
     return prefix, (tag_type or None)

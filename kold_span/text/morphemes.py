@@ -8,7 +8,7 @@ _KIWI = None
 
 
 def kiwi():
-    """One Kiwi analyser per process (loading its model takes about a second)."""
+    """One Kiwi analyser per process (loading its model is slow)."""
     global _KIWI
     if _KIWI is None:
         from kiwipiepy import Kiwi
@@ -26,7 +26,7 @@ _CACHE: OrderedDict[str, Morphemes] = OrderedDict()
 
 
 def prefetch(texts: Iterable[str]) -> None:
-    """Analyse all uncached texts in one batched Kiwi call (several times faster than one by one).
+    """Analyse all uncached texts in one batched Kiwi call instead of one call per text.
 
     Texts already cached become the most recently used; the least recently used are dropped past
     `CACHE_SIZE`.

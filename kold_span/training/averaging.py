@@ -18,6 +18,8 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
 
+from kold_span.errors import ArgumentError, ConfigError
+
 
 def ema_decay_at(decay: float, updates: int) -> float:
     """The decay of update number `updates` (0-based): ``min(decay, (1 + n) / (10 + n))``.
@@ -41,7 +43,7 @@ class WeightEMA(Callback):
 
     def __init__(self, decay: float):
         if not 0.0 < decay < 1.0:
-            raise ValueError(f"EMA decay must be in (0, 1), got {decay!r}")
+            raise ArgumentError(f"EMA decay must be in (0, 1), got {decay!r}")
         self.decay = decay
         self.updates = 0
         self.swapped = False  # True: the model holds the average, `self.shadow` the training weights
@@ -62,8 +64,8 @@ class WeightEMA(Callback):
         if not self.shadow:
             self.shadow = [p.detach().clone() for p in params]
         elif len(self.shadow) != len(params):
-            raise RuntimeError(f"WeightEMA holds {len(self.shadow)} tensors but the model trains {len(params)}: "
-                               "a checkpoint of another model or another set of frozen weights")
+            raise ConfigError(f"WeightEMA holds {len(self.shadow)} tensors but the model trains {len(params)}: "
+                              "a checkpoint of another model or another set of frozen weights")
         elif self.shadow[0].device != params[0].device:
             self.shadow = [s.to(p.device) for s, p in zip(self.shadow, params)]
         return params

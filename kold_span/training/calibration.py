@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from kold_span.data.example import Example, label_str
+from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
 from kold_span.models.ngram import (Companion, NgramBaseline, NgramScorer, Probs, context_string)
 
@@ -52,7 +53,7 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
     if len(dev) != len(dev_encoder_probs):
         raise ValueError(f"{len(dev)} dev examples but {len(dev_encoder_probs)} encoder outputs")
     if not dev:
-        raise ValueError(f"task {task!r}: fusing an n-gram needs labelled dev examples to choose its weight")
+        raise DataError(f"task {task!r}: fusing an n-gram needs labelled dev examples to choose its weight")
     gold = [[label_str(v) for v in ex.labels[label]] if problem == "multi" else label_str(ex.labels[label])
             for ex in dev]
     has_context = allow_context and any(context_string(ex).strip() for ex in train)

@@ -18,8 +18,8 @@ with its name and the file):
 """
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -30,6 +30,8 @@ from kold_span.config.loading import (build_dataclass, merge_dicts, parse_overri
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import ConfigError, DataError
+
+logger = logging.getLogger(__name__)
 
 METRICS_FILE = "pretrain_metrics.json"
 CONFIG_FILE = "pretrain_config.json"
@@ -238,7 +240,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False) -> PretrainResult:
 
     def say(message: str) -> None:
         if not quiet:
-            print(message, flush=True)
+            logger.info(message)
 
     started = time.time()
     if config.threads:
@@ -372,18 +374,3 @@ def _features(tokenizer, texts: list[str], max_length: int) -> list[dict[str, li
     encoded = tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
     return [{"input_ids": ids, "special_tokens_mask": special}
             for ids, special in zip(encoded["input_ids"], encoded["special_tokens_mask"])]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `kold-span pretrain`."""
-    parser.add_argument("config", help="e.g. configs/pretrain/korean_beep.yaml")
-    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
-                        help="override config keys, e.g. max_steps=100 encoder.layers=2")
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
-
-
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run `kold-span pretrain` with parsed arguments; 0 on success."""
-    config = load_pretrain_config(args.config, args.set or [])
-    pretrain(config, quiet=getattr(args, "quiet", False))
-    return 0

@@ -18,8 +18,8 @@ from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.example import Example, context_turns, label_set, label_str
 from kold_span.data.perspectives import expand_by_annotator, trait_phrase
 from kold_span.data.splits import keep_example
-from kold_span.errors import ConfigError
-from kold_span.evaluation.task_scores import format_table, score, tune_span_threshold
+from kold_span.errors import ConfigError, DataError
+from kold_span.evaluation.task_scores import score, tune_span_threshold
 from kold_span.models.decoding import merge_windows
 from kold_span.models.tasks import Task, build_tasks, tune_thresholds
 
@@ -281,7 +281,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
             message = (f"task {task.name!r}: every training example has the label {seen.pop()!r} (data.limit "
                        "keeps the first examples of the file, and some corpora are sorted by label)")
             if cfg.fuse_ngram:  # the n-gram needs two classes: fail now, not after training
-                raise ValueError(message)
+                raise DataError(message)
             warnings.warn(message, stacklevel=2)
     scratch = config.model.encoder.scratch
     tokenizer_dir = run_dir / "tokenizer"
@@ -381,11 +381,6 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
         # The best weights live on in model/; the Lightning checkpoints (weights and optimizer
         # state, twice) are what makes a run directory large.
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    if not quiet and "test" in results:
-        print(f"\nTest metrics ({len(splits['test'])} examples) — {run_dir / 'metrics.json'}")
-        print(format_table(results["test"]))
-    if not quiet:
-        print(f"Model: {model_dir}")
     return RunResult(run_dir, model_dir, results)
 
 

@@ -1,0 +1,45 @@
+"""`kold-span agreement FILE --format READER --out DIR`: the inter-annotator agreement report of a corpus."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from kold_span.agreement.report import DEFAULT_N_BOOT, FILES, FORMATS
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `agreement` subcommand and its options."""
+    parser = subparsers.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
+    parser.add_argument("file", help="corpus file or directory")
+    parser.add_argument("--format", required=True, metavar="READER",
+                        help=f"corpus reader keeping per-annotator labels: {', '.join(FORMATS)}")
+    parser.add_argument("--out", required=True, help="output directory (report.md, report.json, two PNGs)")
+    parser.add_argument("--label", help="annotation label key (default: the first bool/str one, "
+                                        "e.g. OFF for kold, irony for multipico, type for toxic_spans_raw)")
+    parser.add_argument("--span-type", help="span type for character-level agreement (default: the first present)")
+    parser.add_argument("--group-by", metavar="META_KEY", help="repeat the label statistics per value of "
+                                                               "this meta key, e.g. lang for multipico")
+    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
+                        help=f"bootstrap resamples of items (default {DEFAULT_N_BOOT})")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--skip-bad", action="store_true", help="let the reader skip bad records (reported)")
+    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE",
+                        help="further reader options, e.g. min_annotators=2 or split=dev")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the report; print its two-line summary and the files written."""
+    from kold_span.agreement import report
+    from kold_span.config.loading import parse_key_value
+
+    reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
+    if args.skip_bad:
+        reader_options["skip_bad"] = True
+    start = time.perf_counter()
+    result = report.run(args.file, args.format, args.out, reader_options=reader_options, label=args.label,
+                        span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed)
+    print(report.summary(result))
+    print(f"wrote {', '.join(str(Path(args.out) / name) for name in FILES)} in {time.perf_counter() - start:.1f} s")
+    return 0

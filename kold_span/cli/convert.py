@@ -1,0 +1,30 @@
+"""`kold-span convert READER SRC OUT`: a corpus read by one of the readers, written as canonical JSONL."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `convert` subcommand and its options."""
+    parser = subparsers.add_parser("convert", help="read a corpus and write canonical JSONL")
+    parser.add_argument("name", help="reader name, e.g. kold, toxic_spans, beep, kocosa")
+    parser.add_argument("src", help="corpus file or directory")
+    parser.add_argument("out", help="output .jsonl")
+    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE", help="reader options, e.g. min_annotators=2")
+    parser.add_argument("--skip-bad", action="store_true", help="skip bad records (each one is reported)")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read, write and print how many examples were written."""
+    from kold_span import corpora
+    from kold_span.config.loading import parse_key_value
+    from kold_span.data.jsonl import write_jsonl
+
+    options = dict(parse_key_value(o, "--option") for o in args.option or [])
+    if args.skip_bad:
+        options["skip_bad"] = True
+    n = write_jsonl(corpora.read(args.name, Path(args.src), **options), Path(args.out))
+    print(f"wrote {n} examples to {args.out}")
+    return 0

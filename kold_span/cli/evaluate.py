@@ -1,0 +1,29 @@
+"""`kold-span evaluate --gold FILE --pred FILE`: every span type and label of the gold file, scored."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `evaluate` subcommand and its options."""
+    parser = subparsers.add_parser("evaluate", help="score predictions against gold examples")
+    parser.add_argument("--gold", required=True, help="canonical examples JSONL")
+    parser.add_argument("--pred", required=True, help="predictions JSONL (kold-span predict output or examples)")
+    parser.add_argument("--out", help="write the scores as JSON")
+    parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
+                        help="empty-gold rule of the span F1 (default: SemEval-2021 Toxic Spans)")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the score table; with --out, also write the scores as JSON."""
+    from kold_span.evaluation.files import evaluate_files
+
+    report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy)
+    print(report.table())
+    if args.out:
+        Path(args.out).write_text(json.dumps(report.scores, indent=1, ensure_ascii=False), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0

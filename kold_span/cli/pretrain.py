@@ -1,0 +1,22 @@
+"""`kold-span pretrain CONFIG`: masked-language-model pretraining of a scratch encoder (progress is logged)."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `pretrain` subcommand and its options."""
+    parser = subparsers.add_parser("pretrain", help="masked-LM pretraining of a scratch encoder on unlabeled texts")
+    parser.add_argument("config", help="e.g. configs/pretrain/korean_beep.yaml")
+    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
+                        help="override config keys, e.g. max_steps=100 encoder.layers=2")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Pretrain and save the encoder directory the config names."""
+    from kold_span.training.pretrain import load_pretrain_config, pretrain
+
+    pretrain(load_pretrain_config(args.config, args.set or []), quiet=args.quiet)
+    return 0

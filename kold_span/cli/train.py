@@ -1,0 +1,30 @@
+"""`kold-span train CONFIG`: one training run; prints its test metrics and model directory."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `train` subcommand and its options."""
+    parser = subparsers.add_parser("train", help="train a model from a YAML experiment config")
+    parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")
+    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
+                        help="override config keys, e.g. trainer.max_epochs=3")
+    parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train; print the test metrics (when the run has a test split) and where the model went."""
+    from kold_span.config.loading import load_config
+    from kold_span.evaluation.task_scores import format_table
+    from kold_span.training.run import train
+
+    result = train(load_config(args.config, args.set or []), resume=args.resume)
+    if result.model_dir is None:  # not the main process of a distributed run
+        return 0
+    if "test" in result.metrics:
+        print(f"\nTest metrics ({result.metrics['sizes']['test']} examples) — {result.run_dir / 'metrics.json'}")
+        print(format_table(result.metrics["test"]))
+    print(f"Model: {result.model_dir}")
+    return 0

@@ -1,0 +1,120 @@
+"""The command line: one module per command, errors reported in one line, library logs on stderr, no print elsewhere."""
+import ast
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from kold_span.cli import main
+from kold_span.cli.main import COMMANDS, build_parser, log_level
+from kold_span.evaluation import files
+from kold_span.evaluation.files import EvaluationReport
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kold_span"
+GOLD = {"id": "1", "text": "you idiot", "spans": {"OFF": [[4, 9]]}}
+
+
+def print_calls(path: Path) -> list[int]:
+    """The lines of a module that call the built-in `print` (a name called, not a word in a string)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_no_module_outside_cli_prints():
+    found = {str(p.relative_to(PACKAGE)): print_calls(p) for p in sorted(PACKAGE.rglob("*.py"))
+             if p.relative_to(PACKAGE).parts[0] != "cli"}
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def test_the_print_check_sees_calls_not_strings(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""print(x) in a docstring."""\nlog = "print(1)"\n\n\ndef f():\n    print("hi")\n',
+                      encoding="utf-8")
+    assert print_calls(module) == [6]
+
+
+def test_every_command_module_registers_one_subcommand():
+    names = [module.__name__.rsplit(".", 1)[1].replace("_", "-") for module in COMMANDS]
+    assert names == ["train", "predict", "evaluate", "convert", "agreement", "pretrain", "import-encoder", "ablate"]
+    choices = build_parser()._subparsers._group_actions[0].choices
+    assert list(choices) == names
+    assert all(choices[name].get_default("run") is module.run for name, module in zip(names, COMMANDS))
+
+
+@pytest.mark.parametrize("argv, level", [
+    (["evaluate", "--gold", "g", "--pred", "p"], logging.INFO),
+    (["-v", "evaluate", "--gold", "g", "--pred", "p"], logging.DEBUG),
+    (["--quiet", "evaluate", "--gold", "g", "--pred", "p"], logging.WARNING),
+    (["predict", "--model", "m", "--input", "i", "--output", "o", "--quiet"], logging.WARNING),
+    (["-v", "predict", "--model", "m", "--input", "i", "--output", "o", "--quiet"], logging.DEBUG),
+])
+def test_log_level_of_the_global_and_command_flags(argv, level):
+    assert log_level(build_parser().parse_args(argv)) == level
+
+
+def test_verbose_and_quiet_exclude_each_other(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["-v", "-q", "evaluate", "--gold", "g", "--pred", "p"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def _write_gold(tmp_path: Path) -> Path:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps(GOLD) + "\n", encoding="utf-8")
+    return gold
+
+
+@pytest.mark.parametrize("flag, logged", [(None, "info\nwarning\n"), ("-v", "debug\ninfo\nwarning\n"),
+                                          ("-q", "warning\n")])
+def test_library_records_go_to_stderr_as_bare_messages(tmp_path, monkeypatch, capsys, flag, logged):
+    def scored(gold, pred, policy):
+        log = logging.getLogger("kold_span.evaluation.files")
+        log.debug("debug")
+        log.info("info")
+        log.warning("warning")
+        return EvaluationReport({"examples": 1})
+
+    monkeypatch.setattr(files, "evaluate_files", scored)
+    gold = _write_gold(tmp_path)
+    assert main([*([flag] if flag else []), "evaluate", "--gold", str(gold), "--pred", str(gold)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == logged
+    assert captured.out == "metric    value\n--------  ------\nexamples  1\n"  # stdout keeps the table only
+    assert not logging.getLogger("kold_span").handlers  # the command's handler is gone again
+
+
+def test_a_kold_span_error_is_one_line_naming_the_command(tmp_path, capsys):
+    gold = _write_gold(tmp_path)
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text('{"id": "1", "spans": [{"type": "OFF", "start": 4}]}\n', encoding="utf-8")
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(pred)]) == 2
+    assert capsys.readouterr().err == (f"kold-span evaluate: error: {pred}:1: field 'spans': each span needs type, "
+                                       "start, end\n")
+
+
+def test_a_missing_file_is_named_without_errno(tmp_path, capsys):
+    missing = tmp_path / "x.jsonl"
+    assert main(["evaluate", "--gold", str(missing), "--pred", str(missing)]) == 2
+    assert capsys.readouterr().err == f"kold-span evaluate: error: no such file: {missing}\n"
+
+
+def test_an_empty_gold_file_is_an_error_naming_it(tmp_path, capsys):
+    pred = _write_gold(tmp_path)
+    gold = tmp_path / "empty.jsonl"
+    gold.write_text("\n", encoding="utf-8")
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(pred)]) == 2
+    assert capsys.readouterr().err == f"kold-span evaluate: error: {gold}: no gold examples to score against\n"
+
+
+@pytest.mark.parametrize("error", [KeyError("stride"), ValueError("a bug"), TypeError("a bug")])
+def test_any_other_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch, error):
+    def broken(gold, pred, policy):
+        raise error
+
+    monkeypatch.setattr(files, "evaluate_files", broken)
+    gold = _write_gold(tmp_path)
+    with pytest.raises(type(error)):
+        main(["evaluate", "--gold", str(gold), "--pred", str(gold)])
+    assert not logging.getLogger("kold_span").handlers
