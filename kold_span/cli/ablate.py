@@ -7,7 +7,15 @@ from pathlib import Path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `ablate` subcommand and its options."""
+    """Add the `ablate` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['configs/experiment/demo.yaml', '--vary', 'context=title,none', '--seeds', '3', '--out', 'ablation'])
+        >>> args.vary, args.seeds
+        (['context=title,none'], 3)
+    """
     parser = subparsers.add_parser("ablate", help="train a grid of config variants × seeds and compare their "
                                                   "test metrics")
     parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")

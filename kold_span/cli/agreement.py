@@ -9,7 +9,15 @@ from kold_span.agreement.report import DEFAULT_N_BOOT, FILES, FORMATS
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `agreement` subcommand and its options."""
+    """Add the `agreement` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['kold_v1.json', '--format', 'kold', '--out', 'agreement'])
+        >>> args.format, args.out
+        ('kold', 'agreement')
+    """
     parser = subparsers.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
     parser.add_argument("file", help="corpus file or directory")
     parser.add_argument("--format", required=True, metavar="READER",

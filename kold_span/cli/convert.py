@@ -6,7 +6,15 @@ from pathlib import Path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `convert` subcommand and its options."""
+    """Add the `convert` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['kold', 'kold_v1.json', 'kold.jsonl', '--skip-bad'])
+        >>> args.name, args.skip_bad
+        ('kold', True)
+    """
     parser = subparsers.add_parser("convert", help="read a corpus and write canonical JSONL")
     parser.add_argument("name", help="reader name, e.g. kold, toxic_spans, beep, kocosa")
     parser.add_argument("src", help="corpus file or directory")

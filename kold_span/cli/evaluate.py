@@ -7,7 +7,15 @@ from pathlib import Path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `evaluate` subcommand and its options."""
+    """Add the `evaluate` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['--gold', 'gold.jsonl', '--pred', 'out.jsonl'])
+        >>> args.gold, args.pred, args.policy
+        ('gold.jsonl', 'out.jsonl', 'semeval')
+    """
     parser = subparsers.add_parser("evaluate", help="score predictions against gold examples")
     parser.add_argument("--gold", required=True, help="canonical examples JSONL")
     parser.add_argument("--pred", required=True, help="predictions JSONL (kold-span predict output or examples)")

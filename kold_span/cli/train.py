@@ -5,7 +5,15 @@ import argparse
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `train` subcommand and its options."""
+    """Add the `train` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['configs/experiment/demo.yaml', '--set', 'run=demo', '--resume'])
+        >>> args.set, args.resume
+        (['run=demo'], True)
+    """
     parser = subparsers.add_parser("train", help="train a model from a YAML experiment config")
     parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")
     parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
