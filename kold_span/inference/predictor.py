@@ -163,7 +163,7 @@ class Predictor:
             >>> Predictor.from_pretrained("no/such/model")
             Traceback (most recent call last):
             ...
-            FileNotFoundError: no/such/model is not a kold-span model directory (no config.json); ...
+            FileNotFoundError: model directory no/such/model does not exist
         """
         from safetensors.torch import load_file
         from transformers import AutoTokenizer
