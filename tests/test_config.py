@@ -1,4 +1,6 @@
 """Configs: split by concern, validated before any work, overrides."""
+from typing import Optional
+
 import pytest
 
 from kold_span.config.loading import load_config, parse_override
@@ -110,3 +112,20 @@ def test_a_bad_value_names_every_source_it_was_merged_from():
     with pytest.raises(ConfigError, match=r"^configs/experiment/demo.yaml \+ configs/data/kold_sample.yaml \+ "
                                           r".* \+ --set align.snap=eojul: align.snap must be one of"):
         load_config(DEMO, ["align.snap=eojul"])
+
+
+def test_build_dataclass_names_a_missing_key_without_a_default():
+    from dataclasses import dataclass
+
+    from kold_span.config import build_dataclass
+
+    @dataclass
+    class Entry:
+        reader: str
+        aim: Optional[float] = None
+
+    assert build_dataclass(Entry, {"reader": "beep", "aim": 1}, "t.yaml", "corpora.beep.") == Entry("beep", 1.0)
+    with pytest.raises(ConfigError, match=r"^t.yaml: missing key 'corpora.beep.reader'$"):
+        build_dataclass(Entry, {"aim": 0.5}, "t.yaml", "corpora.beep.")
+    with pytest.raises(ConfigError, match=r"t.yaml: unknown key 'corpora.beep.aims'; allowed keys here: reader, aim"):
+        build_dataclass(Entry, {"reader": "beep", "aims": 0.5}, "t.yaml", "corpora.beep.")
