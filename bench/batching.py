@@ -30,20 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from quality import CORPORA, EXPERIMENTS  # noqa: E402
+from quality_corpora import EXPERIMENTS, load_corpora  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
-from kold_span.config.loading import load_config  # noqa: E402
+from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
 from kold_span.models.backbones import build_encoder  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.tasks import build_tasks  # noqa: E402
 from kold_span.models.windows import InputEncoder  # noqa: E402
-from kold_span.training.datamodule import WindowsDataModule
-from kold_span.training.run import tokenizer_texts  # noqa: E402
+from kold_span.training import WindowsDataModule, tokenizer_texts  # noqa: E402
 
-# The shared file of each reader, as the quality benchmark names it.
-DATA_FILES = {spec.reader: spec.path for spec in CORPORA.values()}
+# The shared file of each reader, as the quality benchmark's corpus table names it.
+DATA_FILES = {spec.reader: spec.path for spec in load_corpora().corpora.values()}
 
 
 def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float,

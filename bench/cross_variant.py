@@ -62,7 +62,7 @@ def matrices(work: Path, seeds: list[int], tag: str = "",
     `recorded` (see `recorded_scores`) when it is there; otherwise the model must exist.
     """
     from kold_span.inference.predictor import Predictor
-    from kold_span.training.run import evaluate_predictor
+    from kold_span.training import evaluate_predictor
 
     recorded = recorded or {}
     tests = {v: list(read_jsonl(work / f"irosva_{v}" / "test.jsonl")) for v in VARIANTS}

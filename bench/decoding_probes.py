@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from quality import CORPORA, encoder_probs, fuse_with_ngram, fused_thresholds, with_label  # noqa: E402
 
-from kold_span.config.loading import config_from_dict  # noqa: E402
+from kold_span.config import config_from_dict  # noqa: E402
 from kold_span.data.example import (
     label_str,  # noqa: E402
     spans_to_offsets,  # noqa: E402
@@ -39,7 +39,7 @@ from kold_span.evaluation.task_scores import predicted_offsets  # noqa: E402
 from kold_span.models.decoding import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import tags_to_spans  # noqa: E402
-from kold_span.training.calibration import choose_companion, refit_companion  # noqa: E402
+from kold_span.training import choose_companion, refit_companion  # noqa: E402
 
 
 def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) -> np.ndarray:

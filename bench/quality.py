@@ -23,6 +23,12 @@ tag, for settings that only change what happens after training (hybrid, ensemble
     python bench/quality.py --corpora irosva_mx --tag pooled-ngram --runs-from minilm \
         --extra-ngram-train ../shared/data/irosva/irosva.es.training.csv ../shared/data/irosva/irosva.cu.training.csv
 
+The corpora (reader, shared file, experiment file, metrics, published anchors, aims) are the
+table in bench/quality_corpora.yaml. Each seed's run is planned, checked against a finished
+run's settings and trained by the experiment grid behind `kold-span ablate`
+(kold_span.experiments.grid: one cell per corpus and tag, run folders
+`--out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`).
+
 Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -34,7 +40,6 @@ import shlex
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -42,59 +47,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
-from kold_span.config.loading import REUSE_IGNORED_KEYS, load_config, saved_config_changes
-from kold_span.config.schema import Config  # noqa: E402
-from kold_span.data.example import (
-    Example,
-    label_str,  # noqa: E402
-)
-from kold_span.data.jsonl import write_jsonl  # noqa: E402
+from kold_span.config import REUSE_IGNORED_KEYS, Config, saved_config_changes  # noqa: E402
+from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
+from kold_span.data.splits import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
-from kold_span.models.ngram import context_string, decode_probs
-from kold_span.models.tasks import Task, tune_thresholds
-from kold_span.training.calibration import choose_companion, refit_companion, taken_extra  # noqa: E402
+from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
+                                        train_planned)
+from kold_span.models.ngram import context_string, decode_probs  # noqa: E402
+from kold_span.models.tasks import Task, tune_thresholds  # noqa: E402
+from kold_span.training import choose_companion, evaluate_predictor, refit_companion, taken_extra  # noqa: E402
 
-EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
-
-
-@dataclass
-class Corpus:
-    """How to read one corpus and which label, metric and published anchor it has."""
-
-    reader: str
-    path: str
-    label: Optional[str]
-    metric: str  # the headline metric, as `task/metric` in the toolkit's test scores
-    baseline_metric: str
-    anchor: str
-    experiment: str
-    options: dict[str, Any] = field(default_factory=dict)
-    problem: str = "single"
-    span_type: Optional[str] = None
-
-
-CORPORA = {
-    "toxic_spans": Corpus("toxic_spans", "toxic_spans/tsd_train.csv", None, "OFF_span/char_f1", "lexicon/char_f1",
-                          "best SemEval-2021 system 0.7083", "toxic_spans_minilm.yaml", span_type="OFF"),
-    **{f"irosva_{v}": Corpus("irosva", "irosva", "irony", "irony/macro_f1", "macro_f1",
-                             {"es": "best 0.7167", "mx": "best 0.6803", "cu": "best 0.6596"}[v]
-                             + "; LDSE baseline avg 0.6579", "irosva.yaml", {"variant": v})
-       for v in ("es", "mx", "cu")},
-    "kocosa": Corpus("kocosa", "kocosa", "sarcasm", "sarcasm/balanced_accuracy", "balanced_accuracy",
-                     "KLUE-RoBERTa-base 0.740 bal. acc. (10k dialogues); GPT-3.5 zero-shot 0.535", "kocosa.yaml"),
-    "beep": Corpus("beep", "beep", "hate", "hate/macro_f1", "macro_f1", "the paper's BERT benchmark", "beep.yaml"),
-    "unsmile": Corpus("unsmile", "unsmile/unsmile_train_v1.0.tsv", "groups", "groups/macro_f1", "macro_f1",
-                      "KcBERT-base macro 0.76 / micro 0.77", "unsmile.yaml", problem="multi"),
-    "multipico": Corpus("multipico", "multipico", "irony", "irony/macro_f1", "macro_f1", "—", "multipico.yaml"),
-}
+# Which corpus, reader, file, experiment file, metrics, anchors and aims: bench/quality_corpora.yaml.
+TABLE = load_corpora()
+CORPORA = TABLE.corpora
 
 
 def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
-    from kold_span.data.splits import carve
-
+    """The seeded held-out test part of a corpus, stratified on its label where it has one (single-label)."""
     stratify = spec.label if spec.label and spec.problem == "single" else None
     return carve(examples, fraction, seed, stratify=stratify)
 
@@ -219,33 +193,33 @@ def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, 
     return {run["seed"]: run for run in previous.get("runs", [])}
 
 
-def run_dir_of(config: Config) -> Path:
-    return Path(config.output_dir) / config.experiment / config.run
+def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) -> list[PlannedRun]:
+    """The seeds' runs of one row, planned by the experiment grid (kold_span.experiments.grid.plan_cell).
 
-
-def finished_metrics(config: Config, retrain: bool = False) -> Optional[dict[str, Any]]:
-    """The metrics of `config`'s run when it finished with the same settings; None when it has to train.
-
-    A finished run trained with other settings (the experiment file was edited since, say) is an
-    error rather than a silent reuse of stale scores.
+    Each trains `spec`'s experiment file on `work`'s train.jsonl, scored on its test.jsonl, as
+    `args.out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`. Every seed is checked before any trains
+    (a stale run must not surface after an hour of training): a finished run trained with other
+    settings (the experiment file was edited since, say) is an error rather than a silent reuse
+    of stale scores, unless --retrain.
     """
-    run_dir = run_dir_of(config)
-    if retrain or not (run_dir / "metrics.json").exists():
-        return None
-    if (run_dir / "config.json").exists():
-        changed = saved_config_changes(run_dir / "config.json", config)
-        if changed:
-            raise SystemExit(f"{run_dir} was trained with other settings ({', '.join(changed[:5])} differ): "
-                             "pass --retrain, or remove that folder")
-    return json.loads((run_dir / "metrics.json").read_text())
+    overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
+                 "trainer.progress_bar=false", *args.set]
+    # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
+    planned = plan_cell(EXPERIMENTS / spec.experiment, {}, args.seeds, args.out / "runs",
+                        labelled(name, args.runs_from or args.tag), overrides)
+    if not args.retrain:
+        for run in planned:
+            try:
+                check_saved_config(run)
+            except ValueError as err:
+                raise SystemExit(f"{err}, or pass --retrain") from None
+    return planned
 
 
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                recorded: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
     """Train and score one corpus; a seed in `recorded` (from the results file) is reused, not retrained."""
-    from kold_span.corpora.splits import load_splits
     from kold_span.inference.predictor import Predictor
-    from kold_span.training.run import train
 
     started = time.time()
     examples = corpora.read(spec.reader, args.data / spec.path, **spec.options)
@@ -267,8 +241,7 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
               "the test part)", flush=True)
     # A tag's runs get their own data files: two configurations of one corpus may run at once.
     # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
-    run_tag = args.runs_from or args.tag
-    work = args.out / labelled(name, run_tag)
+    work = args.out / labelled(name, args.runs_from or args.tag)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
     result: dict[str, Any] = {"n_train": len(train_side), "n_test": len(test), "anchor": spec.anchor,
@@ -277,32 +250,30 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
     if ngram_extra:
         result["baselines_extra_ngram"] = run_baselines(train_side + ngram_extra, test, spec.label, spec.problem,
                                                         spec.span_type)
-    configs = {seed: load_config(EXPERIMENTS / spec.experiment, [
-        "data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
-        f"seed={seed}", f"output_dir={args.out / 'runs'}", f"run={run_name(name, run_tag, seed)}",
-        "trainer.progress_bar=false", *args.set]) for seed in args.seeds}
-    # Every seed is checked before any trains: a stale run must not surface after an hour of training.
-    finished = {seed: finished_metrics(config, args.retrain) for seed, config in configs.items()}
+    planned = planned_runs(name, spec, args, work)
     runs = []
-    for seed, config in configs.items():
-        if finished[seed] is None and seed in (recorded or {}) and not args.retrain:
+    for planned_run in planned:
+        seed, config = planned_run.seed, planned_run.config
+        metrics = None if args.retrain else finished_metrics(planned_run)
+        if metrics is None and seed in (recorded or {}) and not args.retrain:
             # The run directory is gone (another machine, a cleaned checkpoints/) but its scores were kept.
             runs.append(recorded[seed])
             print(f"{name} seed {seed}: reused from {args.results}", flush=True)
             continue
-        metrics = finished[seed] if finished[seed] is not None else train(config, quiet=True).metrics
+        if metrics is None:
+            metrics = train_planned(planned_run, retrain=args.retrain)
         run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds"),
                "machine": machine_line()}
         if spec.label:
-            predictor = Predictor.from_pretrained(run_dir_of(config) / "model")
+            predictor = Predictor.from_pretrained(planned_run.run_dir / "model")
             run["hybrid"] = hybrid_row(spec, predictor, load_splits(config), test, config.tasks[0].name, ngram_extra,
                                        thresholds=config.tasks[0].threshold == "dev")
         runs.append(run)
         print(f"{name} seed {seed}: {spec.metric} = {run['test'].get(spec.metric)}", flush=True)
     result["runs"] = runs
     if args.ensemble:
-        companions = companion_models(name, args.ensemble_with or [], args, work, next(iter(configs.values())))
-        result["ensemble"] = ensemble_row(spec, list(configs.values()), test, ngram_extra, companions)
+        companions = companion_models(name, args.ensemble_with or [], args, work, planned[0].config)
+        result["ensemble"] = ensemble_row(spec, planned, test, ngram_extra, companions)
         print(f"{name} ensemble of {ensemble_size(result['ensemble'])} models (seeds {args.seeds}"
               f"{', with ' + ', '.join(args.ensemble_with) if args.ensemble_with else ''}): "
               f"{spec.metric} = {result['ensemble']['test'].get(spec.metric)}", flush=True)
@@ -353,7 +324,7 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
     return dirs
 
 
-def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
+def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
                  ngram_extra: Sequence[Example] = (), companions: Sequence[Path] = ()) -> dict[str, Any]:
     """The test scores of the seeds' models averaged (kold_span.inference.ensemble), and of that ensemble's hybrid.
 
@@ -361,22 +332,21 @@ def ensemble_row(spec: Corpus, configs: list[Config], test: list[Example],
     `companion_models`). The seeds share their train/dev split (data.split_seed), so the
     hybrid's weight is chosen on the same dev examples as each seed's.
     """
-    from kold_span.corpora.splits import load_splits
     from kold_span.inference.ensemble import Ensemble
-    from kold_span.training.run import evaluate_predictor
 
-    dirs = [run_dir_of(config) / "model" for config in configs] + list(companions)
+    dirs = [run.run_dir / "model" for run in planned] + list(companions)
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
         raise SystemExit(f"--ensemble needs every member's model directory; missing: {', '.join(missing)} "
                          "(its scores were reused from the results file: pass --retrain to train it again)")
     ensemble = Ensemble.from_pretrained(dirs)
-    row: dict[str, Any] = {"seeds": [config.seed for config in configs], "test": evaluate_predictor(ensemble, test)}
+    row: dict[str, Any] = {"seeds": [run.seed for run in planned], "test": evaluate_predictor(ensemble, test)}
     if companions:
         row["members"] = [d.parent.name for d in dirs]
     if spec.label:
-        row["hybrid"] = hybrid_row(spec, ensemble, load_splits(configs[0]), test, configs[0].tasks[0].name,
-                                   ngram_extra, thresholds=configs[0].tasks[0].threshold == "dev")
+        first = planned[0].config
+        row["hybrid"] = hybrid_row(spec, ensemble, load_splits(first), test, first.tasks[0].name,
+                                   ngram_extra, thresholds=first.tasks[0].threshold == "dev")
     return row
 
 
@@ -446,9 +416,8 @@ def ngram_cell(score: Optional[float], with_extra: Optional[float] = None) -> st
     return f"{score:.4f}" + (f" ({with_extra:.4f} with extra)" if with_extra is not None else "")
 
 
-# The aims set for each corpus's headline metric when the benchmark was planned (MultiPICo has none).
-TARGETS = {"toxic_spans": 0.70, "irosva average": 0.70, "kocosa": 0.72, "beep": 0.62, "unsmile": 0.74}
-HEADLINE = ("toxic_spans", "irosva_es", "irosva_mx", "irosva_cu", "kocosa", "beep", "unsmile", "multipico")
+# The headline table's rows: every corpus, in the corpus table's order.
+HEADLINE = tuple(CORPORA)
 SPLIT_KEYS = ("test", "test_fraction", "split_seed", "limit", "extra_train")
 
 
@@ -513,7 +482,7 @@ def best_baseline(spec: Corpus, rows: Sequence[dict[str, Any]]) -> float:
 
 def target_cell(name: str, values: list[float]) -> str:
     """The aim of `name` and whether the mean of `values` reaches it ("—" where the issue sets none)."""
-    target = TARGETS.get(name)
+    target = TABLE.aim(name)
     if target is None:
         return "—"
     return f"{target:.2f}: {'met' if statistics.mean(values) >= target else 'missed'}"
@@ -559,7 +528,7 @@ def render_headline(results: dict[str, Any]) -> list[str]:
         average = [statistics.mean(scores[s] for scores in irosva.values()) for s in seeds]
         baseline = best_baseline(CORPORA["irosva_es"], [results[n] for n in irosva])
         lines.append(f"| irosva average | macro_f1 | the three above | — | — | {shipped_cells(average, baseline)} | "
-                     f"{target_cell('irosva average', average)} | — |")
+                     f"{target_cell(IROSVA_AVERAGE, average)} | — |")
     return lines + [""]
 
 
@@ -654,7 +623,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
             lines.append(f"| {row_label(f'irosva average:{tag}', ensemble)} ({average['n_train']}/{average['n_test']}) "
                          f"| macro_f1 | {mean_std(average['toolkit'])} | {mean_std(average['hybrid'])} | "
                          f"{cells[0]} | {cells[1]} | {average['majority']:.4f} | "
-                         f"best average 0.6832; LDSE baseline 0.6579 | {average['seeds']} | {average['minutes']:.1f} |")
+                         f"{TABLE.irosva_average.anchor} | {average['seeds']} | {average['minutes']:.1f} |")
     lines += render_annotation_rows(results)
     lines += ["", "Commands:", ""]
     by_command: dict[str, list[str]] = {}

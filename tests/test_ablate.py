@@ -1,4 +1,5 @@
 """Ablation grids: value splitting, cell ids, the summary tables, and one tiny grid end to end."""
+import argparse
 import csv
 import json
 from pathlib import Path
@@ -10,8 +11,9 @@ from kold_span.cli import main
 from kold_span.cli.main import build_parser
 from kold_span.errors import ArgumentError, ConfigError
 from kold_span.experiments import grid as ablate
-from kold_span.experiments.grid import (cell_id, choose_metrics, grid_cells, mean_std, parse_vary, plan_grid,
-                                        render_markdown, split_values, summarize, write_results)
+from kold_span.experiments.grid import (cell_id, check_saved_config, choose_metrics, finished_metrics, grid_cells,
+                                        mean_std, parse_vary, plan_cell, plan_grid, render_markdown, split_values,
+                                        summarize, train_planned, write_results)
 
 from conftest import FIXTURE, TINY
 
@@ -93,6 +95,47 @@ def test_plan_validates_every_cell_before_training(tmp_path, monkeypatch):
         plan_grid(TINY, {"context": ["auto", "nowhere"]}, 1, tmp_path, TINY_SET)
     with pytest.raises(ConfigError, match="no test split"):
         plan_grid(TINY, {"context": ["auto"]}, 1, tmp_path, [f"data.train={FIXTURE}"])
+
+
+def test_plan_cell_runs_the_given_seeds_under_the_given_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(ablate, "train", _never_train)
+    planned = plan_cell(TINY, {"context": "none"}, [13, 15], tmp_path / "runs", "kold-x", TINY_SET)
+    assert [(r.seed, r.config.seed, r.cell_id, r.cell) for r in planned] == [
+        (13, 13, "kold-x", {"context": "none"}), (15, 15, "kold-x", {"context": "none"})]
+    assert planned[0].config.context.mode == "none"  # the cell's value, applied after the overrides
+    assert planned[1].run_dir == tmp_path / "runs" / "tiny" / "kold-x-seed15"
+    assert planned[1].last_checkpoint == planned[1].run_dir / "checkpoints" / "last.ckpt"
+    with pytest.raises(ArgumentError, match="kold-x: no seeds"):
+        plan_cell(TINY, {}, [], tmp_path / "runs", "kold-x", TINY_SET)
+    with pytest.raises(ConfigError, match="no test split"):
+        plan_cell(TINY, {}, [1], tmp_path / "runs", "kold-x", [f"data.train={FIXTURE}"])
+
+
+def test_a_planned_run_is_reused_when_finished_resumed_when_interrupted_and_retrained_on_request(tmp_path,
+                                                                                                   monkeypatch):
+    calls = []
+
+    def fake_train(config, resume=False, quiet=False):
+        calls.append((config.run, resume, quiet))
+        return argparse.Namespace(metrics={"test": {"OFF/macro_f1": 0.5}, "seconds": 3})
+
+    monkeypatch.setattr(ablate, "train", fake_train)
+    [run] = plan_cell(TINY, {}, [7], tmp_path / "runs", "cell", TINY_SET)
+    assert finished_metrics(run) is None
+    assert train_planned(run) == {"test": {"OFF/macro_f1": 0.5}, "seconds": 3}
+    run.last_checkpoint.parent.mkdir(parents=True)
+    run.last_checkpoint.write_bytes(b"")
+    train_planned(run)
+    train_planned(run, retrain=True)
+    assert calls == [("cell-seed7", False, True), ("cell-seed7", True, True), ("cell-seed7", False, True)]
+    (run.run_dir / "metrics.json").write_text(json.dumps({"test": {"OFF/macro_f1": 0.25}}))
+    assert finished_metrics(run) == {"test": {"OFF/macro_f1": 0.25}}
+    check_saved_config(run)  # no config.json: nothing to compare
+    (run.run_dir / "config.json").write_text(json.dumps(run.config.to_dict()))
+    check_saved_config(run)
+    [other] = plan_cell(TINY, {}, [7], tmp_path / "runs", "cell", [*TINY_SET, "trainer.lr=0.5"])
+    with pytest.raises(ValueError, match=r"cell-seed7 was trained with other settings \(trainer.lr differ\)"):
+        check_saved_config(other)
 
 
 # --------------------------------------------------------------------------- summaries

@@ -1,14 +1,22 @@
 """The quality benchmark's logic without training: IroSvA average, tagged rows, reuse of finished runs."""
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from kold_span.config import load_config
+
 from conftest import BENCH, CORPORA
 
 sys.path.insert(0, str(BENCH))
 quality = pytest.importorskip("quality")
+
+
+def run_dir_of(config):
+    """Where a run of `config` trains: <output_dir>/<experiment>/<run>."""
+    return Path(config.output_dir) / config.experiment / config.run
 
 
 def corpus_result(seeds_scores, ngram, command="cmd"):
@@ -174,7 +182,7 @@ def test_a_setting_given_twice_is_recorded_with_its_last_value_as_training_appli
     later = quality.setup_of(["model.pooling=mean", "trainer.max_epochs=5", "model.pooling=first"], None, 0.2, 42, None)
     assert later["set"] == ["model.pooling=first", "trainer.max_epochs=5"]
     assert later != quality.setup_of(["model.pooling=first", "model.pooling=mean"], None, 0.2, 42, None)
-    assert quality.load_config(quality.EXPERIMENTS / "kocosa.yaml", later["set"]).model.pooling == "first"
+    assert load_config(quality.EXPERIMENTS / "kocosa.yaml", later["set"]).model.pooling == "first"
 
 
 def test_extra_training_files_change_the_setup_and_leave_out_texts_of_the_test_part(tmp_path):
@@ -220,25 +228,33 @@ def test_cross_variant_reuses_recorded_seeds_whose_models_are_gone(tmp_path):
 
 
 def test_finished_run_is_reused_only_with_the_settings_it_was_trained_with(tmp_path):
-    from kold_span.config.loading import load_config
+    import argparse
 
-    experiment = quality.EXPERIMENTS / "beep.yaml"
-    overrides = [f"output_dir={tmp_path}", "run=beep-seed13", "seed=13"]
-    config = load_config(experiment, overrides)
-    run_dir = tmp_path / config.experiment / "beep-seed13"
-    assert quality.run_dir_of(config) == run_dir
-    assert quality.finished_metrics(config) is None  # nothing there yet: train
+    from kold_span.experiments.grid import finished_metrics
+
+    def planned(*overrides, retrain=False):
+        args = argparse.Namespace(set=list(overrides), seeds=[13], out=tmp_path, tag=None, runs_from=None,
+                                  retrain=retrain)
+        [run] = quality.planned_runs("beep", quality.CORPORA["beep"], args, tmp_path / "beep")
+        return run
+
+    run = planned()
+    run_dir = tmp_path / "runs" / run.config.experiment / "beep-seed13"
+    assert run.run_dir == run_dir and run.seed == run.config.seed == 13
+    assert run.config.data.train == str(tmp_path / "beep" / "train.jsonl") and run.config.data.reader == "jsonl"
+    assert finished_metrics(run) is None  # nothing there yet: train
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
-    assert quality.finished_metrics(config) is None  # trained, not finished (no metrics.json)
+    (run_dir / "config.json").write_text(json.dumps(run.config.to_dict()))
+    assert finished_metrics(planned()) is None  # trained, not finished (no metrics.json)
     (run_dir / "metrics.json").write_text(json.dumps({"test": {"hate/macro_f1": 0.5}, "seconds": 9}))
-    assert quality.finished_metrics(config) == {"test": {"hate/macro_f1": 0.5}, "seconds": 9}
-    assert quality.finished_metrics(config, retrain=True) is None
+    assert finished_metrics(planned()) == {"test": {"hate/macro_f1": 0.5}, "seconds": 9}
     # executing with another thread count is the same run
-    assert quality.finished_metrics(load_config(experiment, [*overrides, "trainer.threads=1"]))["seconds"] == 9
+    assert finished_metrics(planned("trainer.threads=1"))["seconds"] == 9
     # the experiment file edited since (here: another learning rate) must not hand back stale scores
-    with pytest.raises(SystemExit, match=r"beep-seed13 was trained with other settings \(trainer.lr differ\)"):
-        quality.finished_metrics(load_config(experiment, [*overrides, "trainer.lr=0.1"]))
+    with pytest.raises(SystemExit, match=r"beep-seed13 was trained with other settings \(trainer.lr differ\).*"
+                                         r"or pass --retrain"):
+        planned("trainer.lr=0.1")
+    assert planned("trainer.lr=0.1", retrain=True).config.trainer.lr == 0.1  # --retrain trains it again
 
 
 plot_quality = pytest.importorskip("plot_quality")
@@ -314,15 +330,15 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
     import argparse
     from types import SimpleNamespace
 
-    import kold_span.training.run as training_run
+    import kold_span.experiments.grid as grid
 
     data = tmp_path / "data"
     (data / "toxic_spans").mkdir(parents=True)
     rows = [f'"[0, 1, 2, 3]",Dumb take number {i}.' if i % 2 else f"[],Nice one number {i}." for i in range(20)]
     (data / "toxic_spans" / "tsd_train.csv").write_text("spans,text\n" + "\n".join(rows) + "\n", encoding="utf-8")
 
-    def fake_train(config, quiet=False):
-        run_dir = quality.run_dir_of(config)
+    def fake_train(config, resume=False, quiet=False):
+        run_dir = run_dir_of(config)
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
         metrics = {"test": {"OFF_span/char_f1": 0.42}, "seconds": 7}
@@ -334,14 +350,14 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
                                   extra_ngram_train=None, runs_from=runs_from, tag=tag, out=tmp_path / "out",
                                   set=[], seeds=[13], retrain=False, ensemble=False)
 
-    monkeypatch.setattr(training_run, "train", fake_train)
+    monkeypatch.setattr(grid, "train", fake_train)
     first = quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("old"))
     assert first["runs"][0]["test"]["OFF_span/char_f1"] == 0.42
 
-    def no_training(config, quiet=False):
+    def no_training(config, resume=False, quiet=False):
         raise AssertionError(f"trained {config.run}")
 
-    monkeypatch.setattr(training_run, "train", no_training)
+    monkeypatch.setattr(grid, "train", no_training)
     again = quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("new", runs_from="old"))
     assert again["runs"] == first["runs"]
     with pytest.raises(AssertionError, match="trained toxic_spans-new-seed13"):
@@ -360,10 +376,10 @@ def test_ensemble_companions_must_share_the_split_and_their_row_counts_every_mem
         (folder / "test.jsonl").write_text('{"text": "y"}\n')
 
     def saved_run(tag, seed, *overrides):
-        config = quality.load_config(quality.EXPERIMENTS / spec.experiment, [
+        config = load_config(quality.EXPERIMENTS / spec.experiment, [
             "data.reader=jsonl", f"data.train={out / f'unsmile-{tag}' / 'train.jsonl'}", f"seed={seed}",
             f"output_dir={out / 'runs'}", f"run=unsmile-{tag}-seed{seed}", *overrides])
-        run_dir = quality.run_dir_of(config)
+        run_dir = run_dir_of(config)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
         return config
@@ -483,14 +499,14 @@ def test_shipped_experiment_file_is_the_configuration_dev_chose_and_fuses_the_ng
             task.pop("fuse_ngram"), task.pop("fuse_metric"), task.pop("threshold")
         return d
 
-    shipped = quality.load_config(quality.EXPERIMENTS / name)
+    shipped = load_config(quality.EXPERIMENTS / name)
     assert shipped.tasks[0].fuse_ngram
     assert shipped.tasks[0].threshold != "dev"  # the fusion decoded at 0.5, as dev scored it
     for key in keys:
         corpus = key.split(":")[0]
         assert quality.dev_choice(results, corpus) == key
         assert shipped.tasks[0].fuse_metric == quality.CORPORA[corpus].baseline_metric  # what the hybrid tuned on
-        measured = quality.load_config(quality.EXPERIMENTS / base, results[key]["setup"]["set"])
+        measured = load_config(quality.EXPERIMENTS / base, results[key]["setup"]["set"])
         assert settings(shipped) == settings(measured)
 
 
@@ -535,3 +551,117 @@ def test_annotation_rows_render_only_for_rows_whose_every_run_recorded_them():
     assert "| multipico [e5] | 7 | 0.7000 ± 0.1414 | 0.7000 ± 0.0000 | 0.5000 ± 0.1414 | 0.5000 ± 0.0000 | 2 |" in lines
     assert not any(line.startswith("| multipico |") for line in lines)
     assert quality.render_annotation_rows({"multipico": results["multipico"]}) == []
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_render_only_rebuilds_the_committed_docs_section_from_the_results_and_the_corpus_table(monkeypatch):
+    """bench/quality.py --render-only must leave docs/BENCHMARKS.md as it is (the rendering machine aside)."""
+    doc = (ROOT / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
+    section = doc.split("<!-- begin quality -->\n", 1)[1].split("\n<!-- end quality -->", 1)[0]
+    machine = re.search(r"; rendered on (.*?); the command of each row", section).group(1)
+    monkeypatch.setattr(quality, "machine_line", lambda: machine)
+    results = json.loads((ROOT / "bench" / "results" / "quality.json").read_text(encoding="utf-8"))
+    assert quality.render(results, results.get("_command", "python bench/quality.py")).rstrip() == section
+
+
+def test_the_corpus_table_is_read_from_its_data_file_in_its_order():
+    assert list(quality.CORPORA) == ["toxic_spans", "irosva_es", "irosva_mx", "irosva_cu", "kocosa", "beep",
+                                     "unsmile", "multipico"]
+    assert quality.HEADLINE == tuple(quality.CORPORA)
+    irosva_mx, unsmile, toxic = (quality.CORPORA[n] for n in ("irosva_mx", "unsmile", "toxic_spans"))
+    assert (irosva_mx.reader, irosva_mx.options, irosva_mx.label, irosva_mx.aim) == ("irosva", {"variant": "mx"},
+                                                                                     "irony", None)
+    assert (unsmile.problem, unsmile.metric, unsmile.aim) == ("multi", "groups/macro_f1", 0.74)
+    assert (toxic.label, toxic.span_type, toxic.experiment) == (None, "OFF", "toxic_spans_minilm.yaml")
+    assert quality.TABLE.aim("irosva average") == 0.70 and quality.TABLE.aim("multipico") is None
+
+
+def _set(*keys_and_value):
+    """An edit of the raw table: set the value at the path of keys."""
+    *keys, last, value = keys_and_value
+
+    def edit(table):
+        for key in keys:
+            table = table[key]
+        table[last] = value
+    return edit
+
+
+def _drop(*keys):
+    def edit(table):
+        for key in keys[:-1]:
+            table = table[key]
+        del table[keys[-1]]
+    return edit
+
+
+def _rename(old, new):
+    def edit(table):
+        table["corpora"] = {new if name == old else name: entry for name, entry in table["corpora"].items()}
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("corpora", "beep", "lable", "hate"), "unknown key 'corpora.beep.lable'; allowed keys here: reader, path"),
+    (_drop("corpora", "beep", "metric"), "missing key 'corpora.beep.metric'$"),
+    (_set("corpora", "beep", "reader", "bepp"), "key 'corpora.beep.reader': unknown reader 'bepp'; known readers: "),
+    (_set("corpora", "beep", "experiment", "nope.yaml"), "key 'corpora.beep.experiment': no file 'nope.yaml' in "),
+    (_set("corpora", "beep", "problem", "soft"), "key 'corpora.beep.problem' must be one of single, multi"),
+    (_set("corpora", "beep", "metric", "macro_f1"), "key 'corpora.beep.metric' must be TASK/METRIC"),
+    (_set("corpora", "beep", "aim", 62), "key 'corpora.beep.aim' must be a score between 0 and 1"),
+    (_set("corpora", "beep", "aim", "high"), "key 'corpora.beep.aim' must be float, got 'high'"),
+    (_set("corpora", "beep", "options", "variant=es"), "key 'corpora.beep.options' must be a mapping"),
+    (_set("corpora", "beep", "label", None), "corpus 'beep' needs a label .* or a span_type"),
+    (_set("corpora", "beep", ["reader", "beep"]), "'corpora.beep' must be a mapping"),
+    (_rename("beep", "beep:e5"), "corpus name 'beep:e5': ':' separates a tag"),
+    (_set("corpora", {}), "'corpora' must map each corpus name to its entry"),
+    (_set("targets", {}), "unknown key 'targets'; allowed keys here: corpora, irosva_average"),
+    (_drop("irosva_average"), "missing key 'irosva_average'"),
+    (_drop("irosva_average", "anchor"), "missing key 'irosva_average.anchor'"),
+])
+def test_a_bad_corpus_table_entry_is_an_error_naming_the_file_and_the_key(tmp_path, edit, message):
+    import yaml
+
+    from kold_span.config import read_yaml
+    from kold_span.errors import ConfigError
+
+    quality_corpora = pytest.importorskip("quality_corpora")
+    table = read_yaml(quality_corpora.CORPORA_FILE)
+    edit(table)
+    path = tmp_path / "corpora.yaml"
+    path.write_text(yaml.safe_dump(table, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {message}"):
+        quality_corpora.load_corpora(path)
+
+
+def bench_imports(path):
+    """(line, module, name) of every `kold_span` import of a script, at any depth."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "kold_span":
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, "") for alias in node.names if alias.name.startswith("kold_span")]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "bench").glob("*.py")), ids=lambda p: p.name)
+def test_bench_scripts_use_the_packages_public_homes(path):
+    """No private module or name, and the training layer only through `kold_span.training` (train through the grid)."""
+    private = [f"{path.name}:{line} {module}.{name}" for line, module, name in bench_imports(path)
+               if any(part.startswith("_") for part in [*module.split("."), name] if part)]
+    internal = [f"{path.name}:{line} {module}" for line, module, _ in bench_imports(path)
+                if module.startswith("kold_span.training.")]
+    assert private == [] and internal == []
+
+
+def test_the_public_home_check_sees_function_level_imports(tmp_path):
+    script = tmp_path / "x.py"
+    script.write_text("def f():\n    from kold_span.training.run import train\n"
+                      "    from kold_span.corpora._common import find_file\n")
+    assert bench_imports(script) == [(2, "kold_span.training.run", "train"),
+                                     (3, "kold_span.corpora._common", "find_file")]

@@ -1,4 +1,6 @@
 """Configs: split by concern, validated before any work, overrides."""
+from typing import Optional
+
 import pytest
 
 from kold_span.config.loading import load_config, parse_override
@@ -118,3 +120,20 @@ def test_a_config_file_that_is_not_utf8_names_its_line(tmp_path):
     path.write_bytes(b"experiment: x\nseed: 7  # caf\xe9 in Latin-1\n")
     with pytest.raises(ConfigError, match=r"exp\.yaml:2: not UTF-8 text; save the file as UTF-8"):
         load_config(path)
+
+
+def test_build_dataclass_names_a_missing_key_without_a_default():
+    from dataclasses import dataclass
+
+    from kold_span.config import build_dataclass
+
+    @dataclass
+    class Entry:
+        reader: str
+        aim: Optional[float] = None
+
+    assert build_dataclass(Entry, {"reader": "beep", "aim": 1}, "t.yaml", "corpora.beep.") == Entry("beep", 1.0)
+    with pytest.raises(ConfigError, match=r"^t.yaml: missing key 'corpora.beep.reader'$"):
+        build_dataclass(Entry, {"aim": 0.5}, "t.yaml", "corpora.beep.")
+    with pytest.raises(ConfigError, match=r"t.yaml: unknown key 'corpora.beep.aims'; allowed keys here: reader, aim"):
+        build_dataclass(Entry, {"reader": "beep", "aims": 0.5}, "t.yaml", "corpora.beep.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kold_span.corpora import available, get_reader, read
-from kold_span.corpora._common import BadRecordWarning
+from kold_span.data.bad_records import BadRecordWarning
 from kold_span.corpora.beep import read_unlabeled_texts
 from kold_span.corpora.unsmile import GROUP_COLUMNS
 from kold_span.data.example import spans_to_offsets

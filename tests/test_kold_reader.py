@@ -4,7 +4,7 @@ import json
 import pytest
 
 from kold_span import corpora
-from kold_span.corpora._common import BadRecordWarning
+from kold_span.data.bad_records import BadRecordWarning
 from kold_span.corpora.kold import majority_offsets, parse_groups, parse_target, read_kold
 from kold_span.errors import ArgumentError, DataError
 

@@ -4,7 +4,7 @@ import pytest
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import HtmlWriter, doc_words
-from kold_span.inference.inputs import iter_inputs
+from kold_span.inference.inputs import bad_rows, iter_inputs
 
 
 def test_doc_words_cut_at_spaces_and_span_edges():
@@ -92,3 +92,29 @@ def test_bad_input_names_the_file_line_and_problem(tmp_path, name, content, frag
     path.write_bytes(content)
     with pytest.raises(DataError, match=fragment):
         list(iter_inputs(path))
+
+
+def test_two_bad_rows_skipped_are_reported_once_each_with_file_and_line(tmp_path, capsys):
+    path = tmp_path / "two_bad.jsonl"
+    path.write_text('{"comment": "좋은 기사"}\n{"title": "no comment"}\n{"comment": "바보"}\nnot json\n',
+                    encoding="utf-8")
+    bad = bad_rows(path, skip=True)
+    assert [ex.text for ex in iter_inputs(path, bad=bad)] == ["좋은 기사", "바보"]
+    assert bad.report.count == 2
+    assert bad.report.reasons[0].startswith(f"{path}:2: no text column")
+    assert bad.report.reasons[1].startswith(f"{path}:4: invalid JSON")
+    assert capsys.readouterr().err == ""  # the report is the one place they are listed: nothing printed
+    summary = bad.report.summary(limit=None)
+    assert summary.splitlines()[0] == f"predict: skipped 2 bad record(s) in {path}:"
+    assert summary.count(f"{path}:2:") == 1 and summary.count(f"{path}:4:") == 1
+
+
+def test_without_skipping_the_first_bad_row_is_an_error_naming_file_line_and_how_to_skip(tmp_path):
+    path = tmp_path / "two_bad.csv"
+    path.write_text("id,comment\n1,좋은 기사\n2\n3,a,b\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"two_bad.csv:3: 1 fields, the header has 2 \(id, comment\) \(--skip-bad"):
+        list(iter_inputs(path))
+    bad = bad_rows(path)
+    with pytest.raises(DataError, match=r"two_bad.csv:3: "):
+        list(iter_inputs(path, bad=bad))
+    assert bad.report.count == 0

@@ -142,14 +142,18 @@ def test_predict_cli_each_input_format(trained, tmp_path, name, ids):
 def test_predict_cli_bad_row_is_an_error_naming_the_line(trained, tmp_path, capsys):
     _, result = trained
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"comment": "좋은 기사"}\n{"title": "no comment"}\n{"comment": "바보"}\n', encoding="utf-8")
+    bad.write_text('{"comment": "좋은 기사"}\n{"title": "no comment"}\n{"comment": "바보"}\n[1]\n',
+                   encoding="utf-8")
     args = ["predict", "--model", str(result.model_dir), "--input", str(bad), "--output", str(tmp_path / "o.jsonl"),
             "--quiet"]
     assert main(args) == 2
-    assert "bad.jsonl:2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "bad.jsonl:2: no text column" in err and "--skip-bad" in err and "bad.jsonl:4" not in err
     assert main(args + ["--skip-bad"]) == 0
-    captured = capsys.readouterr()
-    assert "skipped 1 bad line" in captured.err and "bad.jsonl:2" in captured.err
+    err = capsys.readouterr().err
+    # one summary: each skipped row once, with its file and line
+    assert err.count("skipped 2 bad record(s)") == 1
+    assert err.count(f"{bad}:2: no text column") == 1 and err.count(f"{bad}:4: expected a JSON object") == 1
     rows = (tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(r)["id"] for r in rows] == ["1", "3"]
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.html import HtmlWriter
-    from kold_span.inference.inputs import iter_inputs
+    from kold_span.inference.inputs import bad_rows, iter_inputs
     from kold_span.inference.predictor import Predictor
 
     if len(args.model) > 1:
@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
         predictor: Predictor = Ensemble.from_pretrained(args.model, device=args.device)
     else:
         predictor = Predictor.from_pretrained(args.model[0], device=args.device)
-    skipped: list[str] = []
+    bad = bad_rows(Path(args.input), skip=args.skip_bad)
     examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
-                           skip_bad=args.skip_bad, skipped=skipped, quoting=args.quoting)
+                           bad=bad, quoting=args.quoting)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     html = HtmlWriter(Path(args.html)) if args.html else None
@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> int:
     if html:
         html.close()
     print(f"wrote {count} predictions to {output}" + (f" and {args.html}" if html else ""))
-    if skipped:
-        print(f"skipped {len(skipped)} bad line(s):", file=sys.stderr)
-        for message in skipped:
-            print(f"  {message}", file=sys.stderr)
+    if bad.report.count:
+        print(bad.report.summary(limit=None), file=sys.stderr)
     return 0

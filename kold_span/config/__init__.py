@@ -3,12 +3,13 @@
 `schema` holds the dataclasses and the allowed values; `loading` reads the files, merges the
 `defaults:` parts and `--set` overrides, and checks every value before any work starts.
 """
-from kold_span.config.loading import (config_from_dict, load_config, parse_key_value, parse_override, read_yaml,
-                                      saved_config_changes, yaml_load)
+from kold_span.config.loading import (REUSE_IGNORED_KEYS, build_dataclass, config_from_dict, load_config,
+                                      parse_key_value, parse_override, read_yaml, saved_config_changes, yaml_load)
 from kold_span.config.schema import (AlignConfig, Config, ContextConfig, DataConfig, EncoderConfig, ModelConfig,
                                      PerspectiveConfig, ScratchEncoderConfig, TaskConfig, TrainerConfig)
 from kold_span.errors import ConfigError
 
 __all__ = ["AlignConfig", "Config", "ConfigError", "ContextConfig", "DataConfig", "EncoderConfig", "ModelConfig",
-           "PerspectiveConfig", "ScratchEncoderConfig", "TaskConfig", "TrainerConfig", "config_from_dict",
-           "load_config", "parse_key_value", "parse_override", "read_yaml", "saved_config_changes", "yaml_load"]
+           "PerspectiveConfig", "REUSE_IGNORED_KEYS", "ScratchEncoderConfig", "TaskConfig", "TrainerConfig",
+           "build_dataclass", "config_from_dict", "load_config", "parse_key_value", "parse_override", "read_yaml",
+           "saved_config_changes", "yaml_load"]

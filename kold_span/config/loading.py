@@ -85,10 +85,15 @@ def _check_keys(raw: dict[str, Any], cls: type, where: str, prefix: str) -> None
 
 
 def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
-    """Instantiate dataclass `cls` from a dict, recursively, validating keys and types."""
+    """Instantiate dataclass `cls` from a dict, recursively, validating keys and types; a field without a
+    default must be given."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: '{prefix.rstrip('.') or 'config'}' must be a mapping, got {raw!r}")
     _check_keys(raw, cls, where, prefix)
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in raw
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"{where}: missing key '{prefix}{missing[0]}'")
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):

@@ -1,9 +1,10 @@
 """Helpers shared by the corpus readers: finding files, CSV rows with line numbers, bad records.
 
-Bad records: every reader takes `skip_bad=False`. By default the first bad record raises
-`DataError` naming the file, line (or record key) and field. With `skip_bad=True` bad
-records are left out, a `BadRecordWarning` says how many and why, and the full list is
-kept on the reader function as `reader.last_report` (a `SkipReport`).
+Bad records (the policy and report of `kold_span.data.bad_records`): every reader takes
+`skip_bad=False`. By default the first bad record raises `DataError` naming the file, line
+(or record key) and field. With `skip_bad=True` bad records are left out, a `BadRecordWarning`
+says how many and why, and the full list is kept on the reader function as
+`reader.last_report` (a `SkipReport`).
 A record that cannot be told apart from its neighbours any more (a CSV syntax error, two
 line-aligned files of different lengths) always raises: skipping could misalign the rest.
 """
@@ -14,66 +15,18 @@ import functools
 import inspect
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.corpora import Reader
+from kold_span.data.bad_records import BadRecords, BadRecordWarning, SkipReport
 from kold_span.data.example import Example
 from kold_span.data.jsonl import utf8_lines
 from kold_span.errors import DataError
 
-
-class BadRecordWarning(UserWarning):
-    """Some records of a corpus file were bad and skipped (`skip_bad=True`)."""
-
-
-@dataclass
-class SkipReport:
-    """What one reader call skipped (one reason per bad record, each naming where it was), and
-    the records whose derived fields disagree with what the file itself states."""
-
-    reader: str
-    path: Path
-    reasons: list[str] = field(default_factory=list)
-    disagreements: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        """How many records were skipped."""
-        return len(self.reasons)
-
-    def disagree(self, field_name: str, example_id: str) -> None:
-        """Note that an example's derived `field_name` differs from the file's own value."""
-        self.disagreements.setdefault(field_name, []).append(example_id)
-
-    def summary(self, limit: int = 3) -> str:
-        """The count and the first few reasons, then one line per disagreeing field."""
-        lines = []
-        if self.count:
-            shown = "; ".join(self.reasons[:limit])
-            more = f" (and {self.count - limit} more)" if self.count > limit else ""
-            lines.append(f"{self.reader}: skipped {self.count} bad record(s) in {self.path}: {shown}{more}")
-        for name, ids in sorted(self.disagreements.items()):
-            listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
-            lines.append(f"{self.reader}: {len(ids)} record(s) in {self.path} whose derived {name} differs "
-                         f"from the file's own: {listed}")
-        return "\n".join(lines)
-
-
-class BadRecords:
-    """Raise on a bad record, or (when skipping) note its reason and go on."""
-
-    def __init__(self, report: SkipReport, skip_bad: bool) -> None:
-        self.report = report
-        self.skip_bad = skip_bad
-
-    def handle(self, err: DataError) -> None:
-        """Re-raise `err` unless skipping bad records; then record it."""
-        if not self.skip_bad:
-            raise DataError(f"{err} (the reader option skip_bad: true skips such records and lists them: "
-                            "convert --skip-bad, data.reader_options.skip_bad in a config)") from err
-        self.report.reasons.append(str(err))
+# How a user asks a reader to skip bad records, named in the error the first bad record raises.
+HOW_TO_SKIP = ("the reader option skip_bad: true skips such records and lists them: "
+               "convert --skip-bad, data.reader_options.skip_bad in a config")
 
 
 def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reader]:
@@ -97,7 +50,7 @@ def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reade
         @functools.wraps(fn)
         def reader(path: Union[str, Path], *, skip_bad: bool = False, **options) -> list[Example]:
             report = SkipReport(name, Path(path))
-            examples = fn(Path(path), bad=BadRecords(report, skip_bad), **options)
+            examples = fn(Path(path), bad=BadRecords(report, skip_bad, HOW_TO_SKIP), **options)
             reader.last_report = report  # type: ignore[attr-defined]
             if report.count or report.disagreements:
                 warnings.warn(report.summary(), BadRecordWarning, stacklevel=2)

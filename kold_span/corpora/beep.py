@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kold_span.corpora import register
-from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, parse_bool, reports_skipped)
+from kold_span.corpora._common import CsvRecords, bad_field, find_file, parse_bool, reports_skipped
+from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
 from kold_span.data.jsonl import read_utf8
 from kold_span.errors import DataError

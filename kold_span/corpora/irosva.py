@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Optional
 
 from kold_span.corpora import register
-from kold_span.corpora._common import BadRecords, CsvRecords, bad_field, reports_skipped
+from kold_span.corpora._common import CsvRecords, bad_field, reports_skipped
+from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
-from kold_span.corpora._common import BadRecords, bad_field, find_file, reports_skipped
+from kold_span.corpora._common import bad_field, find_file, reports_skipped
+from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
 from kold_span.data.jsonl import read_utf8
 from kold_span.data.transforms import swap_share

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
-from kold_span.corpora._common import BadRecords, reports_skipped
+from kold_span.corpora._common import reports_skipped
+from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
 from kold_span.data.jsonl import iter_json_lines, read_utf8
 from kold_span.errors import DataError

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Optional, Union
 
 from kold_span.corpora import register
-from kold_span.corpora._common import (BadRecords, CsvRecords, bad_field, find_file, majority, parse_bool, parse_int,
+from kold_span.corpora._common import (CsvRecords, bad_field, find_file, majority, parse_bool, parse_int,
                                        reports_skipped)
+from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, merge_spans, offsets_to_spans
 from kold_span.errors import ArgumentError, DataError
 

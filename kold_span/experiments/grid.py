@@ -3,7 +3,8 @@
 Every combination of the `--vary` values (a cell) is trained once per seed, each run
 an ordinary `train` run under `DIR/runs/<experiment>/<cell id>-seed<N>`. The path reads
 top to bottom: `--vary` texts → `plan_grid` (every run's config, all validated before
-anything trains) → `run_planned` (train, or reuse a run whose metrics.json exists) →
+anything trains; `plan_cell` plans one cell with its own seeds and run name, as
+bench/quality.py does) → `run_planned` (train, or reuse a run whose metrics.json exists) →
 one row of test metrics per run → `summarize` (mean ± std per cell, difference to the
 reference cell: the first value of every `--vary`) → results.csv, results.md and
 results.png.
@@ -61,6 +62,11 @@ class PlannedRun:
     @property
     def run_dir(self) -> Path:
         return run_directory(self.config, resume=False)
+
+    @property
+    def last_checkpoint(self) -> Path:
+        """Where an interrupted run left its last checkpoint (it may not exist)."""
+        return self.run_dir / "checkpoints" / "last.ckpt"
 
 
 # --------------------------------------------------------------------------- the grid
@@ -155,25 +161,55 @@ def plan_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], 
     """
     if seeds < 1:
         raise ArgumentError(f"--seeds must be at least 1, got {seeds}")
-    runs_dir = json.dumps(str(Path(out_dir) / "runs"))
     planned = []
     for cell in grid_cells(vary):
         cell_overrides = [*overrides, *(f"{key}={value}" for key, value in cell.items())]
         base_seed = load_config(config_path, cell_overrides).seed
-        name = cell_id(cell)
-        for seed in range(base_seed, base_seed + seeds):
-            config = load_config(config_path, [*cell_overrides, f"seed={seed}", f"output_dir={runs_dir}",
-                                               f"run={json.dumps(f'{name}-seed{seed}')}"])
-            if not (config.data.test or config.data.test_fraction > 0):
-                raise ConfigError(f"{config_path}: the grid compares test metrics, but the config has no test "
-                                  "split; set data.test or data.test_fraction")
-            planned.append(PlannedRun(cell, name, seed, config))
+        planned += plan_cell(config_path, cell, range(base_seed, base_seed + seeds), Path(out_dir) / "runs",
+                             cell_id(cell), overrides)
     for run in planned:
-        _check_saved_config(run)
+        check_saved_config(run)
     return planned
 
 
-def _check_saved_config(run: PlannedRun) -> None:
+def plan_cell(config_path: Union[str, Path], cell: Mapping[str, str], seeds: Sequence[int],
+              runs_dir: Union[str, Path], name: str, overrides: Sequence[str] = ()) -> list[PlannedRun]:
+    """One cell's runs, one per seed, each config validated: the grid's unit, for callers that name their own.
+
+    Args:
+        config_path: the experiment YAML every run starts from.
+        cell: varied key → value text, applied after `overrides` (empty for a single configuration).
+        seeds: the seeds to run, in order.
+        runs_dir: where the runs go, as `runs_dir/<experiment>/<name>-seed<N>`.
+        name: the cell's name in its run folders.
+        overrides: `a.b=value` overrides applied before the cell's values.
+
+    Returns:
+        One `PlannedRun` per seed. Saved configs of earlier runs are not compared here: see
+        `check_saved_config`.
+
+    Example:
+        >>> runs = plan_cell("configs/experiment/demo.yaml", {}, [13, 14], "out/runs", "demo")  # doctest: +SKIP
+        >>> runs[1].run_dir  # doctest: +SKIP
+        PosixPath('out/runs/demo/demo-seed14')
+    """
+    if not seeds:
+        raise ArgumentError(f"{name}: no seeds to run")
+    cell_overrides = [*overrides, *(f"{key}={value}" for key, value in cell.items())]
+    output_dir = json.dumps(str(runs_dir))
+    planned = []
+    for seed in seeds:
+        config = load_config(config_path, [*cell_overrides, f"seed={seed}", f"output_dir={output_dir}",
+                                           f"run={json.dumps(f'{name}-seed{seed}')}"])
+        if not (config.data.test or config.data.test_fraction > 0):
+            raise ConfigError(f"{config_path}: the grid compares test metrics, but the config has no test "
+                              "split; set data.test or data.test_fraction")
+        planned.append(PlannedRun(dict(cell), name, seed, config))
+    return planned
+
+
+def check_saved_config(run: PlannedRun) -> None:
+    """A `ValueError` naming the keys when the run's directory holds a config.json trained with other settings."""
     saved_path = run.run_dir / "config.json"
     if not saved_path.exists():
         return
@@ -181,6 +217,23 @@ def _check_saved_config(run: PlannedRun) -> None:
     if changed:
         raise ConfigError(f"{run.run_dir} was trained with other settings ({', '.join(changed[:5])} differ); "
                           "remove that folder or choose another --out")
+
+
+def finished_metrics(run: PlannedRun) -> Optional[dict[str, Any]]:
+    """What a finished run wrote to its metrics.json; None while it has yet to train or finish."""
+    metrics_path = run.run_dir / "metrics.json"
+    if not metrics_path.exists():
+        return None
+    return json.loads(metrics_path.read_text(encoding="utf-8"))
+
+
+def train_planned(run: PlannedRun, retrain: bool = False) -> dict[str, Any]:
+    """Train one planned run and return its metrics; an interrupted run goes on from its last checkpoint.
+
+    `retrain` starts over even where a checkpoint is left.
+    """
+    resume = not retrain and run.last_checkpoint.exists()
+    return train(run.config, resume=resume, quiet=True).metrics
 
 
 def run_planned(planned: Sequence[PlannedRun]) -> list[dict[str, Any]]:
@@ -191,15 +244,12 @@ def run_planned(planned: Sequence[PlannedRun]) -> list[dict[str, Any]]:
     rows = []
     for i, run in enumerate(planned, 1):
         where = f"[{i}/{len(planned)}] {run.cell_id} seed {run.seed}"
-        metrics_path = run.run_dir / "metrics.json"
-        if metrics_path.exists():
-            metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+        metrics = finished_metrics(run)
+        if metrics is not None:
             state = "reused"
         else:
-            # An interrupted run continues from its last checkpoint rather than starting over.
-            resume = (run.run_dir / "checkpoints" / "last.ckpt").exists()
-            logger.info("%s: %s …", where, "resuming" if resume else "training")
-            metrics = train(run.config, resume=resume, quiet=True).metrics
+            logger.info("%s: %s …", where, "resuming" if run.last_checkpoint.exists() else "training")
+            metrics = train_planned(run)
             state = "trained"
         logger.info("%s: %s (%.1f s)", where, state, metrics.get("seconds", float("nan")))
         rows.append({"cell": run.cell_id, **run.cell, "seed": run.seed, **metrics.get("test", {}),

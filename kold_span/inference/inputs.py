@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from kold_span.data.bad_records import BadRecords, SkipReport
 from kold_span.data.example import Example
 from kold_span.data.jsonl import utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
-logger = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -51,16 +50,39 @@ def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optiona
 
 
 QUOTING = ("csv", "none")
+# How a user of `kold-span predict` asks for bad rows to be skipped, named in the error of the first one.
+HOW_TO_SKIP = "--skip-bad skips such rows and lists them"
+
+
+def bad_rows(path: Path, skip: bool = False) -> BadRecords:
+    """The bad-row policy of one prediction input file: raise on the first bad row, or skip each into its report.
+
+    Args:
+        path: the input file, named in the report.
+        skip: skip bad rows (each noted once in the policy's `report`) instead of raising on the first.
+
+    Returns:
+        A `BadRecords` to hand to `iter_inputs`; its `report` lists every skipped row with file and line.
+
+    Example:
+        >>> bad = bad_rows(Path("in.jsonl"), skip=True)
+        >>> bad.handle(DataError("in.jsonl:2: invalid JSON"))
+        >>> bad.report.reasons
+        ['in.jsonl:2: invalid JSON']
+    """
+    return BadRecords(SkipReport("predict", Path(path)), skip, HOW_TO_SKIP)
 
 
 def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: Optional[str] = None,
-                id_column: Optional[str] = None, skip_bad: bool = False,
-                skipped: Optional[list[str]] = None, quoting: str = "csv") -> Iterator[Example]:
-    """Stream examples from a prediction input file; a bad row raises unless `skip_bad` (then it is logged).
+                id_column: Optional[str] = None, bad: Optional[BadRecords] = None,
+                quoting: str = "csv") -> Iterator[Example]:
+    """Stream examples from a prediction input file; each bad row goes to `bad` (by default the first one raises).
 
-    `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
-    them, strictly, so a stray quote is an error rather than a comment swallowing the lines after it;
-    "none" takes every character as it stands, for text with bare quotes.
+    `bad` is the bad-row policy (`bad_rows(path, skip=True)` skips bad rows, each noted once in
+    `bad.report`; nothing is printed here). `quoting` applies to .csv and .tsv: "csv" reads quoted
+    fields as CSV writers (and pandas) write them, strictly, so a stray quote is an error rather
+    than a comment swallowing the lines after it; "none" takes every character as it stands, for
+    text with bare quotes.
 
     Example:
         >>> import tempfile
@@ -77,7 +99,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
         raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
     if quoting not in QUOTING:
         raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
-    skipped = skipped if skipped is not None else []
+    bad = bad if bad is not None else bad_rows(path)
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
         if suffix == ".txt":
@@ -95,10 +117,7 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                     continue  # blank lines separate nothing in a one-comment-per-line file
                 yield _row_example(row, number, where, text_column, context_column, id_column)
             except DataError as err:
-                if not skip_bad:
-                    raise
-                skipped.append(str(err))
-                logger.warning("skipped: %s", err)
+                bad.handle(err)
 
 
 def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) -> Iterator[tuple[int, Any]]:

@@ -1,1 +1,36 @@
-"""Layer 8, training: Lightning data module and module, callbacks, calibration, `train` and `pretrain`."""
+"""Layer 8, training: Lightning data module and module, callbacks, calibration, `train` and `pretrain`.
+
+The layer's public names are importable from here (`from kold_span.training import train`), each
+from the module that defines it: `run` (`train`, `evaluate_predictor`, `tokenizer_texts`),
+`datamodule` (`WindowsDataModule`), `calibration` (the n-gram companion: `choose_companion`,
+`refit_companion`, `taken_extra`). A name is imported when first asked for, so importing this
+package does not import Lightning.
+
+Example:
+    >>> from kold_span.training import tokenizer_texts
+    >>> from kold_span.data.example import Example
+    >>> tokenizer_texts([Example("1", "바보", context=["A: 안녕", "B: 응"]), Example("2", "멋진 말")])
+    ['바보', '멋진 말', 'A: 안녕', 'B: 응']
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Each public name and the module that defines it.
+_HOMES = {
+    "train": "kold_span.training.run",
+    "evaluate_predictor": "kold_span.training.run",
+    "tokenizer_texts": "kold_span.training.run",
+    "WindowsDataModule": "kold_span.training.datamodule",
+    "choose_companion": "kold_span.training.calibration",
+    "refit_companion": "kold_span.training.calibration",
+    "taken_extra": "kold_span.training.calibration",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'kold_span.training' has no attribute {name!r}")
