@@ -29,7 +29,6 @@ EXEMPT = {
     "kold_span.inference": LAYER,
     "kold_span.models": LAYER,
     "kold_span.text": LAYER,
-    "kold_span.training": LAYER,
 }
 
 

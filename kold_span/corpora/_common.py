@@ -43,8 +43,9 @@ def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reade
         >>> with warnings.catch_warnings(record=True):
         ...     read_toy("toy.csv", skip_bad=True)
         []
-        >>> read_toy.last_report.summary()
-        "toy: skipped 1 bad record(s) in toy.csv: toy.csv:2: field 'label': expected 0 or 1, got '7'"
+        >>> print(read_toy.last_report.summary())
+        toy: skipped 1 bad record(s) in toy.csv:
+          toy.csv:2: field 'label': expected 0 or 1, got '7'
     """
     def wrap(fn: Callable[..., list[Example]]) -> Reader:
         @functools.wraps(fn)
