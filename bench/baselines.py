@@ -127,9 +127,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-features", type=int, default=100_000, help="vocabulary cap of each TF-IDF vectorizer")
     parser.add_argument("--min-df", type=int, default=2)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "baselines.json")
-    parser.add_argument("--docs", action="store_true", help="also write the table into docs/BENCHMARKS.md")
+    parser.add_argument("--docs", action="store_true", help="also write the table into docs/benchmarks/baselines.md")
     parser.add_argument("--docs-only", action="store_true",
-                        help="rewrite the docs/BENCHMARKS.md table from --output without running anything")
+                        help="rewrite the docs/benchmarks/baselines.md table from --output without running anything")
     args = parser.parse_args(argv)
     if args.docs_only:
         results = json.loads(args.output.read_text(encoding="utf-8"))
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def write_docs(results: dict[str, Any]) -> None:
-    """The baseline table as the `baselines` section of docs/BENCHMARKS.md."""
+    """The baseline table as the `baselines` section of docs/benchmarks/baselines.md."""
     sys.path.insert(0, str(ROOT / "bench"))
     from report import machine_line, write_section
 

@@ -12,7 +12,7 @@ the weights and the optimizer stay float32). The config is a quality-benchmark e
     python bench/batching.py [--experiment toxic_spans_minilm.yaml] [--n 2000] [--threads 1]
     python bench/batching.py --experiment unsmile_e5.yaml --threads 2 --bf16 --section precision
 
-Results: bench/results/SECTION.json (default `batching`) and that section of docs/BENCHMARKS.md.
+Results: bench/results/SECTION.json (default `batching`) and that section of docs/benchmarks/training-speed.md.
 """
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--bf16", action="store_true", help="also time a grouped epoch under bf16 autocast")
-    parser.add_argument("--section", default="batching", help="section of docs/BENCHMARKS.md to (re)write")
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
+    parser.add_argument("--section", default="batching", help="section of docs/benchmarks/training-speed.md to (re)write")
+    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks/training-speed.md")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """Decoding probes on finished bench/quality.py runs: other ways to turn the same outputs into predictions.
 
 Nothing trains here; each probe loads a run's model folder, predicts its dev and test splits, and
-prints one JSON line a run (docs/BENCHMARKS.md quotes them, "expected-F1 decoding" and "one
+prints one JSON line a run (docs/benchmarks/quality.md quotes them, "expected-F1 decoding" and "one
 decision threshold shared by the labels").
 
     python bench/decoding_probes.py expected-f1 checkpoints/quality/runs/quality-toxic_spans/toxic_spans-seed13

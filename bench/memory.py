@@ -26,8 +26,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 from report import machine_line, write_section  # noqa: E402
 
 SAMPLE = ROOT / "data" / "sample" / "kold_sample.json"
-DOC = ROOT / "docs" / "benchmarks" / "memory.md"
-HEADER = "# Memory and input length\n\nEvery figure here was produced by the command printed above it.\n"
 
 
 def sample_comments() -> list[str]:
@@ -157,10 +155,7 @@ def main() -> int:
     if args.no_docs:
         print(section)
     else:
-        if not DOC.exists():
-            DOC.parent.mkdir(parents=True, exist_ok=True)
-            DOC.write_text(HEADER, encoding="utf-8")
-        write_section("memory", section, DOC)
+        write_section("memory", section)
     return 0
 
 

@@ -29,7 +29,7 @@ run's settings and trained by the experiment grid behind `kold-span ablate`
 (kold_span.experiments.grid: one cell per corpus and tag, run folders
 `--out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`).
 
-Results: bench/results/quality.json and a section of docs/BENCHMARKS.md.
+Results: bench/results/quality.json and a section of docs/benchmarks/quality.md.
 """
 from __future__ import annotations
 

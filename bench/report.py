@@ -1,17 +1,40 @@
-"""Writing benchmark results into docs/BENCHMARKS.md, one marked section per benchmark."""
+"""Writing benchmark results into docs/benchmarks/<topic>.md, one marked section per benchmark run.
+
+docs/BENCHMARKS.md holds the headline table and links; each topic's page holds its sections, each
+rewritten in place between `<!-- begin NAME -->` and `<!-- end NAME -->` when its benchmark runs again.
+"""
 from __future__ import annotations
 
 import os
 import platform
 import re
 from pathlib import Path
+from typing import Optional
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"
-HEADER = """# Benchmarks
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
+# A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
+TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
+          ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"))
+HEADER = """# {title}
 
 Every figure here was produced by the command printed above it, on the machine named there.
 Sections are rewritten in place when their benchmark is run again.
 """
+
+
+def topic_page(name: str) -> Path:
+    """The docs page a section belongs to.
+
+    Example:
+        >>> topic_page("throughput-gpu-256").name, topic_page("precision-no-avx512").name
+        ('throughput.md', 'training-speed.md')
+        >>> topic_page("serve-load").name
+        'serve-load.md'
+    """
+    for prefix, page in TOPICS:
+        if name == prefix or name.startswith(prefix + "-"):
+            return DOCS / page
+    return DOCS / f"{name}.md"
 
 
 def vector_extensions(flags: str) -> str:
@@ -48,10 +71,11 @@ def machine_line() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def write_section(name: str, body: str, doc: Path = DOC) -> None:
-    """Replace (or append) the section `name` of `doc` (docs/BENCHMARKS.md by default)."""
+def write_section(name: str, body: str, doc: Optional[Path] = None) -> None:
+    """Replace (or append) the section `name` of `doc` (by default its topic's page, see `topic_page`)."""
+    doc = doc or topic_page(name)
     doc.parent.mkdir(parents=True, exist_ok=True)
-    text = doc.read_text(encoding="utf-8") if doc.exists() else HEADER
+    text = doc.read_text(encoding="utf-8") if doc.exists() else HEADER.format(title=name.replace("-", " ").capitalize())
     begin, end = f"<!-- begin {name} -->", f"<!-- end {name} -->"
     block = f"{begin}\n{body.rstrip()}\n{end}"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)

@@ -105,8 +105,8 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1, …")
     parser.add_argument("--no-kiwi", action="store_true",
                         help="split words without Kiwi and do not snap spans to morphemes")
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/BENCHMARKS.md")
-    parser.add_argument("--section", default="throughput", help="section of docs/BENCHMARKS.md to (re)write")
+    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks/throughput.md")
+    parser.add_argument("--section", default="throughput", help="section of docs/benchmarks/throughput.md to (re)write")
     args = parser.parse_args()
 
     examples, source = load_comments(args.data, args.n)

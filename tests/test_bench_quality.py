@@ -557,8 +557,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_render_only_rebuilds_the_committed_docs_section_from_the_results_and_the_corpus_table(monkeypatch):
-    """bench/quality.py --render-only must leave docs/BENCHMARKS.md as it is (the rendering machine aside)."""
-    doc = (ROOT / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
+    """bench/quality.py --render-only must leave docs/benchmarks/quality.md as it is (the rendering machine aside)."""
+    doc = (ROOT / "docs" / "benchmarks" / "quality.md").read_text(encoding="utf-8")
     section = doc.split("<!-- begin quality -->\n", 1)[1].split("\n<!-- end quality -->", 1)[0]
     machine = re.search(r"; rendered on (.*?); the command of each row", section).group(1)
     monkeypatch.setattr(quality, "machine_line", lambda: machine)
