@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
+from kold_span.config.choices import Problem  # noqa: E402
 from kold_span.config.loading import REUSE_IGNORED_KEYS, load_config, saved_config_changes
 from kold_span.config.schema import Config  # noqa: E402
 from kold_span.data.example import (
@@ -53,7 +54,7 @@ from kold_span.data.example import (
 )
 from kold_span.data.jsonl import write_jsonl  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
-from kold_span.models.ngram import context_string, decode_probs
+from kold_span.models.ngram import context_string, decode_probs, gold_label
 from kold_span.models.tasks import Task, tune_thresholds
 from kold_span.training.calibration import choose_companion, refit_companion, taken_extra  # noqa: E402
 
@@ -72,7 +73,7 @@ class Corpus:
     anchor: str
     experiment: str
     options: dict[str, Any] = field(default_factory=dict)
-    problem: str = "single"
+    problem: Problem = Problem.SINGLE
     span_type: Optional[str] = None
 
 
@@ -87,7 +88,7 @@ CORPORA = {
                      "KLUE-RoBERTa-base 0.740 bal. acc. (10k dialogues); GPT-3.5 zero-shot 0.535", "kocosa.yaml"),
     "beep": Corpus("beep", "beep", "hate", "hate/macro_f1", "macro_f1", "the paper's BERT benchmark", "beep.yaml"),
     "unsmile": Corpus("unsmile", "unsmile/unsmile_train_v1.0.tsv", "groups", "groups/macro_f1", "macro_f1",
-                      "KcBERT-base macro 0.76 / micro 0.77", "unsmile.yaml", problem="multi"),
+                      "KcBERT-base macro 0.76 / micro 0.77", "unsmile.yaml", problem=Problem.MULTI),
     "multipico": Corpus("multipico", "multipico", "irony", "irony/macro_f1", "macro_f1", "—", "multipico.yaml"),
 }
 
@@ -95,7 +96,7 @@ CORPORA = {
 def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     from kold_span.data.splits import carve
 
-    stratify = spec.label if spec.label and spec.problem == "single" else None
+    stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
     return carve(examples, fraction, seed, stratify=stratify)
 
 
@@ -132,15 +133,14 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     train-only n-gram, the order a training run follows.
     """
     train, dev, test = (with_label(spec.label, part) for part in (splits["train"], splits["dev"], test))
-    gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
-            else label_str(e.labels[spec.label]) for e in test]
+    gold = [gold_label(e, spec.label, spec.problem) for e in test]
     dev_texts = {e.text for e in dev}
     offered = [e for e in extra if e.text not in dev_texts]
     dev_probs = encoder_probs(predictor, dev, task_name)
     companion = choose_companion(task_name, spec.label, spec.problem, train, dev, dev_probs,
                                  metric=spec.baseline_metric, extra=offered, refit=False)
     tuned = None
-    if thresholds and spec.problem == "multi":
+    if thresholds and spec.problem.thresholded:
         dev_fused = fuse_with_ngram(companion, dev_probs, dev)
         tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
     companion = refit_companion(companion, train + dev + taken_extra(companion, offered))
@@ -149,7 +149,8 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
            "dev_scores": companion.summary()["dev_scores"], **label_scores(gold, predicted, spec.problem)}
-    if spec.problem == "single" and any(a.labels.get(spec.label) is not None for e in test for a in e.annotations):
+    if spec.problem is Problem.SINGLE and any(a.labels.get(spec.label) is not None
+                                              for e in test for a in e.annotations):
         row["all_annotations"] = {
             "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),
             "fused": annotation_scores(spec.label, test, predicted)}
