@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from quality import CORPORA, encoder_probs, fuse_with_ngram, fused_thresholds, with_label  # noqa: E402
 
 from kold_span.config import config_from_dict  # noqa: E402
+from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import (
     label_str,  # noqa: E402
     spans_to_offsets,  # noqa: E402
@@ -36,7 +37,7 @@ from kold_span.data.example import (
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
 from kold_span.evaluation.task_scores import predicted_offsets  # noqa: E402
-from kold_span.models.decoding import gate_open  # noqa: E402
+from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import tags_to_spans  # noqa: E402
 from kold_span.training import choose_companion, refit_companion  # noqa: E402
@@ -97,7 +98,7 @@ def load_run(run: Path):
 
 def expected_f1(run: Path) -> dict:
     _, predictor, splits = load_run(run)
-    task = next(t for t in predictor.tasks if t.kind == "span")
+    task = next(t for t in predictor.tasks if t.kind is TaskKind.SPAN)
     out = {"run": run.name, "threshold": list(task.thresholds)}
     for split in ("dev", "test"):
         examples = splits[split]

@@ -51,14 +51,14 @@ from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  #
 from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
-from kold_span.config import REUSE_IGNORED_KEYS, Config, saved_config_changes  # noqa: E402
+from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, saved_config_changes  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
 from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
 from kold_span.data.splits import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
                                         train_planned)
-from kold_span.models.ngram import context_string, decode_probs  # noqa: E402
+from kold_span.models.ngram import context_string, decode_probs, gold_label  # noqa: E402
 from kold_span.models.tasks import Task, tune_thresholds  # noqa: E402
 from kold_span.training import choose_companion, evaluate_predictor, refit_companion, taken_extra  # noqa: E402
 
@@ -106,15 +106,14 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     train-only n-gram, the order a training run follows.
     """
     train, dev, test = (with_label(spec.label, part) for part in (splits["train"], splits["dev"], test))
-    gold = [[label_str(v) for v in e.labels[spec.label]] if spec.problem == "multi"
-            else label_str(e.labels[spec.label]) for e in test]
+    gold = [gold_label(e, spec.label, spec.problem) for e in test]
     dev_texts = {e.text for e in dev}
     offered = [e for e in extra if e.text not in dev_texts]
     dev_probs = encoder_probs(predictor, dev, task_name)
     companion = choose_companion(task_name, spec.label, spec.problem, train, dev, dev_probs,
                                  metric=spec.baseline_metric, extra=offered, refit=False)
     tuned = None
-    if thresholds and spec.problem == "multi":
+    if thresholds and spec.problem.thresholded:
         dev_fused = fuse_with_ngram(companion, dev_probs, dev)
         tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
     companion = refit_companion(companion, train + dev + taken_extra(companion, offered))
@@ -123,7 +122,8 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     predicted = [decode_probs(p, spec.problem) for p in fused]
     row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
            "dev_scores": companion.summary()["dev_scores"], **label_scores(gold, predicted, spec.problem)}
-    if spec.problem == "single" and any(a.labels.get(spec.label) is not None for e in test for a in e.annotations):
+    if spec.problem is Problem.SINGLE and any(a.labels.get(spec.label) is not None
+                                              for e in test for a in e.annotations):
         row["all_annotations"] = {
             "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),
             "fused": annotation_scores(spec.label, test, predicted)}

@@ -7,7 +7,7 @@ the file and the key before anything is read or trained.
 Example:
     >>> table = load_corpora(CORPORA_FILE)
     >>> table.corpora["irosva_mx"].options, table.corpora["unsmile"].problem, table.aim("irosva average")
-    ({'variant': 'mx'}, 'multi', 0.7)
+    ({'variant': 'mx'}, <Problem.MULTI: 'multi'>, 0.7)
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span import corpora
-from kold_span.config import ConfigError, build_dataclass, read_yaml
+from kold_span.config import ConfigError, Problem, build_dataclass, read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA_FILE = ROOT / "bench" / "quality_corpora.yaml"
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
-PROBLEMS = ("single", "multi")
+PROBLEMS = (Problem.SINGLE, Problem.MULTI)  # the sequence problems an n-gram row can score
 # The name of the IroSvA average's row, as the tables and the aims know it.
 IROSVA_AVERAGE = "irosva average"
 
@@ -100,6 +100,7 @@ def corpus_entry(path: Path, name: str, entry: Any, experiments: Path) -> Corpus
                           f"{', '.join(corpora.available())}")
     if spec.problem not in PROBLEMS:
         raise ConfigError(f"{path}: key '{where}problem' must be one of {', '.join(PROBLEMS)}, got {spec.problem!r}")
+    spec.problem = Problem(spec.problem)
     if "/" not in spec.metric:
         raise ConfigError(f"{path}: key '{where}metric' must be TASK/METRIC as in a run's metrics.json, "
                           f"e.g. irony/macro_f1; got {spec.metric!r}")

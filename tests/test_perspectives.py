@@ -11,7 +11,7 @@ from kold_span.data.jsonl import write_jsonl
 from kold_span.data.perspectives import expand_by_annotator, parse_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
-from kold_span.models.tasks import soft_distribution
+from kold_span.models.kinds.problems import soft_distribution
 from kold_span.training.run import train
 
 from conftest import TINY

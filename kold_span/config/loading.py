@@ -13,12 +13,14 @@ import json
 import os
 import re
 import typing
+from enum import Enum
 from pathlib import Path
 from typing import Any, Union
 
 import yaml
 
-from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, PROBLEMS, SECTIONS, SNAPS, TASK_KINDS, Config
+from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config
 from kold_span.errors import ConfigError
 
 
@@ -131,6 +133,12 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
         return dict(value)
     if hint is Any:
         return value
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: key '{key}' must be one of {hint.values()}, got {value!r}")
+        # A name outside the set stays a string: `check_values` reports it on the merged config,
+        # naming every file and override it came from.
+        return hint(value) if value in hint.values() else value
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if hint is str and isinstance(value, int) and not isinstance(value, bool):
@@ -314,40 +322,43 @@ def check_values(config: Config, where: str) -> None:
          f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
     names = [t.name for t in config.tasks]
     need(len(set(names)) == len(names), f"task names must be unique, got {names}")
+    for i, task in enumerate(config.tasks):  # first, as a task's gate is checked by its kind
+        need(isinstance(task.kind, TaskKind),
+             f"tasks[{i}].kind must be one of {TaskKind.values()}, got {task.kind!r}")
+        need(isinstance(task.problem, Problem),
+             f"tasks[{i}].problem must be one of {Problem.values()}, got {task.problem!r}")
     for i, task in enumerate(config.tasks):
         need(bool(task.name), f"tasks[{i}].name is empty")
-        need(task.kind in TASK_KINDS, f"tasks[{i}].kind must be one of {TASK_KINDS}, got {task.kind!r}")
-        need(task.problem in PROBLEMS, f"tasks[{i}].problem must be one of {PROBLEMS}, got {task.problem!r}")
         need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
         if task.class_weight is not None:
-            need(task.class_weight == "balanced" and task.kind == "sequence" and task.problem in ("single", "multi"),
+            need(task.class_weight == "balanced" and task.kind.label_valued(task.problem),
                  f"tasks[{i}].class_weight: only 'balanced' on a single- or multi-label sequence task is supported, "
-                 f"got {task.class_weight!r} on a {task.kind} task with problem {task.problem!r}")
+                 f"got {task.class_weight!r} on a {task.kind} task with problem '{task.problem}'")
         if task.threshold != 0.5:
-            need(task.kind == "span" or task.problem == "multi",
+            need(task.kind.takes_threshold(task.problem),
                  f"tasks[{i}].threshold applies to span tasks and multi-label sequence tasks (problem: multi), "
-                 f"not to a {task.kind} task with problem {task.problem!r}")
+                 f"not to a {task.kind} task with problem '{task.problem}'")
             numeric = isinstance(task.threshold, (int, float)) and not isinstance(task.threshold, bool)
             need(task.threshold == "dev" or (numeric and 0.0 < task.threshold < 1.0),
                  f"tasks[{i}].threshold must be a number in (0, 1) or 'dev', got {task.threshold!r}")
             need(task.threshold != "dev" or bool(config.data.dev) or config.data.dev_fraction > 0,
                  f"tasks[{i}].threshold: dev needs a dev split (data.dev or data.dev_fraction > 0)")
         if task.fuse_ngram:
-            need(task.kind == "sequence" and task.problem in ("single", "multi"),
+            need(task.kind.label_valued(task.problem),
                  f"tasks[{i}].fuse_ngram applies to single- or multi-label sequence tasks, "
-                 f"not to a {task.kind} task with problem {task.problem!r}")
+                 f"not to a {task.kind} task with problem '{task.problem}'")
             need(bool(config.data.dev) or config.data.dev_fraction > 0,
                  f"tasks[{i}].fuse_ngram needs a dev split to choose the fusion weight "
                  "(data.dev or data.dev_fraction > 0)")
             allowed = FUSE_METRICS.get(task.problem, ())
             need(task.fuse_metric in allowed,
-                 f"tasks[{i}].fuse_metric must be one of {allowed} for problem {task.problem!r}, "
+                 f"tasks[{i}].fuse_metric must be one of {allowed} for problem '{task.problem}', "
                  f"got {task.fuse_metric!r}")
         need(task.fuse_ngram or not task.fuse_ngram_train,
              f"tasks[{i}].fuse_ngram_train needs fuse_ngram: true (it is the fused n-gram's extra training data)")
         if task.gate is not None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
-            need(task.kind == "span" and gate is not None and gate.kind == "sequence" and gate.problem == "single",
+            need(task.kind.gated and gate is not None and gate.kind.single_label(gate.problem),
                  f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
     tc = config.trainer
     need(tc.lr >= 0, f"trainer.lr must be 0 or more, got {tc.lr!r}")
@@ -357,7 +368,8 @@ def check_values(config: Config, where: str) -> None:
          "trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1")
     ema = config.trainer.ema_decay
     need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
-    need(config.align.snap in SNAPS, f"align.snap must be one of {SNAPS}, got {config.align.snap!r}")
+    need(isinstance(config.align.snap, SnapMode),
+         f"align.snap must be one of {SnapMode.values()}, got {config.align.snap!r}")
     need(config.context.mode in CONTEXT_MODES,
          f"context.mode must be one of {CONTEXT_MODES}, got {config.context.mode!r}")
     enc = config.model.encoder
@@ -378,6 +390,6 @@ def check_values(config: Config, where: str) -> None:
                                  for t in config.tasks),
          f"trainer.monitor {monitor!r} names no metric of this config: use one of {', '.join(forms)} "
          f"or dev/<task>/<metric> with a task of {[t.name for t in config.tasks]} (e.g. dev/{config.tasks[0].name}/"
-         f"{'char_f1' if config.tasks[0].kind == 'span' else 'macro_f1'})")
+         f"{config.tasks[0].kind.main_metric})")
     if config.data.perspective is not None:
         need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")

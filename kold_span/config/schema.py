@@ -1,9 +1,16 @@
-"""The config schema: one dataclass per section, and the values each key allows."""
+"""The config schema: one dataclass per section, and the values each key allows.
+
+Keys that choose from a closed set of names are typed by the enums of `kold_span.config.choices`
+(`TaskKind`, `Problem`, `SnapMode`); `Config.to_dict` gives them back as their strings.
+"""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional, Union
+
+from kold_span.config.choices import Problem, SnapMode, TaskKind
 
 POOLINGS = ("first", "mean")
 
@@ -50,9 +57,9 @@ class TaskConfig:
     """One training objective: a sequence label or a span type."""
 
     name: str = ""
-    kind: str = "sequence"  # "sequence" (first-token head) or "span" (BIO token head)
+    kind: TaskKind = TaskKind.SEQUENCE  # "sequence" (first-token head) or "span" (BIO token head)
     source: str = ""  # label key for sequence tasks, span type for span tasks
-    problem: str = "single"  # sequence: "single", "multi" or "soft"
+    problem: Problem = Problem.SINGLE  # sequence: "single", "multi" or "soft"
     weight: float = 1.0
     labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
     gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
@@ -110,7 +117,7 @@ class DataConfig:
 
 @dataclass
 class AlignConfig:
-    snap: str = "morpheme"  # how predicted spans are widened: morpheme, eojeol, none
+    snap: SnapMode = SnapMode.MORPHEME  # how predicted spans are widened: morpheme, eojeol, none
     trim: bool = True
 
 
@@ -169,22 +176,21 @@ class Config:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The config as plain data: the enum members as their strings."""
+        return dataclasses.asdict(self, dict_factory=_plain_dict)
+
+
+def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`dataclasses.asdict`'s dict with each enum member replaced by its value."""
+    return {key: value.value if isinstance(value, Enum) else value for key, value in items}
 
 
 SECTIONS = ("data", "model", "trainer", "context", "align", "tasks", "debug")
 
 
-TASK_KINDS = ("sequence", "span")
-
-
-PROBLEMS = ("single", "multi", "soft")
-
-
-FUSE_METRICS = {"single": ("macro_f1", "accuracy", "balanced_accuracy"), "multi": ("macro_f1", "micro_f1")}
-
-
-SNAPS = ("morpheme", "eojeol", "none")
+# The metrics a fused n-gram's weight may be chosen by, per problem (see `fuse_metric`).
+FUSE_METRICS = {Problem.SINGLE: ("macro_f1", "accuracy", "balanced_accuracy"),
+                Problem.MULTI: ("macro_f1", "micro_f1")}
 
 
 CONTEXT_MODES = ("auto", "title", "topic", "post", "dialogue", "none")

@@ -13,11 +13,14 @@ import unicodedata
 from collections import Counter
 from typing import Any, Callable, Optional, Sequence, Union
 
-from kold_span.data.example import (Example, Span, label_str, merge_spans, spans_to_offsets)
+from kold_span.config.choices import Problem
+from kold_span.config.schema import FUSE_METRICS
+from kold_span.data.example import (Example, Span, merge_spans, spans_to_offsets)
 from kold_span.errors import ArgumentError
 from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
-from kold_span.models.ngram import (NgramBaseline, Prediction, Probs, _check_problem, _labelled, context_string,
-                                    decode_probs, fuse_probs)
+from kold_span.models.kinds.problems import Prediction, Probs, label_problem
+from kold_span.models.ngram import (NgramBaseline, _check_problem, _labelled, context_string, decode_probs,
+                                    fuse_probs)
 
 WEIGHT_GRID = tuple(i / 10 for i in range(11))
 
@@ -42,10 +45,8 @@ class MajorityBaseline:
             >>> MajorityBaseline("off").fit(train).predict([Example("d", "w")])
             ['true']
         """
-        if problem is not None:
-            _check_problem(problem)
         self.label = label
-        self.problem = problem
+        self.problem = _check_problem(problem) if problem is not None else None
         self.prediction_: Optional[Prediction] = None
 
     def fit(self, examples: Sequence[Example]) -> "MajorityBaseline":
@@ -59,10 +60,10 @@ class MajorityBaseline:
             for "multi" the labels present in more than half of the examples.
         """
         if self.problem is None:
-            self.problem = ("multi" if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
-                            else "single")
+            self.problem = (Problem.MULTI if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
+                            else Problem.SINGLE)
         _, golds = _labelled(examples, self.label, self.problem)
-        if self.problem == "multi":
+        if self.problem.thresholded:  # each label on its own: those of most examples
             counts = Counter(name for gold in golds for name in gold)
             self.prediction_ = sorted(name for name, n in counts.items() if n > len(golds) / 2)
         else:
@@ -200,9 +201,8 @@ class HybridScorer:
             >>> HybridScorer(weight=0.5).predict([{"a": 0.8, "b": 0.2}], [{"a": 0.1, "b": 0.9}])
             ['b']
         """
-        _check_problem(problem)
         self.weight = weight
-        self.problem = problem
+        self.problem = _check_problem(problem)
         self.threshold = threshold
         self.dev_scores_: dict[float, float] = {}
 
@@ -224,8 +224,9 @@ class HybridScorer:
             dev_probs_a: model A's dev probabilities.
             dev_probs_b: model B's dev probabilities.
             dev_gold: gold labels (raw values are converted with `label_str`; lists for "multi").
-            metric: "accuracy", "macro_f1", "balanced_accuracy" (single), "micro_f1" or
-                "macro_f1" (multi), or a callable ``metric(gold, predicted) -> float``
+            metric: one of `FUSE_METRICS` for the problem ("accuracy", "macro_f1",
+                "balanced_accuracy" (single), "micro_f1" or "macro_f1" (multi)), or a
+                callable ``metric(gold, predicted) -> float``
                 where higher is better.
 
         Returns:
@@ -238,7 +239,7 @@ class HybridScorer:
             >>> HybridScorer().choose_weight(a, b, ["t", "f"], "accuracy")  # both right for 0.5 ≤ weight ≤ 0.7
             0.5
         """
-        gold = [sorted({label_str(v) for v in g}) if self.problem == "multi" else label_str(g) for g in dev_gold]
+        gold = [label_problem(self.problem).gold_label(g) for g in dev_gold]
         score = self._metric(metric, gold)
         self.dev_scores_ = {}
         for weight in WEIGHT_GRID:
@@ -253,14 +254,10 @@ class HybridScorer:
         """A named metric as a function of (gold, predicted)."""
         if callable(metric):
             return metric
-        if self.problem == "multi":
-            if metric not in ("micro_f1", "macro_f1"):
-                raise ArgumentError(f"multi-label metric must be 'micro_f1', 'macro_f1' or a callable, got {metric!r}")
-            return lambda g, p: multilabel_scores(g, p, labels=_label_inventory(g, p))[metric]
-        if metric not in ("accuracy", "macro_f1", "balanced_accuracy"):
-            raise ArgumentError(f"metric must be 'accuracy', 'macro_f1', 'balanced_accuracy' or a callable, "
-                                f"got {metric!r}")
-        return lambda g, p: classification_report_dict(g, p)[metric]
+        allowed = FUSE_METRICS[self.problem]
+        if metric not in allowed:
+            raise ArgumentError(f"{self.problem}-label metric must be one of {allowed} or a callable, got {metric!r}")
+        return lambda g, p: label_scores(g, p, self.problem)[metric]
 
 
 def _label_inventory(*label_lists: Sequence[list[str]]) -> list[str]:
@@ -289,14 +286,29 @@ def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], pr
         >>> label_scores(["true", "false"], ["true", "true"], "single")["f1"]
         0.6666666666666666
     """
-    if problem == "multi":
-        return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
+    return LABEL_SCORES[_check_problem(problem)](gold, predicted, probs)
+
+
+def single_label_scores(gold: Sequence[str], predicted: Sequence[str],
+                        probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
+    """accuracy, macro_f1, balanced_accuracy; precision, recall and f1 of "true" for true/false labels."""
     report = classification_report_dict(list(gold), list(predicted))
     scores = {key: report[key] for key in ("accuracy", "macro_f1", "balanced_accuracy")}
     if set(gold) | set(predicted) <= {"true", "false"}:
         prf = binary_prf(list(gold), list(predicted), positive="true")
         scores.update(precision=prf["precision"], recall=prf["recall"], f1=prf["f1"])
     return scores
+
+
+def multi_label_scores(gold: Sequence[list[str]], predicted: Sequence[list[str]],
+                       probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
+    """micro_f1 and macro_f1 over the labels either side names; lrap too with `probs`."""
+    return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
+
+
+# The scores of a label baseline, per problem (an n-gram or majority model learns label values only).
+LABEL_SCORES: dict[Problem, Callable[..., dict[str, Any]]] = {Problem.SINGLE: single_label_scores,
+                                                               Problem.MULTI: multi_label_scores}
 
 
 def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Optional[str],
@@ -329,7 +341,7 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
         >>> run_baselines(train, train, "off", span_type="OFF")["lexicon"]["char_f1"]
         1.0
     """
-    _check_problem(problem)
+    problem = _check_problem(problem)
     results: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
     if label is not None:
         train_l, _ = _labelled(train, label, problem)
@@ -344,7 +356,7 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
             model = NgramBaseline(label, problem, use_context=use_context, **(ngram_options or {})).fit(train_l)
             probs = model.predict_proba(test_l)
             predicted = [decode_probs(p, problem, model.threshold) for p in probs]
-            results[name] = label_scores(gold, predicted, problem, probs if problem == "multi" else None)
+            results[name] = label_scores(gold, predicted, problem, probs)
     if span_type is not None:
         tagger = LexiconSpanTagger(span_type, **(lexicon_options or {})).fit(train)
         predicted_spans = tagger.predict(test)

@@ -1,65 +1,122 @@
-"""Scores of merged model outputs against gold examples, per task."""
+"""Scores of merged model outputs against gold examples, per task; thresholds tuned on dev.
+
+Scoring is the evaluation layer's part of a task kind. `kold_span.models.kinds` holds what a
+kind does up to its predictions, and cannot import `metrics`, which sit a layer above it; so each
+kind's scorer is here, in `SCORERS` (keyed by `TaskKind`), and a sequence task's scores by its
+label problem in `SEQUENCE_SCORES` (keyed by `Problem`). A new kind adds its scorer here.
+"""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from kold_span.data.example import Example, label_str, spans_to_offsets
+from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.data.example import Example, label_set, label_str, spans_to_offsets
 from kold_span.evaluation import metrics
-from kold_span.models.decoding import (MergedExample, sequence_prediction, span_tags, task_spans)
-from kold_span.models.tasks import THRESHOLD_GRID, Task, soft_distribution
+from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds.problems import soft_distribution
+from kold_span.models.kinds.sequence import sequence_prediction
+from kold_span.models.kinds.span import span_tags, task_spans
+from kold_span.models.tasks import THRESHOLD_GRID, Task, tune_thresholds
 from kold_span.text.align import spans_to_tags
 
 
+class TaskScorer(Protocol):
+    """How one kind of task is scored, and its thresholds tuned, on gold examples."""
+
+    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+        """The task's metrics as `task/metric` → value."""
+
+    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                       merged: Sequence[MergedExample], snap: SnapMode,
+                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
+        """The task's thresholds that score best on these (dev) examples, and them by name for a report."""
+
+
 def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
-          snap: str = "morpheme", trim: bool = True) -> dict[str, float]:
+          snap: str = SnapMode.MORPHEME, trim: bool = True) -> dict[str, float]:
     """Every task's metrics as a flat dict `task/metric` → value.
 
-    Example:
-        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
-        >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}),
-        ...         Example(id="2", text="좋네", labels={"OFF": False})]
-        >>> merged = [MergedExample({"OFF": np.array([0.2, 0.8])}), MergedExample({"OFF": np.array([0.3, 0.7])})]
-        >>> scores = score([off], gold, merged)  # both predicted true
-        >>> scores["OFF/accuracy"], scores["OFF/precision"], scores["OFF/recall"]
-        (0.5, 0.5, 1.0)
     """
+    snap = SnapMode.parse(snap, "snap")
     out: dict[str, float] = {}
     for task in tasks:
-        if task.kind == "span":
-            out.update(_span_scores(task, tasks, examples, merged, snap, trim))
-        else:
-            out.update(_sequence_scores(task, examples, merged))
+        out.update(SCORERS[task.kind].scores(task, tasks, examples, merged, snap, trim))
     return out
 
 
-def _sequence_scores(task: Task, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, float]:
-    pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
-    if task.problem == "soft":
-        items = [(soft_distribution(ex, task.source), p) for ex, p in pairs]
-        items = [(gold, p) for gold, p in items if gold]
-        if not items:
-            return {}
-        golds = [[gold.get(label, 0.0) for label in task.labels] for gold, _ in items]
-        preds = [list(map(float, p)) for _, p in items]
-        hard_true = [task.labels[int(np.argmax(g))] for g in golds]
-        hard_pred = [task.labels[int(np.argmax(p))] for p in preds]
-        report = metrics.classification_report_dict(hard_true, hard_pred, labels=list(task.labels))
-        return {f"{task.name}/cross_entropy": metrics.soft_cross_entropy(preds, golds),
-                f"{task.name}/manhattan": metrics.manhattan_distance(preds, golds),
-                f"{task.name}/macro_f1": report["macro_f1"], f"{task.name}/accuracy": report["accuracy"]}
+def tune_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
+                   snap: str = SnapMode.NONE, trim: bool = True) -> tuple[tuple[float, ...], dict[str, float]]:
+    """The thresholds of one task chosen on held-out examples, and them by name for a report.
+
+    A multi-label task gets each label's F1-best threshold (`tune_thresholds`), reported by label;
+    a span task the P(B) + P(I) threshold with the best mean char-F1 (`tune_span_threshold`),
+    reported as "inside".
+    """
+    return SCORERS[task.kind].tune_threshold(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
+
+
+class SequenceScorer:
+    """A sequence task's scores, by its problem (`SEQUENCE_SCORES`)."""
+
+    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+        pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
+        return SEQUENCE_SCORES[task.problem](task, pairs)
+
+    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                       merged: Sequence[MergedExample], snap: SnapMode,
+                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
+        labelled = [(ex, m) for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
+        golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
+        thresholds = tune_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
+        return thresholds, dict(zip(task.labels, thresholds))
+
+
+class SpanScorer:
+    """A span task's character F1 (mean, snapped, micro) and seqeval F1 of its tags."""
+
+    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+        golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
+        raw = predicted_offsets(task, tasks, examples, merged, SnapMode.NONE, trim)
+        out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
+        if snap is not SnapMode.NONE:
+            out[f"{task.name}/char_f1_{snap.value}"] = metrics.mean_char_f1(
+                predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
+        micro = metrics.micro_char_prf(raw, golds)
+        out[f"{task.name}/char_micro_f1"] = micro["f1"]
+        true_tags, pred_tags = [], []
+        for ex, m in zip(examples, merged):
+            gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
+            true_tags.append([_typed(t or "O") for t in gold])
+            pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
+                             if len(m.token_offsets) else [])
+        if any(true_tags):
+            prf = metrics.seqeval_prf(true_tags, pred_tags)
+            out[f"{task.name}/seqeval_f1"] = prf["f1"]
+        return out
+
+    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+                       merged: Sequence[MergedExample], snap: SnapMode,
+                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
+        threshold = tune_span_threshold(task, tasks, examples, merged, snap, trim)
+        return (threshold,), {"inside": threshold}
+
+
+SCORERS: dict[TaskKind, TaskScorer] = {TaskKind.SEQUENCE: SequenceScorer(), TaskKind.SPAN: SpanScorer()}
+
+Pairs = Sequence[tuple[Example, np.ndarray]]  # each example with its probabilities of one task
+
+
+def single_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
+    """accuracy, macro/weighted F1, balanced accuracy; precision, recall, F1 of "true" for a true/false task."""
     labelled = [(ex.labels[task.source], p) for ex, p in pairs if ex.labels.get(task.source) is not None]
     if not labelled:
         return {}
-    if task.problem == "multi":
-        y_true = [[label_str(v) for v in gold] for gold, _ in labelled]
-        preds = [sequence_prediction(task, p) for _, p in labelled]
-        y_pred = [[label_str(v) for v in p["label"]] for p in preds]
-        scores = [p["probs"] for p in preds]
-        result = metrics.multilabel_scores(y_true, y_pred, labels=list(task.labels), scores=scores)
-        return {f"{task.name}/{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
     y_true = [label_str(gold) for gold, _ in labelled]
     y_pred = [task.labels[int(np.argmax(p))] for _, p in labelled]
     report = metrics.classification_report_dict(y_true, y_pred, labels=list(task.labels))
@@ -73,26 +130,37 @@ def _sequence_scores(task: Task, examples: Sequence[Example], merged: Sequence[M
     return out
 
 
-def _span_scores(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                 merged: Sequence[MergedExample], snap: str, trim: bool) -> dict[str, float]:
-    golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
-    raw = predicted_offsets(task, tasks, examples, merged, "none", trim)
-    out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
-    if snap != "none":
-        out[f"{task.name}/char_f1_{snap}"] = metrics.mean_char_f1(
-            predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
-    micro = metrics.micro_char_prf(raw, golds)
-    out[f"{task.name}/char_micro_f1"] = micro["f1"]
-    true_tags, pred_tags = [], []
-    for ex, m in zip(examples, merged):
-        gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
-        true_tags.append([_typed(t or "O") for t in gold])
-        pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
-                         if len(m.token_offsets) else [])
-    if any(true_tags):
-        prf = metrics.seqeval_prf(true_tags, pred_tags)
-        out[f"{task.name}/seqeval_f1"] = prf["f1"]
-    return out
+def multi_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
+    """micro/macro F1 of the labels decided at the task's thresholds, and label-ranking average precision."""
+    labelled = [(ex.labels[task.source], p) for ex, p in pairs if ex.labels.get(task.source) is not None]
+    if not labelled:
+        return {}
+    y_true = [[label_str(v) for v in gold] for gold, _ in labelled]
+    preds = [sequence_prediction(task, p) for _, p in labelled]
+    y_pred = [[label_str(v) for v in p["label"]] for p in preds]
+    scores = [p["probs"] for p in preds]
+    result = metrics.multilabel_scores(y_true, y_pred, labels=list(task.labels), scores=scores)
+    return {f"{task.name}/{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
+
+
+def soft_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
+    """Cross-entropy and Manhattan distance to the vote distribution; macro F1 and accuracy of the top labels."""
+    items = [(soft_distribution(ex, task.source), p) for ex, p in pairs]
+    items = [(gold, p) for gold, p in items if gold]
+    if not items:
+        return {}
+    golds = [[gold.get(label, 0.0) for label in task.labels] for gold, _ in items]
+    preds = [list(map(float, p)) for _, p in items]
+    hard_true = [task.labels[int(np.argmax(g))] for g in golds]
+    hard_pred = [task.labels[int(np.argmax(p))] for p in preds]
+    report = metrics.classification_report_dict(hard_true, hard_pred, labels=list(task.labels))
+    return {f"{task.name}/cross_entropy": metrics.soft_cross_entropy(preds, golds),
+            f"{task.name}/manhattan": metrics.manhattan_distance(preds, golds),
+            f"{task.name}/macro_f1": report["macro_f1"], f"{task.name}/accuracy": report["accuracy"]}
+
+
+SEQUENCE_SCORES: dict[Problem, Callable[[Task, Pairs], dict[str, float]]] = {
+    Problem.SINGLE: single_label_scores, Problem.MULTI: multi_label_scores, Problem.SOFT: soft_label_scores}
 
 
 def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Example],

@@ -26,6 +26,7 @@ from kold_span.data.example import Context
 from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
 from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import kind_of
 from kold_span.models.tasks import Task
 
 
@@ -83,17 +84,22 @@ class Ensemble(Predictor):
         for i, group in enumerate(zip(*outputs)):
             out = MergedExample(token_offsets=list(group[0].token_offsets))
             for task in self.tasks:
-                if task.kind == "sequence":
-                    out.sequence_probs[task.name] = np.mean([g.sequence_probs[task.name] for g in group], axis=0)
-                    continue
-                for name, g in zip(self.names[1:], group[1:]):
-                    if list(g.token_offsets) != out.token_offsets:
-                        raise ArgumentError(f"text {i}: {name} splits it into other tokens than {self.names[0]}; "
-                                            f"span task {task.name!r} can only be averaged over members that "
-                                            "share a tokenizer")
-                out.token_probs[task.name] = np.mean([g.token_probs[task.name] for g in group], axis=0)
+                kind = kind_of(task)
+                if kind.token_level:
+                    _check_same_tokens(i, task, group, out.token_offsets, self.names)
+                kind.average(task, group, out)
             merged.append(out)
         return merged
+
+
+def _check_same_tokens(index: int, task: Task, group: Sequence[MergedExample], tokens: list[tuple[int, int]],
+                       names: Sequence[str]) -> None:
+    """A ValueError unless every member split text `index` into the first member's tokens (a per-token task)."""
+    for name, member in zip(names[1:], group[1:]):
+        if list(member.token_offsets) != tokens:
+            raise ArgumentError(f"text {index}: {name} splits it into other tokens than {names[0]}; "
+                             f"{task.kind} task {task.name!r} can only be averaged over members that "
+                             "share a tokenizer")
 
 
 def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str]) -> tuple[float, ...]:
@@ -108,10 +114,11 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
     tuned = [bool(v.thresholds) for v in versions]
     if not any(tuned):
         return ()
-    if task.kind == "span" and not all(tuned):
+    implied = kind_of(task).implied_thresholds(task)  # how a member without thresholds decides
+    if implied is None and not all(tuned):
         without = [n for n, t in zip(names, tuned) if not t]
-        raise ArgumentError(f"span task {task.name!r} has a threshold in some members but not in {without}: "
-                            "they decode differently (most probable tag vs P(B) + P(I)); train them alike")
-    # a multi-label member without thresholds decides at 0.5
-    rows = [v.thresholds or (0.5,) * len(task.labels) for v in versions]
+        raise ArgumentError(f"{task.kind} task {task.name!r} has a threshold in some members but not in {without}: "
+                         "they decode differently (a span task's most probable tag vs P(B) + P(I)); "
+                         "train them alike")
+    rows = [v.thresholds or implied for v in versions]
     return tuple(float(x) for x in np.mean(rows, axis=0))

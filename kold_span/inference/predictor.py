@@ -16,11 +16,12 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
+from kold_span.config.choices import SnapMode
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
-from kold_span.models.decoding import (MergedExample, merge_windows, sequence_prediction, task_spans)
+from kold_span.models.decoding import MergedExample, merge_windows, prediction
 from kold_span.models.network import MultiTaskModel, probabilities
 from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
@@ -123,7 +124,7 @@ class Predictor:
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
         self.encoder = InputEncoder(tokenizer, max_length, stride, context_mode, max_turns)
-        self.snap, self.trim = snap, trim
+        self.snap, self.trim = SnapMode.parse(snap, "snap"), trim
         self.morpheme_pretokenize = morpheme_pretokenize
         self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
@@ -141,7 +142,7 @@ class Predictor:
             "format_version": FORMAT_VERSION,
             "tasks": [t.to_dict() for t in self.tasks],
             "context": {"mode": enc.context_mode, "max_turns": enc.max_turns},
-            "align": {"snap": self.snap, "trim": self.trim},
+            "align": {"snap": self.snap.value, "trim": self.trim},
             "max_length": enc.max_length, "stride": enc.stride, "pooling": self.model.pooling,
             "morpheme_pretokenize": self.morpheme_pretokenize,
             "perspective": self.perspective,
@@ -199,7 +200,7 @@ class Predictor:
                        batch_size: int = 32) -> list[MergedExample]:
         """Per-example outputs with long texts' windows merged."""
         prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
-                     snap=self.snap == "morpheme")
+                     snap=self.snap.uses_morphemes)
         windows, owners = [], []
         for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
             for window in example_windows:
@@ -237,13 +238,7 @@ class Predictor:
 
     def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """Labels with probabilities and spans `{type, start, end, text, score}`."""
-        labels, spans = {}, []
-        for task in self.tasks:
-            if task.kind == "sequence":
-                labels[task.name] = sequence_prediction(task, merged.sequence_probs[task.name])
-            else:
-                spans += task_spans(task, merged, text, self.snap, self.trim, self.tasks)
-        return {"labels": labels, "spans": sorted(spans, key=lambda s: (s["start"], s["type"]))}
+        return prediction(self.tasks, merged, text, self.snap, self.trim)
 
     def predict(self, texts: Sequence[str], contexts: Optional[Sequence[Context]] = None,
                 batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:

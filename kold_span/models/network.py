@@ -1,16 +1,18 @@
-"""The multi-task network: one shared encoder, a first-token head per sequence task
-and a BIO token head per span type."""
+"""The multi-task network: one shared encoder and a linear head per task.
+
+A head reads the pooled text (sequence tasks) or every token's state (span tasks), as the task's
+kind says (`kold_span.models.kinds`); the kind also gives its loss and probabilities.
+"""
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from kold_span.errors import ArgumentError
+from kold_span.models.kinds import kind_of
 from kold_span.models.tasks import Task
-from kold_span.text.align import IGNORE_INDEX
 
 
 class MultiTaskModel(nn.Module):
@@ -23,7 +25,7 @@ class MultiTaskModel(nn.Module):
         self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
         hidden = encoder.config.hidden_size
-        self.heads = nn.ModuleDict({t.name: nn.Linear(hidden, t.num_outputs) for t in self.tasks})
+        self.heads = nn.ModuleDict({t.name: nn.Linear(hidden, kind_of(t).num_outputs(t)) for t in self.tasks})
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -34,7 +36,7 @@ class MultiTaskModel(nn.Module):
             kwargs["token_type_ids"] = token_type_ids
         states = self.dropout(self.encoder(**kwargs).last_hidden_state)
         pooled = pool(states, attention_mask, self.pooling)
-        return {t.name: self.heads[t.name](states if t.kind == "span" else pooled) for t in self.tasks}
+        return {t.name: self.heads[t.name](states if kind_of(t).token_level else pooled) for t in self.tasks}
 
     def losses(self, logits: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Per-task losses; examples without a label for a task do not count for it."""
@@ -62,31 +64,10 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
 
 
 def task_loss(task: Task, logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Cross-entropy (single, span), binary cross-entropy (multi) or soft cross-entropy."""
-    if task.kind == "span":
-        target = batch[f"tags_{task.name}"]
-        if (target != IGNORE_INDEX).any():
-            return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
-        return logits.sum() * 0.0
-    target = batch[f"target_{task.name}"]
-    if task.problem == "single":
-        if (target != IGNORE_INDEX).any():
-            weight = logits.new_tensor(task.class_weights) if task.class_weights else None
-            return F.cross_entropy(logits, target, weight=weight, ignore_index=IGNORE_INDEX)
-        return logits.sum() * 0.0
-    mask = batch[f"mask_{task.name}"]
-    if not mask.any():
-        return logits.sum() * 0.0
-    if task.problem == "multi":
-        pos_weight = logits.new_tensor(task.class_weights) if task.class_weights else None
-        per_item = F.binary_cross_entropy_with_logits(logits, target, reduction="none",
-                                                      pos_weight=pos_weight).mean(-1)
-    else:
-        per_item = -(target * F.log_softmax(logits, dim=-1)).sum(-1)
-    return (per_item * mask).sum() / mask.sum()
+    """The task's loss: cross-entropy (single, span), binary cross-entropy (multi) or soft cross-entropy."""
+    return kind_of(task).loss(task, logits, batch)
 
 
 def probabilities(task: Task, logits: torch.Tensor) -> torch.Tensor:
     """Logits → probabilities: sigmoid for multi-label, softmax otherwise."""
-    return torch.sigmoid(logits) if task.problem == "multi" and task.kind == "sequence" else logits.softmax(-1)
+    return kind_of(task).probabilities(task, logits)

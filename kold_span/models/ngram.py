@@ -20,32 +20,26 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from kold_span.data.example import Example, context_turns, label_str
+from kold_span.config.choices import Problem
+from kold_span.data.example import Example, context_turns
+from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.errors import ArgumentError, ModelFormatError
 
-Probs = dict[str, float]
-
-
-Prediction = Union[str, list[str]]
-
-
-PROBLEMS = ("single", "multi")
+# An n-gram model learns label values: not a soft task's vote shares.
+PROBLEMS = tuple(p.value for p in Problem if p.label_valued)
 
 
 def gold_label(example: Example, label: str, problem: str) -> Optional[Prediction]:
     """The example's `label` as a vocabulary string (single) or a sorted list of them (multi); None if missing."""
     value = example.labels.get(label)
-    if value is None:
-        return None
-    if problem == "multi":
-        values = value if isinstance(value, list) else [value]
-        return sorted({label_str(v) for v in values})
-    return label_str(value)
+    return None if value is None else label_problem(problem).gold_label(value)
 
 
-def _check_problem(problem: str) -> None:
+def _check_problem(problem: str) -> Problem:
+    """`problem` as a `Problem` an n-gram model can learn (see `PROBLEMS`)."""
     if problem not in PROBLEMS:
         raise ArgumentError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+    return Problem(problem)
 
 
 def _labelled(examples: Sequence[Example], label: str, problem: str) -> tuple[list[Example], list[Prediction]]:
@@ -93,12 +87,11 @@ class NgramBaseline:
             >>> NgramBaseline("off").fit(train).predict([Example("3", "idiot")])
             ['true']
         """
-        _check_problem(problem)
+        self.problem = _check_problem(problem)
         unknown = set(analyzers) - {"char_wb", "word"}
         if unknown or not analyzers:
             raise ArgumentError(f"analyzers must be a non-empty subset of ('char_wb', 'word'), got {list(analyzers)}")
         self.label = label
-        self.problem = problem
         self.analyzers = tuple(analyzers)
         self.char_ngram = tuple(char_ngram)
         self.word_ngram = tuple(word_ngram)
@@ -154,7 +147,7 @@ class NgramBaseline:
         if self.use_context:
             columns.append(("context", self._vectorizers(), 1))
         classifier = LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=2000)
-        if self.problem == "multi":
+        if self.problem.thresholded:  # one binary classifier per label
             self.binarizer_ = MultiLabelBinarizer()
             targets = self.binarizer_.fit_transform(golds)
             self.labels_ = tuple(self.binarizer_.classes_)
@@ -184,7 +177,7 @@ class NgramBaseline:
         if not examples:
             return []
         matrix = self.pipeline_.predict_proba(self._columns(examples))
-        columns = (self.labels_ if self.problem == "multi"
+        columns = (self.labels_ if self.problem.thresholded
                    else tuple(str(c) for c in self.pipeline_.named_steps["classifier"].classes_))
         return [{name: float(p) for name, p in zip(columns, row)} for row in matrix]
 
@@ -201,10 +194,13 @@ class NgramBaseline:
 
 
 def decode_probs(probs: Probs, problem: str, threshold: float = 0.5) -> Prediction:
-    """Probabilities → the top label ("single"; ties: the smallest) or the labels ≥ threshold ("multi")."""
-    if problem == "multi":
-        return sorted(name for name, p in probs.items() if p >= threshold)
-    return min(probs, key=lambda name: (-probs[name], name))
+    """Probabilities → the top label ("single"; ties: the smallest) or the labels ≥ threshold ("multi").
+
+    Example:
+        >>> decode_probs({"b": 0.4, "a": 0.4, "c": 0.2}, "single"), decode_probs({"b": 0.4, "a": 0.6}, "multi", 0.4)
+        ('a', ['a', 'b'])
+    """
+    return label_problem(problem).decode_probs(probs, threshold)
 
 
 def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float) -> list[Probs]:
@@ -250,7 +246,7 @@ class NgramScorer:
     def __init__(self, label: str, problem: str, use_context: bool, labels: Sequence[str],
                  output: str, vectorizers: list[dict[str, Any]], coef: np.ndarray, intercept: np.ndarray):
         self.label = label
-        self.problem = problem
+        self.problem = _check_problem(problem)
         self.use_context = use_context
         self.labels = tuple(labels)
         self.output = output  # "binary" (one logit for labels[1]), "softmax" or "sigmoid" (one per label)
@@ -274,7 +270,7 @@ class NgramScorer:
                 vectorizers.append({"column": int(column), "params": params, "vocabulary": vocabulary,
                                     "idf": np.asarray(vectorizer.idf_, dtype=np.float64)})
         classifier = model.pipeline_.named_steps["classifier"]
-        if model.problem == "multi":
+        if model.problem.thresholded:
             rows, biases = [], []
             width = sum(len(v["vocabulary"]) for v in vectorizers)
             for estimator in classifier.estimators_:
@@ -330,7 +326,7 @@ class NgramScorer:
         from safetensors.numpy import save_file
 
         path_stem.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"version": STATE_VERSION, "label": self.label, "problem": self.problem,
+        meta = {"version": STATE_VERSION, "label": self.label, "problem": self.problem.value,
                 "use_context": self.use_context, "labels": list(self.labels), "output": self.output,
                 "vectorizers": [{"column": v["column"], "params": v["params"], "vocabulary": v["vocabulary"]}
                                 for v in self.vectorizers], **(extra or {})}

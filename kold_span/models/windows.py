@@ -1,4 +1,4 @@
-"""Examples → model inputs: `[CLS] context [SEP] text [SEP]` windows with BIO targets.
+"""Examples → model inputs: `[CLS] context [SEP] text [SEP]` windows with each task's targets.
 
 Truncation cuts the context first (down to a quarter of the window); a text longer
 than what is left is split into overlapping windows (`stride` tokens shared) so
@@ -11,8 +11,8 @@ from typing import Any, Optional, Sequence
 
 from kold_span.data.example import Context, Example
 from kold_span.errors import ConfigError
-from kold_span.models.tasks import SPAN_TAGS, Task
-from kold_span.text.align import IGNORE_INDEX, spans_to_tags
+from kold_span.models.kinds import kind_of
+from kold_span.models.tasks import Task
 
 TURN_SEPARATOR = " / "
 
@@ -111,33 +111,15 @@ class InputEncoder:
             start += room - stride
 
 
-def span_targets(task: Task, example: Example, window: dict[str, Any]) -> list[int]:
-    """BIO tag ids of one span task for one window (ignore index outside the text)."""
-    tags = spans_to_tags(example.spans.get(task.source, []), [tuple(o) for o in window["offsets"]],
-                         segment_mask=[bool(m) for m in window["text_mask"]], text=example.text)
-    return [IGNORE_INDEX if t is None else SPAN_TAGS.index(t[0]) for t in tags]
-
-
 def encode_example(encoder: InputEncoder, tasks: Sequence[Task], example: Example,
                    index: int) -> list[dict[str, Any]]:
-    """Windows of one example with every task's target attached."""
+    """Windows of one example with every task's target attached (by the task's kind)."""
     windows = encoder.encode(example.text, example.context)
-    seq_targets = {t.name: missing_as_ignored(t, t.target(example)) for t in tasks if t.kind == "sequence"}
     for window in windows:
         window["example_index"] = index
-        for task in tasks:
-            if task.kind == "span":
-                window[f"tags_{task.name}"] = span_targets(task, example, window)
-            else:
-                window[f"target_{task.name}"] = seq_targets[task.name]
+    for task in tasks:
+        kind_of(task).add_targets(task, example, windows)
     return windows
-
-
-def missing_as_ignored(task: Task, target: Any) -> Any:
-    """A missing sequence label: the ignore index (single) or an empty vector (multi/soft)."""
-    if target is not None:
-        return target
-    return IGNORE_INDEX if task.problem == "single" else []
 
 
 def collate(windows: list[dict[str, Any]], tasks: Sequence[Task], pad_id: int):
@@ -153,17 +135,5 @@ def collate(windows: list[dict[str, Any]], tasks: Sequence[Task], pad_id: int):
              "token_type_ids": pad("token_type_ids", 0),
              "window_index": torch.tensor([w.get("window_index", -1) for w in windows], dtype=torch.long)}
     for task in tasks:
-        if task.kind == "span":
-            key = f"tags_{task.name}"
-            if key in windows[0]:
-                batch[key] = pad(key, IGNORE_INDEX)
-            continue
-        key = f"target_{task.name}"
-        if key not in windows[0]:
-            continue
-        if task.problem == "single":
-            batch[key] = torch.tensor([w[key] for w in windows], dtype=torch.long)
-        else:
-            batch[key] = torch.tensor([w[key] or [0.0] * task.num_outputs for w in windows], dtype=torch.float)
-            batch[f"mask_{task.name}"] = torch.tensor([1.0 if w[key] else 0.0 for w in windows])
+        batch.update(kind_of(task).collate(task, windows))
     return batch

@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Iterable, Optional, Sequence
 
+from kold_span.config.choices import SnapMode
 from kold_span.data.example import Span, merge_spans
 from kold_span.errors import ArgumentError
 from kold_span.text.morphemes import morpheme_offsets, morpheme_tags
@@ -27,7 +28,6 @@ FUNCTION_TAGS = ("J", "E", "XS", "XP", "VCP", "VX", "SF", "SP", "SS", "SE", "SO"
 
 IGNORE_INDEX = -100
 SCHEMES = ("BIO", "IO")
-SNAP_MODES = ("none", "morpheme", "eojeol")
 
 
 class OverlapIndex:
@@ -139,8 +139,8 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
         tags: one tag per token ("O", "B", "I", "B-OFF", ...; None = ignored).
         offsets: the same token offsets that were tagged.
         text: the text the offsets point into (of the tagged segment).
-        snap: "none", "morpheme" or "eojeol"; see `snap_spans`. With "morpheme", spans made
-            only of grammatical morphemes (a lone ending or particle) are dropped.
+        snap: a `SnapMode` or its name ("none", "morpheme", "eojeol"); see `snap_spans`. With
+            "morpheme", spans made only of grammatical morphemes (a lone ending or particle) are dropped.
         trim: strip leading/trailing whitespace from each span.
         span_type: keep only tags of this type; None keeps every B/I tag.
         segment_mask: optional; False tokens are ignored like None tags.
@@ -155,7 +155,7 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
         ...               "you are it")
         [(4, 10)]
     """
-    check_snap(snap)
+    snap = SnapMode.parse(snap, "snap")
     if len(tags) != len(offsets):
         raise ValueError(f"{len(tags)} tags for {len(offsets)} tokens")
     token_spans = content_offsets(offsets, text)
@@ -182,7 +182,7 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
     if trim:
         spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
     spans = snap_spans(spans, text, snap)
-    if snap == "morpheme":
+    if snap is SnapMode.MORPHEME:
         spans = drop_function_only(spans, text)
     return merge_spans(spans)
 
@@ -215,7 +215,7 @@ def trim_span(span: Span, text: str) -> Optional[Span]:
 
 
 def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
-    """Widen each span to whole units of `text`: "morpheme" (Kiwi), "eojeol" (words) or "none".
+    """Widen each span to whole units of `text`: `snap` "morpheme" (Kiwi), "eojeol" (words) or "none".
 
     A span grows to the union of itself and every unit it overlaps. Kiwi gives
     contracted syllables (할 = 하 + ㄹ) several morphemes with the same offsets;
@@ -226,22 +226,16 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
         >>> snap_spans([(3, 4)], "여성징병제에도 동의하라고", "eojeol")
         [(0, 7)]
     """
-    check_snap(snap)
-    if snap == "none":
+    snap = SnapMode.parse(snap, "snap")
+    if snap is SnapMode.NONE:
         return list(spans)
-    units = morpheme_offsets(text) if snap == "morpheme" else eojeol_offsets(text)
+    units = morpheme_offsets(text) if snap is SnapMode.MORPHEME else eojeol_offsets(text)
     index = OverlapIndex(units)
     widened = []
     for start, end in spans:
         hits = [units[i] for i in index.overlapping(start, end)]
         widened.append((min([start] + [s for s, _ in hits]), max([end] + [e for _, e in hits])))
     return widened
-
-
-def check_snap(snap: str) -> None:
-    """An `ArgumentError` unless `snap` is one of `SNAP_MODES`."""
-    if snap not in SNAP_MODES:
-        raise ArgumentError(f"snap must be one of {SNAP_MODES}, got {snap!r}")
 
 
 def eojeol_offsets(text: str) -> tuple[Span, ...]:

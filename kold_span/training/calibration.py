@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from kold_span.data.example import Example, label_str
+from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
 from kold_span.models.ngram import (Companion, NgramBaseline, NgramScorer, Probs, context_string)
@@ -54,8 +54,7 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
         raise ValueError(f"{len(dev)} dev examples but {len(dev_encoder_probs)} encoder outputs")
     if not dev:
         raise DataError(f"task {task!r}: fusing an n-gram needs labelled dev examples to choose its weight")
-    gold = [[label_str(v) for v in ex.labels[label]] if problem == "multi" else label_str(ex.labels[label])
-            for ex in dev]
+    gold = [ex.labels[label] for ex in dev]  # as vocabulary strings by `HybridScorer.choose_weight`
     has_context = allow_context and any(context_string(ex).strip() for ex in train)
     extra = [ex for ex in extra if ex.labels.get(label) is not None]
     variants = [(use_context, more) for more in ([False, True] if extra else [False])

@@ -15,13 +15,13 @@ import numpy as np
 
 from kold_span import corpora
 from kold_span.config.schema import Config, TrainerConfig
-from kold_span.data.example import Example, context_turns, label_set, label_str
+from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.perspectives import expand_by_annotator, trait_phrase
 from kold_span.data.splits import keep_example
 from kold_span.errors import ConfigError, DataError
-from kold_span.evaluation.task_scores import score, tune_span_threshold
+from kold_span.evaluation.task_scores import score, tune_threshold
 from kold_span.models.decoding import merge_windows
-from kold_span.models.tasks import Task, build_tasks, tune_thresholds
+from kold_span.models.tasks import Task, build_tasks
 
 
 @dataclass
@@ -100,16 +100,9 @@ def tune_dev_thresholds(config: Config, predictor, dev: list[Example]) -> dict[s
     for i, task in enumerate(predictor.tasks):
         if task.name not in wanted:
             continue
-        if task.kind == "span":
-            threshold = tune_span_threshold(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)
-            predictor.tasks[i] = dataclasses.replace(task, thresholds=(threshold,))
-            tuned[task.name] = {"inside": threshold}
-            continue
-        labelled = [(ex, m) for ex, m in zip(dev, merged) if ex.labels.get(task.source) is not None]
-        golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
-        thresholds = tune_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
+        thresholds, tuned[task.name] = tune_threshold(task, predictor.tasks, dev, merged, predictor.snap,
+                                                      predictor.trim)
         predictor.tasks[i] = dataclasses.replace(task, thresholds=thresholds)
-        tuned[task.name] = dict(zip(task.labels, thresholds))
     return tuned
 
 
@@ -274,7 +267,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
     for cfg, task in zip(config.tasks, tasks):
-        if task.kind != "sequence" or task.problem != "single":
+        if not task.kind.single_label(task.problem):
             continue
         seen = {label_str(ex.labels[task.source]) for ex in splits["train"] if ex.labels.get(task.source) is not None}
         if len(seen) == 1:

@@ -1,0 +1,121 @@
+"""The closed sets some config keys choose from: task kinds, label problems and snap modes.
+
+Each is a `str`-valued `Enum`, so a member is equal to, hashes as and serialises as its string:
+configs, a saved model's `config.json` and JSON outputs hold "span", "multi", "morpheme" as
+before, and `TaskKind.SPAN == "span"`. They live in the config layer because the config
+validates them; every other layer imports them from here.
+
+What a kind or problem *is* (which options apply to it) is stated here once, as methods of
+its member. What it *does* lives a layer up: `kold_span.models.kinds` (targets, loss,
+probabilities, decoding, one module per kind; `kold_span.models.kinds.problems` for the label
+problems) and `kold_span.evaluation.task_scores` (scores). A new kind is a member here, its
+module under `models/kinds/` and its scorer in `evaluation/task_scores.py`.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, TypeVar
+
+from kold_span.errors import ArgumentError
+
+C = TypeVar("C", bound="Choice")
+
+
+class Choice(str, Enum):
+    """A `str`-valued enum member that prints, formats and serialises as its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        """The allowed strings, in definition order."""
+        return tuple(member.value for member in cls)
+
+    @classmethod
+    def parse(cls: type[C], value: Any, what: str) -> C:
+        """The member named by `value` (a member or its string); a ValueError naming `what` otherwise.
+
+        Example:
+            >>> Problem.parse("multi", "problem") is Problem.MULTI
+            True
+            >>> Problem.parse("many", "problem")
+            Traceback (most recent call last):
+            ...
+            kold_span.errors.ArgumentError: problem must be one of ('single', 'multi', 'soft'), got 'many'
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            raise ArgumentError(f"{what} must be one of {cls.values()}, got {value!r}") from None
+
+
+class Problem(Choice):
+    """How a sequence task's labels relate to an example (span tasks ignore it)."""
+
+    SINGLE = "single"  # one label per example
+    MULTI = "multi"  # any set of labels per example, each decided on its own
+    SOFT = "soft"  # a distribution over the labels: the annotators' vote shares
+
+    @property
+    def label_valued(self) -> bool:
+        """Whether the gold is label values read off each example (single, multi), not vote shares (soft)."""
+        return self is not Problem.SOFT
+
+    @property
+    def thresholded(self) -> bool:
+        """Whether each label is predicted on its own at a probability threshold (multi), not the top label."""
+        return self is Problem.MULTI
+
+
+class TaskKind(Choice):
+    """What a task's head predicts: labels of the whole text, or BIO tags of its tokens (character spans)."""
+
+    SEQUENCE = "sequence"
+    SPAN = "span"
+
+    def takes_threshold(self, problem: Problem) -> bool:
+        """Whether `threshold` applies: span tasks (on P(B) + P(I)) and multi-label sequence tasks.
+
+        Example:
+            >>> TaskKind.SPAN.takes_threshold(Problem.SINGLE), TaskKind.SEQUENCE.takes_threshold(Problem.SINGLE)
+            (True, False)
+        """
+        return self is TaskKind.SPAN or problem.thresholded
+
+    def label_valued(self, problem: Problem) -> bool:
+        """Whether the gold is label values on each example (single- and multi-label sequence tasks).
+
+        Class weights, the fused n-gram model and the label baselines apply to these only.
+        """
+        return self is TaskKind.SEQUENCE and problem.label_valued
+
+    def single_label(self, problem: Problem) -> bool:
+        """Whether the task predicts exactly one label per example (a single-label sequence task)."""
+        return self is TaskKind.SEQUENCE and problem is Problem.SINGLE
+
+    @property
+    def gated(self) -> bool:
+        """Whether a task of this kind may be gated by a true/false task (span tasks)."""
+        return self is TaskKind.SPAN
+
+    @property
+    def main_metric(self) -> str:
+        """The metric a task of this kind is usually monitored by."""
+        return "char_f1" if self is TaskKind.SPAN else "macro_f1"
+
+
+class SnapMode(Choice):
+    """How predicted spans are widened: not at all, to whole morphemes (Kiwi), or to whole words (eojeol)."""
+
+    NONE = "none"
+    MORPHEME = "morpheme"
+    EOJEOL = "eojeol"
+
+    @property
+    def uses_morphemes(self) -> bool:
+        """Whether snapping reads Kiwi's morphemes (worth prefetching for a batch of texts)."""
+        return self is SnapMode.MORPHEME

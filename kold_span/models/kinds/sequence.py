@@ -1,0 +1,89 @@
+"""The sequence kind: labels of the whole text, read from the pooled encoder state.
+
+Every window of an example carries the example's target; the example's probabilities are the
+mean over its windows. What the target, loss, probabilities and decoded label are depends on the
+task's problem (single, multi, soft): `kold_span.models.kinds.problems`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from kold_span.data.example import Example
+from kold_span.errors import ConfigError
+from kold_span.models.kinds.base import Decoding
+from kold_span.models.kinds.problems import label_problem
+
+if TYPE_CHECKING:
+    import torch
+
+    from kold_span.models.decoding import MergedExample
+    from kold_span.models.tasks import Task
+
+
+class SequenceKind:
+    """`Kind` of sequence tasks (see the module docstring)."""
+
+    token_level = False
+
+    def labels(self, task: "Task", configured: Sequence[str], examples: Sequence[Example]) -> tuple[str, ...]:
+        if configured:
+            return tuple(configured)
+        labels = label_problem(task.problem).vocabulary(examples, task.source)
+        if not labels:
+            raise ConfigError(f"task {task.name!r}: no example has a label {task.source!r}; "
+                             f"check tasks[].source against the reader's label names")
+        return labels
+
+    def class_weights(self, task: "Task", examples: Sequence[Example]) -> tuple[float, ...]:
+        return label_problem(task.problem).class_weights(examples, task.source, task.labels)
+
+    def num_outputs(self, task: "Task") -> int:
+        return len(task.labels)
+
+    def threshold_count(self, task: "Task") -> int:
+        return len(task.labels)  # one per label
+
+    def add_targets(self, task: "Task", example: Example, windows: Sequence[dict[str, Any]]) -> None:
+        target = label_problem(task.problem).target(task, example)
+        for window in windows:
+            window[f"target_{task.name}"] = target
+
+    def collate(self, task: "Task", windows: Sequence[dict[str, Any]]) -> dict[str, "torch.Tensor"]:
+        key = f"target_{task.name}"
+        if key not in windows[0]:
+            return {}
+        return label_problem(task.problem).collate(task, [w[key] for w in windows])
+
+    def loss(self, task: "Task", logits: "torch.Tensor", batch: dict[str, "torch.Tensor"]) -> "torch.Tensor":
+        return label_problem(task.problem).loss(task, logits, batch)
+
+    def probabilities(self, task: "Task", logits: "torch.Tensor") -> "torch.Tensor":
+        return label_problem(task.problem).probabilities(logits)
+
+    def merge(self, task: "Task", window_probs: Sequence[dict[str, np.ndarray]],
+              picks: Sequence[tuple[int, int]], merged: "MergedExample") -> None:
+        merged.sequence_probs[task.name] = np.mean([p[task.name] for p in window_probs], axis=0)
+
+    def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
+        merged.sequence_probs[task.name] = np.mean([m.sequence_probs[task.name] for m in members], axis=0)
+
+    def implied_thresholds(self, task: "Task") -> Optional[tuple[float, ...]]:
+        return (0.5,) * len(task.labels)  # a multi-label task without thresholds decides at 0.5
+
+    def add_prediction(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
+                       prediction: dict[str, Any]) -> None:
+        prediction["labels"][task.name] = sequence_prediction(task, merged.sequence_probs[task.name])
+
+
+def sequence_prediction(task: "Task", probs: np.ndarray) -> dict[str, Any]:
+    """{label, probs} for a sequence task; multi-label gives every label at or over its threshold.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> sequence_prediction(Task("g", "sequence", "g", problem="multi", labels=("a", "b")), np.array([0.7, 0.2]))
+        {'label': ['a'], 'probs': {'a': 0.7, 'b': 0.2}}
+    """
+    named = {label: round(float(p), 6) for label, p in zip(task.labels, probs)}
+    return {"label": label_problem(task.problem).decide(task, probs), "probs": named}

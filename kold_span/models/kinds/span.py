@@ -1,0 +1,135 @@
+"""The span kind: a BIO tag per token of one span type, decoded into character spans.
+
+Targets are the gold spans as tags of each window's tokens (`kold_span.text.align.spans_to_tags`);
+the head scores every token (O, B, I) with cross-entropy; a token scored by several windows takes
+the window where it sits farthest from an edge; decoding turns tags back into end-exclusive
+character spans, snapped and trimmed as `align` says, each with the mean P(B) + P(I) of its tokens.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from kold_span.data.example import Example
+from kold_span.models.kinds.base import Decoding
+from kold_span.text.align import IGNORE_INDEX, OverlapIndex, spans_to_tags, tags_to_spans
+
+if TYPE_CHECKING:
+    import torch
+
+    from kold_span.models.decoding import MergedExample
+    from kold_span.models.tasks import Task
+
+SPAN_TAGS = ["O", "B", "I"]
+
+
+class SpanKind:
+    """`Kind` of span tasks (see the module docstring)."""
+
+    token_level = True
+
+    def labels(self, task: "Task", configured: Sequence[str], examples: Sequence[Example]) -> tuple[str, ...]:
+        return ()  # the tags are fixed: SPAN_TAGS
+
+    def class_weights(self, task: "Task", examples: Sequence[Example]) -> tuple[float, ...]:
+        return ()
+
+    def num_outputs(self, task: "Task") -> int:
+        return len(SPAN_TAGS)
+
+    def threshold_count(self, task: "Task") -> int:
+        return 1  # on P(B) + P(I)
+
+    def add_targets(self, task: "Task", example: Example, windows: Sequence[dict[str, Any]]) -> None:
+        for window in windows:
+            window[f"tags_{task.name}"] = span_targets(task, example, window)
+
+    def collate(self, task: "Task", windows: Sequence[dict[str, Any]]) -> dict[str, "torch.Tensor"]:
+        import torch
+
+        key = f"tags_{task.name}"
+        if key not in windows[0]:
+            return {}
+        length = max(len(w["input_ids"]) for w in windows)
+        return {key: torch.tensor([list(w[key]) + [IGNORE_INDEX] * (length - len(w[key])) for w in windows],
+                                  dtype=torch.long)}
+
+    def loss(self, task: "Task", logits: "torch.Tensor", batch: dict[str, "torch.Tensor"]) -> "torch.Tensor":
+        from torch.nn import functional as F
+
+        target = batch[f"tags_{task.name}"]
+        if not (target != IGNORE_INDEX).any():
+            return logits.sum() * 0.0
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=IGNORE_INDEX)
+
+    def probabilities(self, task: "Task", logits: "torch.Tensor") -> "torch.Tensor":
+        return logits.softmax(-1)
+
+    def merge(self, task: "Task", window_probs: Sequence[dict[str, np.ndarray]],
+              picks: Sequence[tuple[int, int]], merged: "MergedExample") -> None:
+        rows = [window_probs[w][task.name][i] for w, i in picks]
+        merged.token_probs[task.name] = np.array(rows).reshape(len(picks), len(SPAN_TAGS))
+
+    def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
+        merged.token_probs[task.name] = np.mean([m.token_probs[task.name] for m in members], axis=0)
+
+    def implied_thresholds(self, task: "Task") -> Optional[tuple[float, ...]]:
+        return None  # the most probable tag is no threshold on P(B) + P(I)
+
+    def add_prediction(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
+                       prediction: dict[str, Any]) -> None:
+        prediction["spans"] += task_spans(task, merged, text, decoding.snap, decoding.trim, decoding.tasks)
+
+
+def span_targets(task: "Task", example: Example, window: dict[str, Any]) -> list[int]:
+    """BIO tag ids of one span task for one window (ignore index outside the text)."""
+    tags = spans_to_tags(example.spans.get(task.source, []), [tuple(o) for o in window["offsets"]],
+                         segment_mask=[bool(m) for m in window["text_mask"]], text=example.text)
+    return [IGNORE_INDEX if t is None else SPAN_TAGS.index(t[0]) for t in tags]
+
+
+def gate_open(task: "Task", tasks: Sequence["Task"], merged: "MergedExample") -> bool:
+    """Whether a span task's gate (a true/false task) predicts true; open without a gate."""
+    if not task.gate:
+        return True
+    gate = next(t for t in tasks if t.name == task.gate)
+    return gate.labels[int(np.argmax(merged.sequence_probs[gate.name]))] == "true"
+
+
+def span_tags(task: "Task", probs: np.ndarray) -> list[str]:
+    """One BIO tag per token from a span task's [tokens, 3] probabilities (O, B, I).
+
+    Without a threshold each token takes its most probable tag. With one (`task.thresholds`,
+    fixed or tuned on dev), a token is inside a span when P(B) + P(I) reaches it, and is B or I
+    by whichever of the two is likelier: a token at O 0.4, B 0.35, I 0.25 is O by the most
+    probable tag but inside at threshold 0.5.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> probs = np.array([[0.4, 0.35, 0.25], [0.7, 0.1, 0.2]])
+        >>> t = Task("s", "span", "OFF")
+        >>> span_tags(t, probs), span_tags(Task("s", "span", "OFF", thresholds=(0.5,)), probs)
+        (['O', 'O'], ['B', 'O'])
+    """
+    if not task.thresholds:
+        return [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
+    threshold = task.thresholds[0]
+    return ["O" if b + i < threshold else ("B" if b >= i else "I") for _, b, i in probs]
+
+
+def task_spans(task: "Task", merged: "MergedExample", text: str, snap: str = "none",
+               trim: bool = True, tasks: Sequence["Task"] = ()) -> list[dict[str, Any]]:
+    """Character spans of one span task with a confidence score each (none when gated off)."""
+    probs = merged.token_probs[task.name]
+    if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
+        return []
+    spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=snap, trim=trim)
+    inside = 1.0 - probs[:, 0]
+    index = OverlapIndex(merged.token_offsets)
+    out = []
+    for start, end in spans:
+        scores = [inside[i] for i in index.overlapping(start, end)]
+        out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
+                    "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
+    return out
