@@ -40,6 +40,14 @@ def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[M
           snap: str = SnapMode.MORPHEME, trim: bool = True) -> dict[str, float]:
     """Every task's metrics as a flat dict `task/metric` → value.
 
+    Example:
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}),
+        ...         Example(id="2", text="좋네", labels={"OFF": False})]
+        >>> merged = [MergedExample({"OFF": np.array([0.2, 0.8])}), MergedExample({"OFF": np.array([0.3, 0.7])})]
+        >>> scores = score([off], gold, merged)  # both predicted true
+        >>> scores["OFF/accuracy"], scores["OFF/precision"], scores["OFF/recall"]
+        (0.5, 0.5, 1.0)
     """
     snap = SnapMode.parse(snap, "snap")
     out: dict[str, float] = {}
