@@ -31,6 +31,15 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
 
     Each token is taken from the window where it sits farthest from an edge (most context on both
     sides); each task's kind merges its probabilities (a sequence task averages its windows').
+
+    Example:
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> first = {"offsets": [(0, 0), (0, 2), (3, 6), (0, 0)], "text_mask": [0, 1, 1, 0]}
+        >>> second = {"offsets": [(0, 0), (3, 6), (7, 9), (0, 0)], "text_mask": [0, 1, 1, 0]}
+        >>> merged = merge_windows([off], [first, second], [{"OFF": np.array([0.2, 0.8])},
+        ...                                                 {"OFF": np.array([0.4, 0.6])}])
+        >>> merged.token_offsets, merged.sequence_probs["OFF"].round(2).tolist()
+        ([(0, 2), (3, 6), (7, 9)], [0.3, 0.7])
     """
     merged = MergedExample()
     best: dict[tuple[int, int], tuple[int, int, int]] = {}  # offset → (distance, window, position)
@@ -51,7 +60,16 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
 
 def prediction(tasks: Sequence[Task], merged: MergedExample, text: str, snap: str = SnapMode.NONE,
                trim: bool = True) -> dict[str, Any]:
-    """One example's labels with probabilities, and its spans `{type, start, end, text, score}` in text order."""
+    """One example's labels with probabilities, and its spans `{type, start, end, text, score}` in text order.
+
+    Example:
+        >>> span = Task("OFF_span", "span", "OFF")
+        >>> merged = MergedExample(token_offsets=[(0, 2), (3, 6), (7, 9)],
+        ...                        token_probs={"OFF_span": np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1],
+        ...                                                           [0.3, 0.1, 0.6]])})
+        >>> prediction([span], merged, "너는 바보다 정말")["spans"]
+        [{'type': 'OFF', 'start': 3, 'end': 9, 'text': '바보다 정말', 'score': 0.8}]
+    """
     out: dict[str, Any] = {"labels": {}, "spans": []}
     decoding = Decoding(tasks, SnapMode.parse(snap, "snap"), trim)
     for task in tasks:

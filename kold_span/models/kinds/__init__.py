@@ -26,7 +26,13 @@ KINDS: dict[TaskKind, Kind] = {TaskKind.SEQUENCE: SequenceKind(), TaskKind.SPAN:
 
 
 def kind_of(task: "Task") -> Kind:
-    """The behaviour of the task's kind."""
+    """The behaviour of the task's kind.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> kind_of(Task("OFF_span", "span", "OFF")).token_level, kind_of(Task("OFF", "sequence", "OFF")).token_level
+        (True, False)
+    """
     return KINDS[task.kind]
 
 

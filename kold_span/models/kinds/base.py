@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Decoding:
-    """How outputs become a prediction: the model's tasks (a span task's gate is one of them) and `align`."""
+    """How outputs become a prediction: the model's tasks (a span task's gate is one of them) and `align`.
+
+    Example:
+        >>> Decoding(tasks=[]).snap, Decoding(tasks=[], snap=SnapMode.MORPHEME).snap.value
+        (<SnapMode.NONE: 'none'>, 'morpheme')
+    """
 
     tasks: Sequence["Task"]
     snap: SnapMode = SnapMode.NONE
