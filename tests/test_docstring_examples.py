@@ -79,7 +79,7 @@ def test_a_module_without_an_example_fails():
     assert own_definitions(good) == ["double"] and own_definitions(importlib.import_module("kold_span.cli")) == []
 
 
-@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "quality_corpora", "report"])
+@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "quality_corpora", "report", "spacy_pipe"])
 def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
     module = pytest.importorskip(name)

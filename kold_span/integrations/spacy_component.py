@@ -1,0 +1,247 @@
+"""The spaCy pipeline component `kold_span`: a trained model directory's labels and spans on each `Doc`.
+
+    nlp = spacy.blank("xx", config={"nlp": {"tokenizer": {"@tokenizers": "kold_span.KiwiTokenizer.v1"}}})
+    nlp.add_pipe("kold_span", config={"model": "checkpoints/demo/demo/model"})
+    doc = nlp("이 쓰레기 같은 정치인들")
+
+What a processed doc holds:
+
+- `doc.cats["{task}/{label}"]`: each sequence task's probability of each label (a single-label
+  task's sum to 1; a multi-label task's are independent scores).
+- `doc.spans[key]`: one span group per span type, labelled with the type, its scores in
+  `attrs["scores"]`. The main span type (the model's first span task) goes under "sc", which
+  displaCy and spancat read; other types under their own name; `span_keys` remaps them.
+- `doc._.kold_prediction`: what `Predictor.predict` returns for the text, `{labels, spans}`, with
+  the exact character offsets of every span, also those that do not fall on token boundaries.
+  `alignment_mode` ("strict", "contract" or "expand" (the default), as `Doc.char_span`) says how such a span
+  becomes tokens; one that cannot (strict, or contract inside one token) stays only here.
+- `doc._.kold_context`: the title or dialogue turns the prediction read.
+
+The context comes from `nlp.pipe([(text, {"context": ...})], as_tuples=True)`, else from
+`doc._.kold_context` set before the component runs. The model loads on the first doc (or on
+`nlp.get_pipe("kold_span").predictor`); `nlp.to_disk` writes it inside the pipeline, and
+`spacy.load` reads that copy, not the directory named in the config.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Sequence, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, SpanGroup
+from spacy.util import minibatch
+
+from kold_span.data.example import Context
+from kold_span.errors import ArgumentError
+
+if TYPE_CHECKING:  # the predictor pulls in torch; spaCy imports this module whenever it builds a pipeline
+    from kold_span.inference.predictor import Predictor
+    from kold_span.models.tasks import Task
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_ATTR = "kold_context"
+PREDICTION_ATTR = "kold_prediction"
+MODEL_DIR = "model"  # the model directory inside the component's folder of a saved pipeline
+MAIN_SPAN_KEY = "sc"
+ALIGNMENT_MODES = ("strict", "contract", "expand")
+
+for _attr in (CONTEXT_ATTR, PREDICTION_ATTR):
+    if not Doc.has_extension(_attr):
+        Doc.set_extension(_attr, default=None)
+
+
+def cats_of(labels: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """`doc.cats` from a prediction's labels: "{task}/{label}" → that label's probability.
+
+    Example:
+        >>> cats_of({"OFF": {"label": True, "probs": {"false": 0.1, "true": 0.9}}})
+        {'OFF/false': 0.1, 'OFF/true': 0.9}
+    """
+    return {f"{task}/{label}": p for task, out in labels.items() for label, p in out["probs"].items()}
+
+
+def span_keys_for(tasks: Sequence["Task"], overrides: dict[str, str], where: str = "the model") -> dict[str, str]:
+    """The `doc.spans` key of each span type: "sc" for the first span task's, its own name for the others.
+
+    Args:
+        tasks: the model's tasks, in its order.
+        overrides: span type → key, replacing the default of each type it names.
+        where: the model, for the error naming a type it does not predict.
+
+    Returns:
+        Span type → key, for every span type of the model.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> tasks = [Task("OFF", "sequence", "OFF"), Task("OFF_span", "span", "OFF"), Task("TGT_span", "span", "TGT")]
+        >>> span_keys_for(tasks, {}), span_keys_for(tasks, {"TGT": "targets"})
+        ({'OFF': 'sc', 'TGT': 'TGT'}, {'OFF': 'sc', 'TGT': 'targets'})
+    """
+    types = list(dict.fromkeys(t.source for t in tasks if t.kind == "span"))
+    unknown = sorted(set(overrides) - set(types))
+    if unknown:
+        raise ArgumentError(f"span_keys names span type(s) {unknown} that {where} does not predict; "
+                            f"its span types are {types}")
+    defaults = {span_type: MAIN_SPAN_KEY if i == 0 else span_type for i, span_type in enumerate(types)}
+    return {span_type: overrides.get(span_type, key) for span_type, key in defaults.items()}
+
+
+def span_groups(doc: Doc, spans: Sequence[dict[str, Any]], keys: dict[str, str],
+                alignment_mode: str = "strict") -> dict[str, SpanGroup]:
+    """The predicted character spans as token spans, one group per key, each span's score in `attrs["scores"]`.
+
+    Args:
+        doc: the doc the spans' offsets point into.
+        spans: `{type, start, end, score}` each (end-exclusive character offsets).
+        keys: span type → key of `doc.spans` (every key gets a group, possibly empty).
+        alignment_mode: "strict", "contract" or "expand", as `Doc.char_span`; a span that does not
+            become tokens this way is left out (and logged at debug level).
+
+    Returns:
+        Key → span group, spans labelled with their type, in the order given.
+
+    Example:
+        >>> import spacy
+        >>> doc = spacy.blank("xx")("저 놈들이다")
+        >>> off = [{"type": "OFF", "start": 2, "end": 3, "score": 0.9}]
+        >>> span_groups(doc, off, {"OFF": "sc"})["sc"].attrs["scores"]
+        []
+        >>> group = span_groups(doc, off, {"OFF": "sc"}, "expand")["sc"]
+        >>> [(s.text, s.label_) for s in group], group.attrs["scores"]
+        ([('놈들이다', 'OFF')], [0.9])
+    """
+    check_alignment_mode(alignment_mode)
+    members: dict[str, list[tuple[Any, float]]] = {key: [] for key in keys.values()}
+    for span in spans:
+        token_span = doc.char_span(span["start"], span["end"], label=span["type"], alignment_mode=alignment_mode)
+        if token_span is None:
+            logger.debug("span %s %d-%d of %r falls inside a token (alignment_mode=%s): left out of doc.spans",
+                         span["type"], span["start"], span["end"], doc.text[:40], alignment_mode)
+            continue
+        members[keys[span["type"]]].append((token_span, span["score"]))
+    return {key: SpanGroup(doc, name=key, spans=[s for s, _ in found], attrs={"scores": [p for _, p in found]})
+            for key, found in members.items()}
+
+
+def check_alignment_mode(mode: str) -> None:
+    """Raise `ArgumentError` unless `mode` is one of `ALIGNMENT_MODES`."""
+    if mode not in ALIGNMENT_MODES:
+        raise ArgumentError(f"alignment_mode must be one of {ALIGNMENT_MODES}, got {mode!r}")
+
+
+def doc_context(doc: Doc) -> Context:
+    """The context of a doc: the "context" of `nlp.pipe(..., as_tuples=True)`'s dict, else `doc._.kold_context`.
+
+    Example:
+        >>> import spacy
+        >>> doc = spacy.blank("xx")("그 의원 최고")
+        >>> doc_context(doc) is None
+        True
+        >>> doc._.kold_context = ["첫 발언", "둘째 발언"]
+        >>> doc_context(doc)
+        ['첫 발언', '둘째 발언']
+        >>> doc._context = {"context": "국회 본회의"}
+        >>> doc_context(doc)
+        '국회 본회의'
+    """
+    given = doc._context
+    if isinstance(given, dict) and "context" in given:
+        context, source = given["context"], "the as_tuples context's 'context'"
+    else:
+        context, source = getattr(doc._, CONTEXT_ATTR), f"doc._.{CONTEXT_ATTR}"
+    if not (context is None or isinstance(context, str)
+            or (isinstance(context, list) and all(isinstance(turn, str) for turn in context))):
+        raise ArgumentError(f"{source} of the doc {doc.text[:30]!r} must be a string, a list of strings or None, "
+                            f"got {type(context).__name__}")
+    return context
+
+
+class KoldSpanComponent:
+    """Sets `doc.cats`, `doc.spans` and `doc._.kold_prediction` from a trained model directory."""
+
+    def __init__(self, name: str, model: str, span_keys: Optional[dict[str, str]] = None,
+                 alignment_mode: str = "expand", batch_size: int = 32, device: str = "cpu"):
+        check_alignment_mode(alignment_mode)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ArgumentError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
+        self.name = name
+        self.model = model
+        self.span_keys = dict(span_keys or {})
+        self.alignment_mode = alignment_mode
+        self.batch_size = batch_size
+        self.device = device
+        self._predictor: Optional["Predictor"] = None
+        self._keys: dict[str, str] = {}
+
+    @property
+    def predictor(self) -> "Predictor":
+        """The model, loaded from `model` on first use (the same errors as `Predictor.from_pretrained`)."""
+        if self._predictor is None:
+            self._use(self.model)
+        assert self._predictor is not None
+        return self._predictor
+
+    def _use(self, directory: Union[str, Path]) -> None:
+        """Load the model directory and fix the span keys for its span types."""
+        from kold_span.inference.predictor import Predictor
+
+        predictor = Predictor.from_pretrained(directory, device=self.device)
+        self._keys = span_keys_for(predictor.tasks, self.span_keys, f"the model {directory}")
+        self._predictor = predictor
+
+    def __call__(self, doc: Doc) -> Doc:
+        return self.annotate([doc])[0]
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 1000) -> Iterator[Doc]:
+        """Annotate docs `batch_size` at a time (spaCy's meaning: docs read ahead), one predict call each.
+
+        The predictor sorts each call's texts by length and runs them through the network
+        `self.batch_size` windows at a time.
+        """
+        for docs in minibatch(stream, size=batch_size):
+            yield from self.annotate(docs)
+
+    def annotate(self, docs: list[Doc]) -> list[Doc]:
+        """Predict labels and spans for the docs' texts (with their contexts) and set them on the docs."""
+        contexts = [doc_context(doc) for doc in docs]
+        predictions = self.predictor.predict([doc.text for doc in docs], contexts, batch_size=self.batch_size)
+        for doc, context, prediction in zip(docs, contexts, predictions):
+            setattr(doc._, CONTEXT_ATTR, context)
+            setattr(doc._, PREDICTION_ATTR, prediction)
+            doc.cats.update(cats_of(prediction["labels"]))
+            for key, group in span_groups(doc, prediction["spans"], self._keys, self.alignment_mode).items():
+                doc.spans[key] = group
+        return docs
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> None:
+        """Write the model directory (config, weights, tokenizer) into the pipeline, under `model/`."""
+        self.predictor.save_pretrained(Path(path) / MODEL_DIR)
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> "KoldSpanComponent":
+        """Load the model directory `to_disk` wrote (not the one the config names)."""
+        self._use(Path(path) / MODEL_DIR)
+        return self
+
+
+@Language.factory("kold_span", default_config={"span_keys": {}, "alignment_mode": "expand", "batch_size": 32,
+                                               "device": "cpu"},
+                  assigns=["doc.cats", "doc.spans", f"doc._.{PREDICTION_ATTR}", f"doc._.{CONTEXT_ATTR}"])
+def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, str], alignment_mode: str,
+                   batch_size: int, device: str) -> KoldSpanComponent:
+    """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.
+
+    Args:
+        nlp: the pipeline.
+        name: the component's name in it.
+        model: the model directory (loaded on the first doc).
+        span_keys: span type → `doc.spans` key, for the types whose key is not the default.
+        alignment_mode: how a span off token boundaries becomes tokens ("strict", "contract", "expand").
+        batch_size: windows per forward pass of the network.
+        device: where the network runs ("cpu", "cuda", "cuda:1", ...).
+
+    Returns:
+        The component.
+    """
+    return KoldSpanComponent(name, model, span_keys, alignment_mode, batch_size, device)
