@@ -27,6 +27,7 @@ EXEMPT = {
     "kold_span.evaluation": LAYER,
     "kold_span.experiments": LAYER,
     "kold_span.inference": LAYER,
+    "kold_span.integrations": LAYER,
     "kold_span.models": LAYER,
     "kold_span.text": LAYER,
 }
@@ -79,7 +80,8 @@ def test_a_module_without_an_example_fails():
     assert own_definitions(good) == ["double"] and own_definitions(importlib.import_module("kold_span.cli")) == []
 
 
-@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "quality_corpora", "report", "spacy_pipe"])
+@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "memory", "quality_corpora", "report",
+                                  "spacy_pipe"])
 def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
     module = pytest.importorskip(name)

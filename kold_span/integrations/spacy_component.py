@@ -32,6 +32,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, SpanGroup
 from spacy.util import minibatch
 
+from kold_span.config.choices import TaskKind
 from kold_span.data.example import Context
 from kold_span.errors import ArgumentError
 
@@ -79,7 +80,7 @@ def span_keys_for(tasks: Sequence["Task"], overrides: dict[str, str], where: str
         >>> span_keys_for(tasks, {}), span_keys_for(tasks, {"TGT": "targets"})
         ({'OFF': 'sc', 'TGT': 'TGT'}, {'OFF': 'sc', 'TGT': 'targets'})
     """
-    types = list(dict.fromkeys(t.source for t in tasks if t.kind == "span"))
+    types = list(dict.fromkeys(t.source for t in tasks if t.kind is TaskKind.SPAN))
     unknown = sorted(set(overrides) - set(types))
     if unknown:
         raise ArgumentError(f"span_keys names span type(s) {unknown} that {where} does not predict; "
