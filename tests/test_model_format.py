@@ -19,6 +19,8 @@ from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import NgramScorer
 from kold_span.models.tasks import Task
 
+from conftest import FIXTURES
+
 TEXTS = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "너 진짜 한심하다", "오늘 경기 정말 재밌었어요"] * 5
 
 
@@ -133,3 +135,12 @@ def test_an_ngram_state_of_another_version_or_missing_a_key_is_named(tmp_path):
     stem.with_suffix(".json").write_text(json.dumps({"version": 1, "label": "OFF"}), encoding="utf-8")
     with pytest.raises(ModelFormatError, match=r"OFF\.json: missing key 'problem' \(version 1 needs label, problem,"):
         NgramScorer.load(stem)
+
+
+def test_a_model_directory_from_before_the_layers_predicts_the_same_bytes(tmp_path):
+    """tests/fixtures/model_v1 was trained and predicted by commit 358a6ff (see its README)."""
+    fixture = FIXTURES / "model_v1"
+    out = tmp_path / "predictions.jsonl"
+    assert main(["predict", "--model", str(fixture / "model"), "--input", str(fixture / "inputs.jsonl"),
+                 "--output", str(out), "--quiet"]) == 0
+    assert out.read_bytes() == (fixture / "predictions.jsonl").read_bytes()
