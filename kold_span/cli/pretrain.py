@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from kold_span.cli.options import add_config_options
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `pretrain` subcommand and its options.
@@ -15,9 +17,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         ('configs/pretrain/korean_beep.yaml', ['max_steps=3'])
     """
     parser = subparsers.add_parser("pretrain", help="masked-LM pretraining of a scratch encoder on unlabeled texts")
-    parser.add_argument("config", help="e.g. configs/pretrain/korean_beep.yaml")
-    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
-                        help="override config keys, e.g. max_steps=100 encoder.layers=2")
+    add_config_options(parser, "configs/pretrain/korean_beep.yaml", "max_steps=100 encoder.layers=2")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return parser
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from kold_span.cli.options import add_config_options
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `train` subcommand and its options.
@@ -15,9 +17,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         (['run=demo'], True)
     """
     parser = subparsers.add_parser("train", help="train a model from a YAML experiment config")
-    parser.add_argument("config", help="e.g. configs/experiment/demo.yaml")
-    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE",
-                        help="override config keys, e.g. trainer.max_epochs=3")
+    add_config_options(parser, "configs/experiment/demo.yaml", "trainer.max_epochs=3")
     parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     return parser
 
