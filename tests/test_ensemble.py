@@ -102,7 +102,7 @@ def test_predict_cli_with_two_models_averages_them(two_models, tmp_path):
     singles = [Predictor.from_pretrained(d).predict(["정말 한심한 사람들이네", "좋은 기사 감사합니다"]) for d in two_models]
     # the seeds must disagree somewhere, or the mean could not be told from either member
     assert max(abs(a["labels"]["OFF"]["probs"]["true"] - b["labels"]["OFF"]["probs"]["true"])
-               for a, b in zip(*singles)) > 1e-3
+               for a, b in zip(*singles)) > 1e-4  # ten times the tolerance the mean is checked to
     for i, row in enumerate(rows):
         mean = np.mean([[s[i]["labels"]["OFF"]["probs"][k] for k in ("false", "true")] for s in singles], axis=0)
         assert [row["labels"]["OFF"]["probs"][k] for k in ("false", "true")] == pytest.approx(mean, abs=1e-5)
