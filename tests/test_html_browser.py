@@ -42,6 +42,7 @@ def demo_rows() -> list[tuple[Example, dict]]:
     """Invented comments with hand-made predictions: Korean words cut by spans, English punctuation, overlaps."""
     ko = "국회의원은 밥 먹다가 또 헛소리하네 ㅋㅋ  진짜 한심하다"
     en = "What a treasonous traitor, a racist , bigot, and Hitler's fan."
+    apostrophe_s = en.count("s", 0, en.index("'s"))  # the "s" of "Hitler's" is this occurrence of "s"
     nested = "These people are all the same:\n  lazy,   greedy liars.\tEvery one of them."
     long = ("이 기사 쓴 기자는 도대체 무슨 생각으로 이런 글을 쓰는지 모르겠다. " * 6).strip()
     marks = "<script>alert('x')</script> & &amp; \"따옴표\" ㅋㅋㅋ cafe\u0301"
@@ -54,7 +55,7 @@ def demo_rows() -> list[tuple[Example, dict]]:
         (Example(id="en-1", text=en),
          {"labels": _off(0.978),
           "spans": [_span("OFF", en, "ous traitor", 0.77), _span("OFF", en, "racist , bigot", 0.9),
-                    _span("TGT", en, "racist", 0.55), _span("OFF", en, "s", 0.52, nth=en.count("s", 0, en.index("'s")))]}),
+                    _span("TGT", en, "racist", 0.55), _span("OFF", en, "s", 0.52, nth=apostrophe_s)]}),
         (Example(id="en-2", text=nested, context=["A: what do you think of them?", "B: <see below>"]),
          {"labels": _off(0.861),
           "spans": [_span("TGT", nested, "These people", 0.83), _span("OFF", nested, "lazy,   greedy liars", 0.79),
@@ -80,7 +81,8 @@ def write_demo_page(path: Path) -> list[str]:
 # Run in the page after it rendered: each text block's innerText (the text as the browser lays it out,
 # generated badge text excluded), overlaps between badges and text, and the colours of the spans.
 PROBE = """<pre id="probe"></pre><script>
-const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5
+                   && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
 const rows = [...document.querySelectorAll('.ks-text')].map(block => {
   const badges = [...block.querySelectorAll('.ks-tag')].map(b => b.getBoundingClientRect());
   const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
