@@ -6,7 +6,8 @@ import pytest
 
 from kold_span.agreement.coefficients import (annotator_bias, bootstrap_ci, cohen_kappa_pairwise, fleiss_kappa,
                                               hard_cases, interpret_kappa, item_entropy, krippendorff_alpha,
-                                              majority_label, mean_pairwise_cohen, span_agreement, unanimity)
+                                              majority_label, mean_pairwise_cohen, ordered_labels, span_agreement,
+                                              unanimity)
 
 approx = pytest.approx
 
@@ -47,6 +48,48 @@ def test_mean_pairwise_cohen_skips_undefined_pairs():
     assert mean_pairwise_cohen(ratings) == approx(0.4)
     with pytest.raises(ValueError):
         mean_pairwise_cohen([{"x": 1, "y": 1}])
+
+
+def test_weighted_kappa_hand_computed():
+    # x 1 3 5, y 2 3 4 on the scale 1..5 (ranks 0..4): disagreements 1, 0, 1 steps.
+    # Quadratic: observed Σ w = 1 + 0 + 1 = 2; expected Σ a_i b_j (i - j)² / n over x ranks {0, 2, 4}
+    # and y ranks {1, 2, 3} = 30 / 3 = 10 → kappa 1 - 2/10 = 0.8.
+    # Linear: observed 2; expected Σ |i - j| = (1+2+3) + (1+0+1) + (3+2+1) = 14 → 14/3 → 1 - 6/14 = 4/7.
+    likert = _table({"x": [1, 3, 5], "y": [2, 3, 4]})
+    assert cohen_kappa_pairwise(likert, "quadratic") == approx({("x", "y"): 0.8})
+    assert cohen_kappa_pairwise(likert, "linear") == approx({("x", "y"): 4 / 7})
+    assert mean_pairwise_cohen(likert, "quadratic") == approx(0.8)
+    # Unweighted: p_o 1/3, p_e 1/9 (only 3 in common) → (2/9) / (8/9) = 0.25.
+    assert cohen_kappa_pairwise(likert) == approx({("x", "y"): 0.25})
+
+
+def test_weighted_kappa_uses_the_whole_table_scale():
+    # x–y only use 1 and 3; z uses 2. On the table's scale 1 < 2 < 3, 1 and 3 are two steps
+    # apart; scikit-learn alone would index x–y's labels {1, 3} as adjacent.
+    from sklearn.metrics import cohen_kappa_score
+
+    ratings = _table({"x": [1, 3, 1, 3], "y": [1, 3, 3, 3], "z": [2, 2, 1, 3]})
+    kappas = cohen_kappa_pairwise(ratings, "linear")
+    assert kappas[("x", "y")] == approx(cohen_kappa_score([1, 3, 1, 3], [1, 3, 3, 3], labels=[1, 2, 3],
+                                                          weights="linear"))
+    # Labels {1, 3} as ranks 0, 2: observed Σ w = 2 (item 2), expected Σ a_i b_j |i-j| / 4 with
+    # a = {1: 2, 3: 2}, b = {1: 1, 3: 3}: (2·3·2 + 2·1·2) / 4 = 4 → kappa 1 - 2/4 = 0.5
+    assert kappas[("x", "y")] == approx(0.5)
+
+
+def test_weighted_kappa_needs_numbers_and_known_weights():
+    with pytest.raises(ValueError, match="numeric labels .* got 'a'"):
+        cohen_kappa_pairwise([{"x": "a", "y": "b"}, {"x": "a", "y": "a"}], "linear")
+    with pytest.raises(ValueError, match="numeric labels .* got False"):
+        cohen_kappa_pairwise([{"x": True, "y": False}, {"x": True, "y": True}], "linear")
+    with pytest.raises(ValueError, match="kappa weights must be one of"):
+        cohen_kappa_pairwise([{"x": 1, "y": 2}, {"x": 1, "y": 1}], "cubic")
+
+
+def test_ordered_labels_sorts_numbers_as_numbers():
+    assert ordered_labels([10, 2, 1.5, 2]) == [1.5, 2, 10]
+    assert ordered_labels(["10", "2"]) == ["10", "2"]
+    assert ordered_labels([True, False]) == [False, True]
 
 
 # --------------------------------------------------------------------------- Fleiss
@@ -123,6 +166,23 @@ def test_krippendorff_alpha_interval_differs_and_needs_numbers():
     assert interval == approx(0.849, abs=5e-4)
     with pytest.raises(ValueError, match="numeric"):
         krippendorff_alpha([{"x": "a", "y": "b"}, {"x": "a", "y": "a"}], level="interval")
+    with pytest.raises(ValueError, match="numeric labels .* got False"):
+        krippendorff_alpha([{"x": True, "y": False}, {"x": True, "y": True}], level="ordinal")
+    with pytest.raises(ValueError, match="level must be one of"):
+        krippendorff_alpha(_table(K2011), level="interval scale")
+
+
+def test_krippendorff_alpha_reproduces_krippendorff_2011_ordinal_and_ratio():
+    # The same data's ordinal and ratio values as published with it (0.815 and 0.797).
+    assert krippendorff_alpha(_table(K2011), level="ordinal") == approx(0.815, abs=5e-4)
+    assert krippendorff_alpha(_table(K2011), level="ratio") == approx(0.797, abs=5e-4)
+
+
+def test_krippendorff_alpha_ordinal_orders_numbers_as_numbers():
+    # Labels 2 and 10: as text "10" < "2"; an ordinal alpha must see 2 < 10 (here: a rescaling of 1..5).
+    scaled = {a: [None if v is None else {1: 1, 2: 2, 3: 3, 4: 4, 5: 10}[v] for v in col] for a, col in K2011.items()}
+    assert krippendorff_alpha(_table(scaled), level="ordinal") == approx(
+        krippendorff_alpha(_table(K2011), level="ordinal"), abs=1e-12)
 
 
 # --------------------------------------------------------------------------- bootstrap

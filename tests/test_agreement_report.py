@@ -244,3 +244,199 @@ def test_end_to_end_unknown_span_type_is_an_error(tmp_path, capsys):
     code = main(["agreement", str(FIXTURE), "--format", "kold", "--out", str(tmp_path), "--span-type", "NOPE"])
     assert code == 2
     assert "no annotation marks spans of type 'NOPE'; span types present: " in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- label scales and levels
+
+# Eight items, four annotators, a 1-5 scale with 4 unused and 2 rare; None = not rated.
+LIKERT = {"p": [1, 2, 3, 3, 5, 1, None, 5], "q": [1, 3, 3, 5, 5, 2, 3, None],
+          "r": [None, 2, 5, 3, 5, 1, 3, 3], "s": [1, 1, 3, 3, None, None, 5, 5]}
+
+
+def _likert_ratings() -> list[dict]:
+    return [{a: col[i] for a, col in LIKERT.items() if col[i] is not None} for i in range(8)]
+
+
+def _likert_examples(values=LIKERT) -> list[Example]:
+    return [Example(id=f"s{i}", text=f"sentence {i}",
+                    annotations=[Annotation(a, {"rating": col[i]}) for a, col in values.items()])
+            for i in range(8)]
+
+
+def _package_alpha(ratings, level) -> float:
+    """The `krippendorff` package's alpha, its reliability matrix built here (annotators × items, NaN = missing)."""
+    import krippendorff
+
+    annotators = sorted({a for item in ratings for a in item})
+    matrix = [[float(item.get(a, math.nan)) for item in ratings] for a in annotators]
+    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_alpha_at_each_level_equals_the_krippendorff_package(level):
+    ratings = _likert_ratings()
+    report = build_report(_likert_examples(), level=level, n_boot=50, seed=3)
+    assert report["level"] == level and report["krippendorff"]["level"] == level
+    assert report["krippendorff"]["value"] == approx(_package_alpha(ratings, level), abs=1e-9)
+    # The resampling code computes alpha on its own (from counts); with every item drawn once it
+    # must give the package's value too.
+    assert ItemResamples(ratings, level).alpha(np.ones((8, 1)))[0] == approx(_package_alpha(ratings, level), abs=1e-9)
+
+
+def test_the_levels_give_different_alphas():
+    values = {level: build_report(_likert_examples(), level=level, n_boot=10)["krippendorff"]["value"]
+              for level in ("nominal", "ordinal", "interval", "ratio")}
+    assert len({round(v, 6) for v in values.values()}) == 4, values
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_alpha_intervals_at_each_level_equal_the_reference_bootstrap(level):
+    from functools import partial
+
+    rng = random.Random(4)
+    annotators = [f"a{i}" for i in range(5)]
+    ratings = [{a: rng.choice([1, 2, 2, 3, 5, 8]) for a in rng.sample(annotators, rng.randint(1, 4))}
+               for _ in range(25)]
+    expected = agreement.bootstrap_ci(ratings, partial(agreement.krippendorff_alpha, level=level), 80, 6)
+    assert ItemResamples(ratings, level).run(80, seed=6)["alpha"] == approx(expected, abs=1e-9)
+
+
+def _weighted_kappas_of_resample(ratings, sample, drawn, weights):
+    """As `_kappas_of_resample`, weighted on the scale of the whole table (not of the resample)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    scale = agreement.ordered_labels(v for item in ratings for v in item.values())
+    distinct = Counter(pair for i in drawn for pair in combinations(sorted(ratings[i], key=str), 2))
+    shared: dict = {}
+    for item in sample:
+        for a, b in combinations(sorted(item, key=str), 2):
+            shared.setdefault((a, b), ([], []))
+            shared[(a, b)][0].append(item[a])
+            shared[(a, b)][1].append(item[b])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {pair: float(cohen_kappa_score(x, y, labels=scale, weights=weights))
+                for pair, (x, y) in shared.items() if distinct[pair] >= 2}
+
+
+def test_ordinal_report_has_the_weighted_kappa_and_its_intervals():
+    ratings = _likert_ratings()
+    report = build_report(_likert_examples(), level="ordinal", n_boot=60, seed=2)
+    assert report["kappa_weights"] == "quadratic" and report["fleiss"] is None
+    pairs = {(p["a"], p["b"]): p["kappa"] for p in report["cohen"]["pairs"]}
+    assert pairs == approx(agreement.cohen_kappa_pairwise(ratings, "quadratic"))
+    # p–q share items 0, 1, 2, 3, 4, 5 on the scale 1 < 2 < 3 < 5 (ranks 0-3): p 1 2 3 3 5 1, q 1 3 3 5 5 2.
+    # Quadratic: observed Σ (i-j)² = 0+1+0+1+0+1 = 3; p's rank counts (2, 1, 2, 1), q's (1, 1, 2, 2):
+    # Σ a_i b_j (i-j)² = 2·27 + 1·11 + 2·7 + 1·15 = 94 (rows i = 0..3), over n = 6 → kappa 1 - 3/(94/6) = 38/47.
+    assert pairs[("p", "q")] == approx(38 / 47)
+
+    def mean_weighted(sample, drawn):
+        kappas = [k for k in _weighted_kappas_of_resample(ratings, sample, drawn, "quadratic").values()
+                  if not math.isnan(k)]
+        return sum(kappas) / len(kappas) if kappas else math.nan
+
+    assert report["cohen"]["ci"] == approx(list(_reference_interval(ratings, mean_weighted, 60, 2)))
+    for pair in report["cohen"]["pairs"]:
+        def one(sample, drawn, pair=(pair["a"], pair["b"])):
+            return _weighted_kappas_of_resample(ratings, sample, drawn, "quadratic").get(pair, math.nan)
+        assert pair["ci"] == approx(list(_reference_interval(ratings, one, 60, 2)))
+    linear = build_report(_likert_examples(), level="ordinal", weights="linear", n_boot=10)
+    assert linear["cohen"]["mean"] == approx(agreement.mean_pairwise_cohen(ratings, "linear"))
+    text = render_markdown(report)
+    assert "- Level of measurement: **ordinal**" in text
+    assert "| mean pairwise weighted Cohen's kappa (quadratic) | " in text
+    assert "| Krippendorff's alpha (ordinal) | " in text and "Fleiss" not in text
+    assert "## Pairwise weighted Cohen's kappa (quadratic)" in text
+
+
+def test_interval_report_has_alpha_alone_and_says_so(tmp_path):
+    report = build_report(_likert_examples(), level="interval", n_boot=20)
+    assert report["fleiss"] is None and report["cohen"] is None
+    assert report["krippendorff"]["ci"] is not None
+    text = render_markdown(report)
+    assert "kappas (categories or ranks) are not computed" in text
+    assert "Not computed at level interval" in text
+    paths = write_report(report, tmp_path)  # the heatmap still exists, and says why it is empty
+    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_integer_labels_are_categories_and_agree_with_the_same_table_as_bool():
+    as_int = [Example(id=ex.id, text=ex.text, annotations=[Annotation(a.annotator, {"sarcasm": int(a.labels["OFF"])})
+                                                           for a in ex.annotations]) for ex in _examples()]
+    as_bool = build_report(_examples(), label="OFF", n_boot=50, seed=1)
+    report = build_report(as_int, n_boot=50, seed=1)  # the label is found without --label
+    assert report["label"] == "sarcasm" and report["level"] == "nominal" and report["label_kind"] == "number"
+    assert report["label_counts"] == {"0": 8, "1": 10}
+    for key in ("fleiss", "krippendorff"):
+        assert report[key]["value"] == approx(as_bool[key]["value"])
+    assert report["cohen"]["mean"] == approx(as_bool["cohen"]["mean"])
+    assert report["cohen"]["ci"] == approx(as_bool["cohen"]["ci"])
+    assert {r["annotator"]: r["bias"] for r in report["bias"]["annotators"]} == approx({"x": 0.0, "y": 1 / 6, "z": 0.0})
+    assert "positive: gives higher values than the majority" in render_markdown(report)
+
+
+def test_float_labels_sort_as_numbers_and_nan_means_not_rated():
+    examples = [Example(id=str(i), text="t", annotations=[Annotation("a", {"score": a}), Annotation("b", {"score": b})])
+                for i, (a, b) in enumerate([(10.0, 2.5), (2.5, 2.5), (10.0, math.nan), (0.5, 10.0)])]
+    table = ratings_table(examples, "score")
+    assert table.ratings[2] == {"a": 10.0} and table.missing_values == 1 and table.kind == "number"
+    report = build_report(examples, level="interval", n_boot=10)
+    assert list(report["label_counts"]) == ["0.5", "2.5", "10.0"]
+
+
+def test_a_label_mixing_kinds_is_an_error_naming_both_places():
+    examples = [Example(id="e1", text="t", annotations=[Annotation("a", {"L": 1}), Annotation("b", {"L": 0})]),
+                Example(id="e2", text="t", annotations=[Annotation("a", {"L": "1"})])]
+    with pytest.raises(ValueError, match=r"label 'L' mixes kinds of values: example 'e1' \(annotator 'a'\): 1 is "
+                                         r"number, example 'e2' \(annotator 'a'\): '1' is text"):
+        ratings_table(examples, "L")
+
+
+def test_a_level_needing_numbers_on_bool_labels_is_an_error_naming_an_example():
+    with pytest.raises(ValueError, match=r"level 'ordinal' needs numeric labels, but label 'OFF' holds bool values "
+                                         r"\(example 'item0': True\)"):
+        build_report(_examples(), level="ordinal")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"level": "ordinal", "weights": "cubic"}, "kappa weights must be one of"),
+    ({"level": "nominal", "weights": "linear"}, "kappa weights apply at level 'ordinal' only"),
+    ({"level": "likert"}, "level must be one of"),
+])
+def test_bad_level_or_weights_are_errors(options, message):
+    with pytest.raises(ValueError, match=message):
+        build_report(_likert_examples(), n_boot=5, **options)
+
+
+def _write_annotation_export(path, columns: dict) -> None:
+    """A JSONL export of per-annotator integer labels, as annotation tools write them."""
+    n = len(next(iter(columns.values())))
+    rows = [{"id": f"t{i}", "text": f"text {i}",
+             "annotations": [{"annotator": a, "labels": {"sarcastic": col[i]}} for a, col in columns.items()
+                             if col[i] is not None]} for i in range(n)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_end_to_end_integer_labels_and_levels(tmp_path, capsys):
+    # The issue's case: three annotators' 0/1 labels once gave "no annotation label holds bool or str values".
+    binary = tmp_path / "binary.jsonl"
+    _write_annotation_export(binary, {a: [int(v) for v in col] for a, col in LABELS.items()})
+    assert main(["agreement", str(binary), "--format", "jsonl", "--out", str(tmp_path / "b"), "--n-boot", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "label 'sarcastic': 6 items, 3 annotators, 2 labels, level nominal" in out
+    # Fleiss by hand: P_i is 1 on the 3 unanimous items and 1/3 on the others → P̄ = 2/3; p(1) = 10/18,
+    # p(0) = 8/18 → P_e = 164/324; kappa = (2/3 - 164/324) / (1 - 164/324) = 0.325.
+    assert "Fleiss 0.325; mean Cohen 0.333" in out
+
+    likert = tmp_path / "likert.jsonl"
+    _write_annotation_export(likert, LIKERT)
+    assert main(["agreement", str(likert), "--format", "jsonl", "--out", str(tmp_path / "l"), "--n-boot", "20",
+                 "--level", "ordinal", "--weights", "linear"]) == 0
+    out = capsys.readouterr().out
+    assert "level ordinal" in out and "mean Cohen (linear)" in out
+    data = json.loads((tmp_path / "l" / "report.json").read_text(encoding="utf-8"))
+    assert data["level"] == "ordinal" and data["kappa_weights"] == "linear"
+    assert data["krippendorff"]["value"] == approx(_package_alpha(_likert_ratings(), "ordinal"), abs=1e-9)
+
+    assert main(["agreement", str(likert), "--format", "jsonl", "--out", str(tmp_path / "x"),
+                 "--weights", "linear"]) == 2
+    assert "kappa weights apply at level 'ordinal' only" in capsys.readouterr().err

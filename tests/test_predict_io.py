@@ -1,32 +1,133 @@
 """Prediction inputs and the HTML rendering."""
+import re
+from html.parser import HTMLParser
+
 import pytest
 
 from kold_span.data.example import Example
 from kold_span.errors import DataError
-from kold_span.inference.html import HtmlWriter, doc_words
+from kold_span.inference.html import PALETTE, HtmlWriter, render_prediction_html, span_colours, span_lanes
 from kold_span.inference.inputs import bad_rows, iter_inputs
 
 
-def test_doc_words_cut_at_spaces_and_span_edges():
-    words, spaces, starts = doc_words("너 진짜 바보냐", {5, 7})
-    assert words == ["너", "진짜", "바보", "냐"]
-    assert spaces == [True, True, False, False]
-    assert starts == [0, 2, 5, 7]
-    assert "".join(w + (" " if s else "") for w, s in zip(words, spaces)) == "너 진짜 바보냐"
+class TextBlocks(HTMLParser):
+    """The character data of every `ks-text` block of a page, as a parser (not a browser) reads it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[str] = []
+        self.depth = 0  # open elements inside the current block (0: outside any)
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += 1
+        elif ("class", "ks-text") in attrs:
+            self.depth = 1
+            self.blocks.append("")
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.blocks[-1] += data
 
 
-def test_html_marks_spans_with_type_and_score(tmp_path):
-    writer = HtmlWriter(tmp_path / "p.html")
+def text_blocks(markup: str) -> list[str]:
+    parser = TextBlocks()
+    parser.feed(markup)
+    return parser.blocks
+
+
+def span(kind, start, end, score=0.9):
+    return {"type": kind, "start": start, "end": end, "score": score}
+
+
+TRICKY = [
+    ("먹다가 의원은 진짜 바보냐", [span("OFF", 8, 13), span("TGT", 4, 7)]),  # spans cut inside eojeol
+    ("treasonous traitor, racist , bigot,", [span("OFF", 7, 18), span("OFF", 20, 26), span("TGT", 20, 35)]),
+    ("  two  spaces\tand a tab\nnew line\r\nCRLF  ", [span("OFF", 2, 13), span("OFF", 5, 9)]),
+    ("<b>bold</b> & &amp; \"quoted\" 'single'", [span("OFF", 0, 11)]),
+    ("emoji 👍🏽 and cafe\u0301", [span("OFF", 6, 8), span("TGT", 13, 18)]),
+]
+
+
+@pytest.mark.parametrize("text, spans", TRICKY)
+def test_rendered_text_block_holds_exactly_the_text(text, spans):
+    fragment = render_prediction_html(text, {"labels": {}, "spans": spans})
+    assert text_blocks(fragment) == [text]
+
+
+def test_badges_and_bars_are_not_text_and_each_span_gets_one_badge():
+    text = "treasonous traitor, racist , bigot,"
+    spans = [span("OFF", 7, 18, 0.81), span("OFF", 20, 26, 0.66), span("TGT", 20, 35, 0.5)]
+    fragment = render_prediction_html(text, {"labels": {}, "spans": spans}, span_colours(["OFF", "TGT"]))
+    assert re.findall(r'data-tag="([^"]*)"', fragment) == ["OFF 0.81", "OFF 0.66", "TGT 0.50"]
+    assert span_colours(["OFF", "TGT"]) == {"OFF": PALETTE[0], "TGT": PALETTE[1]}  # distinct colours
+    # "racist" is under both: the longer TGT span took lane 0 (bar 1-4 px under the text), OFF lane 1 (5-8 px).
+    assert (f'0 1px 0 0 var(--ks-bg),0 4px 0 0 {PALETTE[1]},0 5px 0 0 var(--ks-bg),0 8px 0 0 {PALETTE[0]}" '
+            f'title="TGT 0.50 · OFF 0.66">racist</span>') in fragment
+
+
+def test_a_bar_keeps_its_depth_where_the_lanes_above_it_are_empty():
+    fragment = render_prediction_html("abcdefghijklmnop", {"labels": {}, "spans": [span("A", 0, 10), span("B", 5, 15)]},
+                                      {"A": "red", "B": "blue"})
+    # 10-15 is B alone, on lane 1: lane 0 is painted in the page colour.
+    assert ('0 1px 0 0 var(--ks-bg),0 4px 0 0 var(--ks-bg),0 5px 0 0 var(--ks-bg),0 8px 0 0 blue" '
+            'title="B 0.90">klmno</span>') in fragment
+
+
+def test_span_lanes_keep_overlapping_spans_apart():
+    spans = [span("A", 0, 10), span("B", 2, 4), span("C", 4, 6), span("D", 3, 12), span("E", 10, 11)]
+    # A lane 0; B overlaps A → 1; D (3-12) overlaps A and B → 2; C (4-6) overlaps A, D, and B ended at 4 → 1;
+    # E (10-11) starts where A ends → 0.
+    assert span_lanes(spans) == [0, 1, 1, 2, 0]
+
+
+def test_a_long_text_is_cut_only_at_span_edges():
+    text = "가나다 " * 25_000  # 100,000 characters
+    spans = [span("OFF", 4, 7), span("TGT", 50_000, 50_010), span("OFF", 50_005, 60_000)]
+    fragment = render_prediction_html(text, {"labels": {}, "spans": spans})
+    assert fragment.count("<span") == 4 + 3  # pieces under a span (4-7, and three between 50,000 and 60,000), badges
+    assert text_blocks(fragment) == [text]
+
+
+def test_labels_show_their_probabilities():
+    labels = {"OFF": {"label": True, "probs": {"false": 0.07, "true": 0.93}},
+              "GRP": {"label": "gender", "probs": {"gender": 0.61, "race": 0.39}},
+              "TGT_kind": {"label": ["group", "individual"], "probs": {"group": 0.8, "individual": 0.55, "none": 0.1}},
+              "empty": {"label": [], "probs": {"a": 0.2}}}
+    fragment = render_prediction_html("x", {"labels": labels, "spans": []})
+    values = re.findall(r'<span class="ks-value">([^<]*)</span>(?: <span class="ks-prob">([^<]*)</span>)?', fragment)
+    assert values == [("true", "0.93"), ("gender", "0.61"), ("group", "0.80"), ("individual", "0.55"), ("none", "")]
+    assert 'title="true 0.930 · false 0.070"' in fragment
+
+
+def test_a_span_outside_the_text_is_an_error():
+    with pytest.raises(DataError, match=r"span 'OFF' \[3, 9\) is not inside the text \(length 5\)"):
+        render_prediction_html("hello", {"labels": {}, "spans": [span("OFF", 3, 9)]})
+
+
+def test_html_writer_streams_rows_with_id_context_and_legend(tmp_path):
+    writer = HtmlWriter(tmp_path / "p.html", span_types=["OFF", "TGT"])
     writer.add(Example(id="7", text="좋은 기사 감사합니다"), {"labels": {}, "spans": []})
     writer.add(Example(id="8", text="너 진짜 바보냐", context="제목"),
-               {"labels": {"OFF": {"label": True}}, "spans": [{"type": "OFF", "start": 5, "end": 7, "score": 0.9}]})
+               {"labels": {"OFF": {"label": True, "probs": {"true": 0.9, "false": 0.1}}},
+                "spans": [span("OFF", 5, 7), span("GRP", 2, 4)]})
+    writer.file.flush()
+    partial = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert partial.count('class="ks-row"') == 2 and "</html>" not in partial  # written as they come
     writer.add(Example(id="9", text="네 그렇군요", context=["A: 첫 <말>", "B: 둘째 말"]), {"labels": {}, "spans": []})
     writer.close()
-    html = (tmp_path / "p.html").read_text(encoding="utf-8")
-    assert "좋은 기사 감사합니다" in html
-    assert "OFF 0.90" in html and "OFF: True" in html and "제목" in html
-    assert "#9 A: 첫 &lt;말&gt;<br>B: 둘째 말</div>" in html  # a dialogue: one line a turn, escaped
-    assert html.rstrip().endswith("</html>")
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert text_blocks(page) == ["좋은 기사 감사합니다", "너 진짜 바보냐", "네 그렇군요"]
+    assert '#9 <span class="ks-context">A: 첫 &lt;말&gt;<br>B: 둘째 말</span>' in page  # one line a turn, escaped
+    legend = page.split('<div class="ks-legend">', 1)[1].split("</div>", 1)[0]
+    assert re.findall(r'--ks-c:(#\w+)">(\w+)<', legend) == [(PALETTE[0], "OFF"), (PALETTE[1], "TGT")]
+    assert f'Span types the model did not declare: <span class="ks-key" style="--ks-c:{PALETTE[2]}">GRP</span>' in page
+    assert "<script" not in page and "http" not in page.split("</head>")[0].replace("http-equiv", "")
+    assert page.rstrip().endswith("</html>")
 
 
 def test_csv_with_custom_columns(tmp_path):

@@ -134,7 +134,7 @@ def test_predict_cli_each_input_format(trained, tmp_path, name, ids):
     assert [r["text"] for r in rows] == comments
     assert all("OFF" in r["labels"] for r in rows)
     html = (tmp_path / "out.html").read_text(encoding="utf-8")
-    assert html.count('class="spans"') == 3
+    assert html.count('class="ks-text"') == 3
     assert all(f"#{i} " in html for i in ids)
 
 

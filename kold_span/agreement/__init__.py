@@ -3,11 +3,13 @@
 The coefficients (`coefficients`) are re-exported here, so `agreement.fleiss_kappa(...)` reads
 as before; `report` builds and renders `kold-span agreement`.
 """
-from kold_span.agreement.coefficients import (KAPPA_BANDS, annotator_bias, bootstrap_ci, cohen_kappa_pairwise,
-                                              fleiss_kappa, hard_cases, interpret_kappa, item_entropy,
-                                              krippendorff_alpha, majority_label, mean_pairwise_cohen, span_agreement,
+from kold_span.agreement.coefficients import (KAPPA_BANDS, KAPPA_WEIGHTS, LEVELS, annotator_bias, bootstrap_ci,
+                                              cohen_kappa_pairwise, fleiss_kappa, hard_cases, interpret_kappa,
+                                              is_number, item_entropy, krippendorff_alpha, majority_label,
+                                              mean_pairwise_cohen, numeric_labels, ordered_labels, span_agreement,
                                               unanimity)
 
-__all__ = ["KAPPA_BANDS", "annotator_bias", "bootstrap_ci", "cohen_kappa_pairwise", "fleiss_kappa", "hard_cases",
-           "interpret_kappa", "item_entropy", "krippendorff_alpha", "majority_label", "mean_pairwise_cohen",
-           "span_agreement", "unanimity"]
+__all__ = ["KAPPA_BANDS", "KAPPA_WEIGHTS", "LEVELS", "annotator_bias", "bootstrap_ci", "cohen_kappa_pairwise",
+           "fleiss_kappa", "hard_cases", "interpret_kappa", "is_number", "item_entropy", "krippendorff_alpha",
+           "majority_label", "mean_pairwise_cohen", "numeric_labels", "ordered_labels", "span_agreement",
+           "unanimity"]

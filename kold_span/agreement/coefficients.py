@@ -3,6 +3,11 @@
 A ratings table is a list of items, each a dict ``{annotator_id: label}``.
 Annotators may skip items (as in crowdsourcing): a missing key means "not
 labelled", never a label.
+
+Labels are categories unless a coefficient is told otherwise: Krippendorff's alpha
+takes a level of measurement (`LEVELS`), and Cohen's kappa can weigh disagreements by
+their distance on an ordinal scale (`KAPPA_WEIGHTS`). Both then need numeric labels
+(bool is not a number here), ordered as numbers.
 """
 from __future__ import annotations
 
@@ -18,12 +23,46 @@ from kold_span.evaluation.metrics import char_f1
 Ratings = Sequence[Mapping[Hashable, Hashable]]
 
 KAPPA_BANDS = ((0.20, "poor"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
+LEVELS = ("nominal", "ordinal", "interval", "ratio")  # Krippendorff's levels of measurement
+KAPPA_WEIGHTS = ("linear", "quadratic")  # of a weighted Cohen's kappa, as scikit-learn names them
+
+
+def is_number(label: Hashable) -> bool:
+    """Whether a label is an int or float (bool is a category, not a number).
+
+    Example:
+        >>> is_number(3), is_number(2.5), is_number(True), is_number("3")
+        (True, True, False, False)
+    """
+    return isinstance(label, (int, float)) and not isinstance(label, bool)
+
+
+def ordered_labels(labels: Iterable[Hashable]) -> list:
+    """The distinct labels: numbers in numeric order, any other mix in `str` order.
+
+    Example:
+        >>> ordered_labels([10, 2, 2, 1.5]), ordered_labels(["b", "a", "b"])
+        ([1.5, 2, 10], ['a', 'b'])
+    """
+    distinct = set(labels)
+    if all(is_number(label) for label in distinct):
+        return sorted(distinct)
+    return sorted(distinct, key=str)
+
+
+def numeric_labels(ratings: Ratings, what: str) -> list[float]:
+    """The distinct labels of a table in numeric order; an `ArgumentError` naming `what` if one is not a number."""
+    labels = ordered_labels(lab for item in ratings for lab in item.values())
+    for label in labels:
+        if not is_number(label):
+            raise ArgumentError(f"{what} needs numeric labels (int or float), got {label!r}")
+    return labels
 
 
 # --------------------------------------------------------------------------- chance-corrected coefficients
 
 
-def cohen_kappa_pairwise(ratings: Ratings) -> dict[tuple[Hashable, Hashable], float]:
+def cohen_kappa_pairwise(ratings: Ratings, weights: Optional[str] = None) -> dict[tuple[Hashable, Hashable], float]:
     """Cohen's kappa for every annotator pair, over the items both labelled.
 
     Pairs sharing fewer than 2 items are left out. A pair whose kappa is
@@ -31,16 +70,32 @@ def cohen_kappa_pairwise(ratings: Ratings) -> dict[tuple[Hashable, Hashable], fl
 
     Args:
         ratings: the ratings table.
+        weights: None (labels are categories), or ``"linear"`` / ``"quadratic"``:
+            a weighted kappa for ordinal labels, where a disagreement weighs
+            ``|i - j|`` or ``(i - j)²`` with ``i``, ``j`` the ranks of the two labels
+            among all labels of the table (so every pair uses the same scale).
 
     Returns:
         ``{(a, b): kappa}`` with ``a`` before ``b`` in `str` order.
 
+    Raises:
+        ArgumentError: unknown `weights`, or weights with a label that is not a number.
+
     Example:
-        >>> kappas = cohen_kappa_pairwise([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}])
-        >>> {pair: round(k, 4) for pair, k in kappas.items()}
+        >>> table = [{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]
+        >>> {pair: round(k, 4) for pair, k in cohen_kappa_pairwise(table).items()}
         {('x', 'y'): 0.4}
+        >>> likert = [{"x": 1, "y": 2}, {"x": 3, "y": 3}, {"x": 5, "y": 4}]
+        >>> {pair: round(k, 4) for pair, k in cohen_kappa_pairwise(likert, "quadratic").items()}
+        {('x', 'y'): 0.8}
     """
     from sklearn.metrics import cohen_kappa_score
+
+    scale = None
+    if weights is not None:
+        if weights not in KAPPA_WEIGHTS:
+            raise ArgumentError(f"kappa weights must be one of {KAPPA_WEIGHTS}, got {weights!r}")
+        scale = numeric_labels(ratings, f"a {weights}-weighted kappa")
 
     # One pass over items, not one per pair: crowd tables have thousands of annotators.
     shared: dict[tuple[Hashable, Hashable], tuple[list, list]] = {}
@@ -56,15 +111,16 @@ def cohen_kappa_pairwise(ratings: Ratings) -> dict[tuple[Hashable, Hashable], fl
             with warnings.catch_warnings():
                 # An undefined kappa is reported as NaN, as documented; sklearn's warning adds nothing.
                 warnings.simplefilter("ignore")
-                kappas[pair] = float(cohen_kappa_score(labels_a, labels_b))
+                kappas[pair] = float(cohen_kappa_score(labels_a, labels_b, labels=scale, weights=weights))
     return kappas
 
 
-def mean_pairwise_cohen(ratings: Ratings) -> float:
+def mean_pairwise_cohen(ratings: Ratings, weights: Optional[str] = None) -> float:
     """The mean of the defined pairwise Cohen's kappas.
 
     Args:
         ratings: the ratings table.
+        weights: None, ``"linear"`` or ``"quadratic"`` (see `cohen_kappa_pairwise`).
 
     Returns:
         The mean kappa over pairs with a defined value (NaN if there is none).
@@ -76,7 +132,7 @@ def mean_pairwise_cohen(ratings: Ratings) -> float:
         >>> round(mean_pairwise_cohen([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
         0.4
     """
-    kappas = cohen_kappa_pairwise(ratings)
+    kappas = cohen_kappa_pairwise(ratings, weights)
     if not kappas:
         raise ArgumentError("no annotator pair shares at least 2 items")
     defined = [k for k in kappas.values() if not math.isnan(k)]
@@ -125,34 +181,34 @@ def krippendorff_alpha(ratings: Ratings, level: str = "nominal") -> float:
     Args:
         ratings: the ratings table.
         level: ``"nominal"`` (any hashable labels), or ``"ordinal"``,
-            ``"interval"``, ``"ratio"`` (labels must be numbers).
+            ``"interval"``, ``"ratio"`` (labels must be numbers; their values are
+            what the distances between labels are computed from).
 
     Returns:
         Alpha (``krippendorff`` package); items with a single rating do not count.
 
+    Raises:
+        ArgumentError: an unknown level, or a label that is not a number at another level than nominal.
+
     Example:
         >>> krippendorff_alpha([{"x": "a", "y": "a"}, {"x": "b", "y": "b"}])
         1.0
+        >>> likert = [{"x": 1, "y": 2}, {"x": 3, "y": 3}, {"x": 5, "y": 4}]
+        >>> round(krippendorff_alpha(likert, "nominal"), 4), round(krippendorff_alpha(likert, "interval"), 4)
+        (0.2857, 0.8333)
     """
     import krippendorff
     import numpy as np
 
+    if level not in LEVELS:
+        raise ArgumentError(f"level must be one of {LEVELS}, got {level!r}")
     annotators = sorted({a for item in ratings for a in item}, key=str)
     if level == "nominal":
-        code = {lab: i for i, lab in enumerate(sorted({lab for item in ratings for lab in item.values()}, key=str))}
+        code = {lab: i for i, lab in enumerate(ordered_labels(lab for item in ratings for lab in item.values()))}
     else:
-        code = _NumericCode()
+        code = {lab: float(lab) for lab in numeric_labels(ratings, f"Krippendorff's alpha at level {level!r}")}
     matrix = np.array([[code[item[a]] if a in item else np.nan for item in ratings] for a in annotators], dtype=float)
     return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
-
-
-class _NumericCode:
-    """Map a numeric label to itself; anything else is an error."""
-
-    def __getitem__(self, label: Hashable) -> float:
-        if isinstance(label, bool) or not isinstance(label, (int, float)):
-            raise ArgumentError(f"non-nominal alpha needs numeric labels, got {label!r}")
-        return float(label)
 
 
 def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot: int = 1000,
@@ -259,7 +315,7 @@ def unanimity(ratings: Ratings) -> dict:
         majority = majority_label(labels)
         if majority is not None:
             by_class.setdefault(majority, []).append(is_unanimous)
-    per_class = {c: sum(flags) / len(flags) for c, flags in sorted(by_class.items(), key=lambda kv: str(kv[0]))}
+    per_class = {c: sum(by_class[c]) / len(by_class[c]) for c in ordered_labels(by_class)}
     return {"overall": sum(unanimous) / len(unanimous), "per_class": per_class}
 
 
@@ -356,7 +412,7 @@ def span_agreement(annotator_spans: Sequence[Mapping[Hashable, Iterable[int]]],
 def _categories(items: Ratings, categories: Optional[Sequence[Hashable]]) -> list:
     seen = {lab for item in items for lab in item.values()}
     if categories is None:
-        return sorted(seen, key=str)
+        return ordered_labels(seen)
     unknown = seen - set(categories)
     if unknown:
         raise ArgumentError(f"label(s) {sorted(unknown, key=str)} not in categories {list(categories)}")

@@ -5,7 +5,8 @@ import argparse
 import time
 from pathlib import Path
 
-from kold_span.agreement.report import DEFAULT_N_BOOT, FILES, FORMATS
+from kold_span.agreement import KAPPA_WEIGHTS, LEVELS
+from kold_span.agreement.report import DEFAULT_N_BOOT, DEFAULT_WEIGHTS, FILES, FORMATS
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -15,16 +16,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['kold_v1.json', '--format', 'kold', '--out', 'agreement'])
-        >>> args.format, args.out
-        ('kold', 'agreement')
+        >>> args.format, args.out, args.level
+        ('kold', 'agreement', 'nominal')
+        >>> parser.parse_args(['likert.jsonl', '--format', 'jsonl', '--out', 'a', '--level', 'ordinal']).level
+        'ordinal'
     """
     parser = subparsers.add_parser("agreement", help="inter-annotator agreement report of a corpus's raw annotations")
     parser.add_argument("file", help="corpus file or directory")
     parser.add_argument("--format", required=True, metavar="READER",
                         help=f"corpus reader keeping per-annotator labels: {', '.join(FORMATS)}")
     parser.add_argument("--out", required=True, help="output directory (report.md, report.json, two PNGs)")
-    parser.add_argument("--label", help="annotation label key (default: the first bool/str one, "
-                                        "e.g. OFF for kold, irony for multipico, type for toxic_spans_raw)")
+    parser.add_argument("--label", help="annotation label key (default: the first one holding single bool, str, "
+                                        "int or float values, e.g. OFF for kold, irony for multipico, type for "
+                                        "toxic_spans_raw)")
+    parser.add_argument("--level", choices=LEVELS, default="nominal",
+                        help="level of measurement of the label (default nominal: labels are categories, numbers "
+                             "included). nominal: Fleiss' and Cohen's kappa and alpha; ordinal: weighted Cohen's "
+                             "kappa and ordinal alpha; interval, ratio: alpha alone. All but nominal need numbers")
+    parser.add_argument("--weights", choices=KAPPA_WEIGHTS,
+                        help=f"weights of Cohen's kappa at --level ordinal (default {DEFAULT_WEIGHTS})")
     parser.add_argument("--span-type", help="span type for character-level agreement (default: the first present)")
     parser.add_argument("--group-by", metavar="META_KEY", help="repeat the label statistics per value of "
                                                                "this meta key, e.g. lang for multipico")
@@ -47,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         reader_options["skip_bad"] = True
     start = time.perf_counter()
     result = report.run(args.file, args.format, args.out, reader_options=reader_options, label=args.label,
-                        span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed)
+                        span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed,
+                        level=args.level, weights=args.weights)
     print(report.summary(result))
     print(f"wrote {', '.join(str(Path(args.out) / name) for name in FILES)} in {time.perf_counter() - start:.1f} s")
     return 0

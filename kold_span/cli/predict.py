@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
                            bad=bad, quoting=args.quoting)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    html = HtmlWriter(Path(args.html)) if args.html else None
+    span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind == "span"))
+    html = HtmlWriter(Path(args.html), span_types) if args.html else None
     pending: deque = deque()  # examples read but not yet written; predictions come back in order
     count = 0
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)

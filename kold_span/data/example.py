@@ -12,7 +12,7 @@ from kold_span.errors import DataError
 
 Span = tuple[int, int]
 Context = Union[None, str, list[str]]
-LabelValue = Union[bool, str, list[str], dict[str, float], None]
+LabelValue = Union[bool, int, float, str, list[str], dict[str, float], None]
 
 
 @dataclass

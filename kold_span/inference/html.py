@@ -1,74 +1,267 @@
-"""Predictions rendered as an HTML page with displaCy's span style."""
+"""Predictions as a self-contained HTML page: the text exactly as written, spans in colour, labels with probabilities.
+
+`render_prediction_html(text, prediction)` renders one prediction as an HTML fragment: a pure
+function, for `kold-span predict --html` and for any page that shows a prediction (it needs
+`PAGE_STYLE`, which `page_head` writes). `HtmlWriter` streams a page of them, one row at a time.
+
+How a fragment reads:
+
+- The text is written character for character (escaped) in a ``white-space: pre-wrap`` block:
+  no space is added or lost and line breaks stay. Markup is cut only where a span starts or
+  ends, so a long text costs a few elements per span, never one per character.
+- Each span type has its colour (`span_colours`, shown by the page's legend). A span is a bar
+  under its characters, at a depth (its lane) that no overlapping span shares, so overlapping
+  and nested spans can each be followed; its characters get a light tint of its colour.
+- A small badge after a span's last character gives its type and score. CSS draws it from an
+  attribute (``::after``), so it is not part of the text: selecting or copying gives the input.
+- Each label shows its probability; hovering over it shows every label's probability, and
+  hovering over marked text lists the spans covering it.
+
+Example:
+    >>> fragment = render_prediction_html("너 진짜 바보냐", {
+    ...     "labels": {"OFF": {"label": True, "probs": {"false": 0.1, "true": 0.9}}},
+    ...     "spans": [{"type": "OFF", "start": 5, "end": 7, "score": 0.88}]})
+    >>> '<span class="ks-prob">0.90</span>' in fragment, 'data-tag="OFF 0.88"' in fragment
+    (True, True)
+"""
 from __future__ import annotations
 
 import html
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from kold_span.data.example import Example, context_turns
+from kold_span.data.example import Example, context_turns, label_str
+from kold_span.errors import DataError
+
+# Distinct on white and for the common colour-vision deficiencies (Okabe & Ito), then two more.
+PALETTE = ("#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
+BAR_PX = 3  # height of one span's bar
+GAP_PX = 1  # white gap between two lanes of bars
+
+PAGE_STYLE = """
+body { font-family: system-ui, "Noto Sans", "Noto Sans CJK KR", sans-serif; max-width: 60em; margin: 0 auto;
+       padding: 0 1em 2em; color: #1a1a1a; background: #fff; --ks-bg: #fff; }
+.ks-legend { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ddd;
+             padding: .6em 0; font-size: .85em; line-height: 1.9; }
+.ks-key { display: inline-block; padding: 0 .45em; margin-right: .3em; border-bottom: 3px solid var(--ks-c);
+          background: color-mix(in srgb, var(--ks-c) 14%, transparent); font-weight: 600; }
+.ks-help { color: #555; }
+.ks-row { margin: 1.4em 0; padding-bottom: 1em; border-bottom: 1px solid #eee; }
+.ks-head { color: #666; font-size: .85em; margin-bottom: .3em; }
+.ks-context { white-space: pre-wrap; }
+.ks-labels { margin-bottom: .35em; }
+.ks-label { display: inline-block; margin-right: 1em; white-space: nowrap; }
+.ks-task { color: #555; font-size: .85em; }
+.ks-value { font-weight: 600; }
+.ks-prob { font-size: .8em; color: #333; background: #eef1f5; border-radius: .3em; padding: 0 .3em; }
+.ks-text { white-space: pre-wrap; word-break: keep-all; overflow-wrap: anywhere; font-size: 1.05em;
+           line-height: calc(1.7em + 2 * var(--ks-lanes, 0) * 4px); }
+.ks-span { background: color-mix(in srgb, var(--ks-c) 14%, transparent);
+           -webkit-box-decoration-break: clone; box-decoration-break: clone; }
+.ks-tag::after { content: attr(data-tag); color: var(--ks-c); font-size: .62em; font-weight: 700;
+                 vertical-align: .7em; line-height: 1; margin: 0 .2em 0 .1em; white-space: nowrap; }
+"""
+
+PAGE_TAIL = "</body></html>\n"
+
+
+def span_colours(span_types: Iterable[str]) -> dict[str, str]:
+    """A colour per span type, from `PALETTE` in the order given (it repeats after 8 types).
+
+    Example:
+        >>> span_colours(["OFF", "TGT"])
+        {'OFF': '#d55e00', 'TGT': '#0072b2'}
+    """
+    colours: dict[str, str] = {}
+    for span_type in span_types:
+        colours.setdefault(span_type, PALETTE[len(colours) % len(PALETTE)])
+    return colours
+
+
+def render_prediction_html(text: str, prediction: Mapping[str, Any],
+                           colours: Optional[Mapping[str, str]] = None) -> str:
+    """One prediction as an HTML fragment: its labels with probabilities, then the text with its spans.
+
+    Args:
+        text: the predicted text, exactly as given to the model.
+        prediction: ``{"labels": {task: {"label", "probs"}}, "spans": [{"type", "start", "end", "score"}]}``,
+            as `Predictor` returns it (offsets end-exclusive, into `text`).
+        colours: span type → CSS colour; types it lacks (or all, without it) get `span_colours`
+            of the sorted types of this prediction.
+
+    Returns:
+        A ``<div class="ks-prediction">`` holding a ``ks-labels`` and a ``ks-text`` block; the
+        text block's rendered text is `text`, character for character.
+
+    Raises:
+        DataError: a span outside the text, or empty.
+
+    Example:
+        >>> print(render_prediction_html("a <b>", {"labels": {}, "spans": [{"type": "X", "start": 2, "end": 5}]}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        <div class="ks-prediction"><div class="ks-labels"></div><div class="ks-text" style="--ks-lanes:1">a <span
+        class="ks-span" style="--ks-c:#d55e00;box-shadow:0 1px 0 0 var(--ks-bg),0 4px 0 0 #d55e00"
+        title="X">&lt;b&gt;</span><span class="ks-tag" style="--ks-c:#d55e00" data-tag="X"></span></div></div>
+    """
+    spans = list(prediction.get("spans", ()))
+    for span in spans:
+        if not 0 <= span["start"] < span["end"] <= len(text):
+            raise DataError(f"span {span['type']!r} [{span['start']}, {span['end']}) is not inside the text "
+                            f"(length {len(text)}) or is empty")
+    colours = {**span_colours(sorted({s["type"] for s in spans})), **(colours or {})}
+    lanes = span_lanes(spans)
+    labels = "".join(_label_html(task, value) for task, value in prediction.get("labels", {}).items())
+    lane_count = max(lanes, default=-1) + 1
+    return (f'<div class="ks-prediction"><div class="ks-labels">{labels}</div>'
+            f'<div class="ks-text" style="--ks-lanes:{lane_count}">{_text_html(text, spans, lanes, colours)}'
+            f'</div></div>')
+
+
+def span_lanes(spans: Sequence[Mapping[str, Any]]) -> list[int]:
+    """A lane (bar depth) per span: the lowest lane free of every overlapping span, in order of start.
+
+    Example:
+        >>> span_lanes([{"start": 0, "end": 5}, {"start": 2, "end": 4}, {"start": 5, "end": 7}, {"start": 3, "end": 9}])
+        [0, 1, 0, 2]
+    """
+    lanes = [0] * len(spans)
+    lane_ends: list[int] = []  # per lane, the end of the last span placed in it
+    for i in sorted(range(len(spans)), key=lambda i: (spans[i]["start"], -spans[i]["end"])):
+        start, end = spans[i]["start"], spans[i]["end"]
+        free = next((lane for lane, last in enumerate(lane_ends) if last <= start), len(lane_ends))
+        if free == len(lane_ends):
+            lane_ends.append(end)
+        lane_ends[free] = end
+        lanes[i] = free
+    return lanes
+
+
+def _text_html(text: str, spans: Sequence[Mapping[str, Any]], lanes: Sequence[int],
+               colours: Mapping[str, str]) -> str:
+    """The text cut where spans start or end; each piece inside spans styled, a badge after each span's end."""
+    cuts = sorted({0, len(text)} | {s["start"] for s in spans} | {s["end"] for s in spans})
+    order = sorted(range(len(spans)), key=lambda i: lanes[i])
+    parts = []
+    for a, b in zip(cuts, cuts[1:]):
+        piece = _escape(text[a:b])
+        covering = [i for i in order if spans[i]["start"] <= a and b <= spans[i]["end"]]
+        if covering:
+            first = colours[spans[covering[0]]["type"]]
+            bars = {lanes[i]: colours[spans[i]["type"]] for i in covering}
+            title = " · ".join(_tag(spans[i]) for i in covering)
+            piece = (f'<span class="ks-span" style="--ks-c:{first};box-shadow:{_bar_shadows(bars)}" '
+                     f'title="{html.escape(title)}">{piece}</span>')
+        parts.append(piece)
+        parts += [f'<span class="ks-tag" style="--ks-c:{colours[spans[i]["type"]]}" '
+                  f'data-tag="{html.escape(_tag(spans[i]))}"></span>' for i in order if spans[i]["end"] == b]
+    return "".join(parts)
+
+
+def _bar_shadows(bars: Mapping[int, str]) -> str:
+    """Box shadows drawing one bar per lane under a piece of text (page-coloured where a lane is empty).
+
+    A shadow shifted down by d paints the d pixels under the text; the first listed is on top, so
+    lane l's bar shows between the gap above it and the next lane's gap.
+    """
+    shadows = []
+    for lane in range(max(bars) + 1):
+        step = lane * (BAR_PX + GAP_PX)
+        shadows.append(f"0 {step + GAP_PX}px 0 0 var(--ks-bg)")
+        shadows.append(f"0 {step + GAP_PX + BAR_PX}px 0 0 {bars.get(lane, 'var(--ks-bg)')}")
+    return ",".join(shadows)
+
+
+def _tag(span: Mapping[str, Any]) -> str:
+    """A span's type and score, e.g. "OFF 0.88" (the type alone without a score)."""
+    score = span.get("score")
+    return span["type"] if score is None else f"{span['type']} {score:.2f}"
+
+
+def _label_html(task: str, value: Mapping[str, Any]) -> str:
+    """One task's predicted label(s), each with its probability; every probability in the hover title."""
+    probs = value.get("probs") or {}
+    label = value.get("label")
+    chosen = label if isinstance(label, list) else [label]
+    shown = []
+    for lab in chosen:
+        p = probs.get(label_str(lab))
+        shown.append(f'<span class="ks-value">{_escape(label_str(lab))}</span>'
+                     + (f' <span class="ks-prob">{p:.2f}</span>' if p is not None else ""))
+    title = " · ".join(f"{name} {p:.3f}" for name, p in sorted(probs.items(), key=lambda kv: -kv[1]))
+    values = ", ".join(shown) or '<span class="ks-value">none</span>'
+    return (f'<span class="ks-label" title="{html.escape(title)}"><span class="ks-task">{_escape(task)}</span> '
+            f'{values}</span>')
+
+
+def _escape(text: str) -> str:
+    """Text for an HTML text node; a carriage return as a reference, since parsers turn a raw CR LF into LF."""
+    return html.escape(text, quote=False).replace("\r", "&#13;")
+
+
+def legend_html(colours: Mapping[str, str]) -> str:
+    """The page's key: each span type in its colour, and how bars, badges and probabilities read.
+
+    Example:
+        >>> legend_html({"OFF": "#d55e00"}).count('class="ks-key"')
+        1
+    """
+    return (f'<div class="ks-legend">{_keys(colours) or "no span types "}<span class="ks-help">· a bar under the '
+            f'text per span (overlapping spans get bars of their own) · after a span: its type and score · labels: '
+            f'the predicted label and its probability (hover for all)</span></div>\n')
+
+
+def _keys(colours: Mapping[str, str]) -> str:
+    """Each span type's name on its colour."""
+    return "".join(f'<span class="ks-key" style="--ks-c:{c}">{_escape(t)}</span>' for t, c in colours.items())
+
+
+def page_head(colours: Mapping[str, str], title: str = "kold-span predictions") -> str:
+    """The start of a self-contained page (no scripts, nothing fetched): style, then the legend.
+
+    Example:
+        >>> page_head({}).startswith("<!DOCTYPE html>")
+        True
+    """
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' "
+            f"content='width=device-width, initial-scale=1'><title>{_escape(title)}</title>"
+            f"<style>{PAGE_STYLE}</style></head><body>\n{legend_html(colours)}")
 
 
 class HtmlWriter:
-    """Writes predictions as an HTML page with spans highlighted in displaCy's span style."""
-
-    def __init__(self, path: Path):
-        import spacy
-        from spacy.vocab import Vocab
-
-        self.vocab = Vocab()
-        self.displacy = spacy.displacy
-        self.file = Path(path).open("w", encoding="utf-8")
-        self.file.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>kold-span predictions</title>"
-                        "</head><body style='font-family: sans-serif; max-width: 60em; margin: auto'>\n")
-
-    def add(self, example: Example, prediction: dict[str, Any]) -> None:
-        """Render one comment with its labels and spans."""
-        from spacy.tokens import Doc, Span
-
-        cuts = {c for s in prediction["spans"] for c in (s["start"], s["end"])}
-        words, spaces, starts = doc_words(example.text, cuts)
-        doc = Doc(self.vocab, words=words, spaces=spaces)
-        spans = []
-        for s in prediction["spans"]:
-            first = next(i for i, st in enumerate(starts) if st >= s["start"])
-            last = max(i for i, st in enumerate(starts) if st < s["end"])
-            spans.append(Span(doc, first, last + 1, label=f"{s['type']} {s['score']:.2f}"))
-        doc.spans["sc"] = spans
-        labels = ", ".join(f"{name}: {html.escape(str(v['label']))}" for name, v in prediction["labels"].items())
-        context = "<br>".join(html.escape(turn) for turn in context_turns(example.context))  # one line a turn
-        self.file.write(f"<div style='margin: 1.5em 0'><div style='color: #666'>#{html.escape(example.id)} "
-                        f"{context}</div><div><b>{labels}</b></div>\n")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # spaCy warns about comments with no span
-            markup = self.displacy.render(doc, style="span", page=False, jupyter=False)
-        self.file.write(markup)
-        self.file.write("</div>\n")
-
-    def close(self) -> None:
-        self.file.write("</body></html>\n")
-        self.file.close()
-
-
-def doc_words(text: str, cuts: set[int]) -> tuple[list[str], list[bool], list[int]]:
-    """spaCy words (with trailing-space flags and start offsets) cut at spaces and at `cuts`.
+    """Writes predictions as one HTML page, a row per comment as they come (the page closes at `close`).
 
     Example:
-        >>> doc_words("너 진짜 바보냐", {5, 7})  # a span [5, 7) cuts the last word
-        (['너', '진짜', '바보', '냐'], [True, True, False, False], [0, 2, 5, 7])
+        >>> import tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> writer = HtmlWriter(Path(folder.name) / "p.html", span_types=["OFF"])
+        >>> writer.add(Example(id="1", text="너 바보냐"), {"labels": {}, "spans": [
+        ...     {"type": "OFF", "start": 2, "end": 4, "score": 0.9}]})
+        >>> writer.close()
+        >>> (Path(folder.name) / "p.html").read_text(encoding="utf-8").count('class="ks-row"')
+        1
+        >>> folder.cleanup()
     """
-    bounds = {0, len(text)} | set(cuts)
-    bounds |= {i for i in range(1, len(text)) if text[i].isspace() != text[i - 1].isspace()}
-    words: list[str] = []
-    spaces: list[bool] = []
-    starts: list[int] = []
-    ordered = sorted(bounds)
-    for a, b in zip(ordered, ordered[1:]):
-        piece = text[a:b]
-        if piece == " " and words and not spaces[-1] and not words[-1].isspace():
-            spaces[-1] = True
-            continue
-        words.append(piece)
-        spaces.append(False)
-        starts.append(a)
-    return words, spaces, starts
+
+    def __init__(self, path: Path, span_types: Sequence[str] = ()):
+        """Open `path` and write the page's head; `span_types` (the model's) fix the colours and the legend."""
+        self.colours = span_colours(span_types)
+        self.declared = len(self.colours)
+        self.file = Path(path).open("w", encoding="utf-8")
+        self.file.write(page_head(self.colours))
+
+    def add(self, example: Example, prediction: Mapping[str, Any]) -> None:
+        """Write one comment: its id and context, then its labels and text (`render_prediction_html`)."""
+        for span in prediction.get("spans", ()):
+            self.colours.setdefault(span["type"], PALETTE[len(self.colours) % len(PALETTE)])
+        context = "<br>".join(_escape(turn) for turn in context_turns(example.context))  # one line a turn
+        self.file.write(f'<section class="ks-row"><div class="ks-head">#{_escape(example.id)} '
+                        f'<span class="ks-context">{context}</span></div>'
+                        f"{render_prediction_html(example.text, prediction, self.colours)}</section>\n")
+
+    def close(self) -> None:
+        """Write the key of any span type the model did not declare, and close the page."""
+        undeclared = dict(list(self.colours.items())[self.declared:])
+        if undeclared:
+            self.file.write(f'<p class="ks-help">Span types the model did not declare: {_keys(undeclared)}</p>\n')
+        self.file.write(PAGE_TAIL)
+        self.file.close()

@@ -19,10 +19,33 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from kold_span.inference.html import doc_words
 from kold_span.text.morphemes import morpheme_tags
 
 SPACE_TAG = "_SP"  # spaCy's tag for whitespace tokens
+
+
+def doc_words(text: str, cuts: set[int]) -> tuple[list[str], list[bool], list[int]]:
+    """spaCy words (with trailing-space flags and start offsets) cut at spaces and at `cuts`.
+
+    Example:
+        >>> doc_words("너 진짜 바보냐", {5, 7})  # a span [5, 7) cuts the last word
+        (['너', '진짜', '바보', '냐'], [True, True, False, False], [0, 2, 5, 7])
+    """
+    bounds = {0, len(text)} | set(cuts)
+    bounds |= {i for i in range(1, len(text)) if text[i].isspace() != text[i - 1].isspace()}
+    words: list[str] = []
+    spaces: list[bool] = []
+    starts: list[int] = []
+    ordered = sorted(bounds)
+    for a, b in zip(ordered, ordered[1:]):
+        piece = text[a:b]
+        if piece == " " and words and not spaces[-1] and not words[-1].isspace():
+            spaces[-1] = True
+            continue
+        words.append(piece)
+        spaces.append(False)
+        starts.append(a)
+    return words, spaces, starts
 
 
 def morpheme_words(text: str) -> tuple[list[str], list[bool], list[str]]:

@@ -1,1 +1,4 @@
-"""Layer 4, text: Korean morphemes (Kiwi) and the alignment of character spans with tokens (BIO tags, snapping)."""
+"""Layer 4, text: Korean morphemes (Kiwi), Unicode words, and the alignment of character spans with tokens.
+
+`morphemes` (Kiwi), `words` (Unicode word boundaries), `align` (BIO tags, snapping).
+"""
