@@ -378,7 +378,7 @@ def test_float_labels_sort_as_numbers_and_nan_means_not_rated():
     examples = [Example(id=str(i), text="t", annotations=[Annotation("a", {"score": a}), Annotation("b", {"score": b})])
                 for i, (a, b) in enumerate([(10.0, 2.5), (2.5, 2.5), (10.0, math.nan), (0.5, 10.0)])]
     table = ratings_table(examples, "score")
-    assert table.ratings[2] == {"a": 10.0} and table.missing_values == 1 and table.kind == "number"
+    assert table.ratings[2] == {"a": 10.0} and table.missing_values == 1 and table.value_kind == "number"
     report = build_report(examples, level="interval", n_boot=10)
     assert list(report["label_counts"]) == ["0.5", "2.5", "10.0"]
 

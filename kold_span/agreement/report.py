@@ -83,7 +83,7 @@ class RatingsTable:
     label: str
     ratings: Ratings
     examples: list[Example]  # aligned with `ratings`
-    kind: Optional[LabelKind] = None  # of every value (None when nothing was rated)
+    value_kind: Optional[LabelKind] = None  # of every value (None when nothing was rated)
     unrated_examples: int = 0  # examples with no rating of the label
     missing_values: int = 0  # annotations without the label, or with None
     duplicate_annotations: int = 0  # an annotator's second annotation of one example (the first is kept)
@@ -160,10 +160,10 @@ def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
             if kind is None:
                 raise DataError(f"label {label!r} of {where} is a {type(value).__name__}; agreement needs one "
                                 f"value per annotator, pick a bool, str or number label with --label")
-            if table.kind is None:
-                table.kind, first = kind, f"{where}: {value!r}"
-            elif kind != table.kind:
-                raise DataError(f"label {label!r} mixes kinds of values: {first} is {table.kind}, {where}: "
+            if table.value_kind is None:
+                table.value_kind, first = kind, f"{where}: {value!r}"
+            elif kind != table.value_kind:
+                raise DataError(f"label {label!r} mixes kinds of values: {first} is {table.value_kind}, {where}: "
                                 f"{value!r} is {kind}; write every value of the label as one kind")
             if annotation.annotator in item:
                 table.duplicate_annotations += 1
@@ -533,9 +533,9 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
     table = ratings_table(examples, label)
     if not table.ratings:
         raise ArgumentError(f"no annotation carries the label {label!r}")
-    if level != "nominal" and table.kind != "number":
+    if level != "nominal" and table.value_kind != "number":
         example, value = next((ex, v) for ex, item in zip(table.examples, table.ratings) for v in item.values())
-        raise DataError(f"level {level!r} needs numeric labels, but label {label!r} holds {table.kind} values "
+        raise DataError(f"level {level!r} needs numeric labels, but label {label!r} holds {table.value_kind} values "
                         f"(example {example.id!r}: {value!r}); use --level nominal, or write the labels as numbers")
     if span_type is not None:
         known = sorted({name for ex in examples for a in ex.annotations for name in a.spans})
@@ -548,7 +548,7 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
     per_item = sorted(len(item) for item in table.ratings)
     report: dict[str, Any] = {
         "label": label,
-        "label_kind": table.kind,
+        "label_kind": table.value_kind,
         "level": level,
         "kappa_weights": weights,
         "n_examples": len(examples),

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     """Predict every row of the input into the output JSONL (and HTML); print how many, and any skipped rows."""
     from tqdm import tqdm
 
+    from kold_span.config.choices import TaskKind
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.html import HtmlWriter
     from kold_span.inference.inputs import bad_rows, iter_inputs
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                            bad=bad, quoting=args.quoting)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind == "span"))
+    span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
     html = HtmlWriter(Path(args.html), span_types) if args.html else None
     pending: deque = deque()  # examples read but not yet written; predictions come back in order
     count = 0
