@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-from kold_span.config.loading import (build_dataclass, merge_dicts, parse_override, read_yaml)
+from kold_span.config.loading import load_dataclass, value_checker
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
-from kold_span.errors import ConfigError, DataError
+from kold_span.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -83,29 +83,27 @@ class PretrainResult:
 
 
 def load_pretrain_config(path: Union[str, Path], overrides: Iterable[str] = ()) -> PretrainConfig:
-    """Read and validate a pretraining config; overrides are `key=value` strings (`encoder.layers=2`)."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"config file {path} does not exist")
-    raw = read_yaml(path)
-    build_dataclass(PretrainConfig, raw, str(path))
-    for text in overrides:
-        override = parse_override(text)
-        build_dataclass(PretrainConfig, override, f"--set {text}")
-        raw = merge_dicts(raw, override)
-    config = build_dataclass(PretrainConfig, raw, str(path))
-    check_pretrain_config(config, str(path))
-    return config
+    """Read and validate a pretraining config, as experiment configs are read (`config.loading.load_dataclass`).
+
+    Overrides are `key=value` strings (`encoder.layers=2`).
+    """
+    return load_dataclass(PretrainConfig, path, overrides, check_pretrain_config)
 
 
 def check_pretrain_config(config: PretrainConfig, where: str) -> None:
-    """Value checks that types alone cannot express."""
+    """Value checks that types alone cannot express; `where` names the file and overrides in the error.
+
+    Example:
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
+        ...                       "p.yaml + --set mlm_probability=1.5")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
+    """
     from kold_span import corpora
 
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(f"{where}: {message}")
-
+    need = value_checker(where)
     need(bool(config.texts), "at least one entry under 'texts' is required")
     for i, source in enumerate(config.texts):
         kinds = [k for k in ("reader", "file", "beep_unlabeled") if getattr(source, k)]
