@@ -10,7 +10,7 @@ import torch
 
 from kold_span.cli import main
 from kold_span.errors import ConfigError
-from kold_span.training.pretrain import length_grouped_batches, load_pretrain_config, lr_factor, pretrain
+from kold_span.training.pretrain import length_grouped_batches, load_pretrain_config, pretrain
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -116,8 +116,7 @@ def test_cli_arguments_and_overrides(tmp_path, capsys):
     assert captured.out == ""
 
 
-def test_lr_factor_and_length_grouping():
-    assert [lr_factor(p, 0.2) for p in (0.0, 0.1, 0.2, 0.6, 1.0)] == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
+def test_length_grouping():
     lengths = [5, 1, 4, 2, 3, 6, 7, 8]
     batches = length_grouped_batches(lengths, 2, torch.Generator().manual_seed(0))
     assert sorted(i for b in batches for i in b) == list(range(8))

@@ -30,6 +30,7 @@ from kold_span.config.loading import load_dataclass, value_checker
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import DataError
+from kold_span.training.optim import adamw, lr_factor, warmup_steps
 
 logger = logging.getLogger(__name__)
 
@@ -154,17 +155,6 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
             examples = corpora.read(source.reader, source.path, **source.options)
         texts += tokenizer_texts(examples) if include_context else [ex.text for ex in examples]
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
-
-
-def lr_factor(progress: float, warmup_ratio: float) -> float:
-    """Linear warmup over the first `warmup_ratio` of training, then linear decay to 0.
-
-    >>> lr_factor(0.125, 0.25), lr_factor(0.25, 0.25), lr_factor(0.625, 0.25), lr_factor(1.0, 0.25)
-    (0.5, 1.0, 0.5, 0.0)
-    """
-    if progress < warmup_ratio:
-        return progress / warmup_ratio
-    return max(0.0, (1.0 - progress) / (1.0 - warmup_ratio))
 
 
 def length_grouped_batches(lengths: list[int], batch_size: int, generator) -> list[list[int]]:
@@ -294,18 +284,19 @@ def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str
 
 def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig, generator,
                     say: Callable[[str], None]) -> dict[str, Any]:
-    """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log."""
+    """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log.
+
+    AdamW and the warm-up schedule of fine-tuning (`training.optim`).
+    """
     import torch
     from transformers import DataCollatorForLanguageModeling
 
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability, seed=config.seed)
-    decay = [p for p in model.parameters() if p.dim() >= 2]  # no weight decay on biases and LayerNorms
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
     lengths = [len(f["input_ids"]) for f in features]
     steps_per_epoch = math.ceil(len(features) / config.batch_size)
     total_steps = config.max_steps or steps_per_epoch * config.epochs
+    warmup = warmup_steps(total_steps, config.warmup_ratio)
     time_limit = config.max_minutes * 60 if config.max_minutes else None
     say(f"{total_steps} steps of {config.batch_size} texts ({steps_per_epoch} per epoch)"
         + (f", at most {config.max_minutes} min" if time_limit else ""))
@@ -323,10 +314,10 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
             if time_limit and elapsed >= time_limit:
                 stop_reason = "max_minutes"
                 break
-            # Progress is the larger of steps and time spent, so a time limit still ends with the lr at 0.
-            progress = max(step / total_steps, elapsed / time_limit if time_limit else 0.0)
+            # Time spent counts as steps when it is further along, so a time limit still ends with the lr at 0.
+            position = max(step, elapsed / time_limit * total_steps if time_limit else 0.0)
             for group in optimizer.param_groups:
-                group["lr"] = config.lr * lr_factor(progress + 1.0 / total_steps, config.warmup_ratio)
+                group["lr"] = config.lr * lr_factor(position, total_steps, warmup)
             loss, n_masked = masked_lm_loss(model, collator([features[i] for i in batch_indices]))
             if n_masked == 0:  # a batch of very short texts can draw no mask at all
                 skipped += 1
