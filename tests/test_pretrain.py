@@ -10,7 +10,7 @@ import torch
 
 from kold_span.cli import main
 from kold_span.errors import ConfigError
-from kold_span.training.pretrain import length_grouped_batches, load_pretrain_config, pretrain
+from kold_span.training.pretrain import load_pretrain_config, pretrain
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -114,13 +114,6 @@ def test_cli_arguments_and_overrides(tmp_path, capsys):
     captured = capsys.readouterr()  # progress is logged to stderr; nothing goes to stdout
     assert "step 3/3  loss " in captured.err and f"encoder saved to {out}" in captured.err
     assert captured.out == ""
-
-
-def test_length_grouping():
-    lengths = [5, 1, 4, 2, 3, 6, 7, 8]
-    batches = length_grouped_batches(lengths, 2, torch.Generator().manual_seed(0))
-    assert sorted(i for b in batches for i in b) == list(range(8))
-    assert all(abs(lengths[a] - lengths[b]) == 1 for a, b in batches)
 
 
 def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp_path):

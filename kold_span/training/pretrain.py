@@ -31,6 +31,7 @@ from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import DataError
 from kold_span.training.optim import adamw, lr_factor, warmup_steps
+from kold_span.training.sampling import LengthGroupedSampler
 
 logger = logging.getLogger(__name__)
 
@@ -157,19 +158,6 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
 
 
-def length_grouped_batches(lengths: list[int], batch_size: int, generator) -> list[list[int]]:
-    """Shuffled batches of indices whose texts have similar lengths, so batches carry little padding."""
-    import torch
-
-    order = torch.randperm(len(lengths), generator=generator).tolist()
-    pool = batch_size * 50
-    batches = []
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lengths.__getitem__)
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
-
-
 def masked_lm_loss(model, batch: dict[str, Any], reduction: str = "mean"):
     """Cross-entropy on the masked positions only (the vocabulary projection of the others is wasted work)."""
     import torch.nn.functional as F
@@ -246,7 +234,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False) -> PretrainResult:
     params = sum(p.numel() for p in model.parameters())
     say(f"vocab {len(tokenizer)}, {params / 1e6:.1f}M parameters")
 
-    metrics = train_masked_lm(model, tokenizer, train_features, config, generator, say)
+    metrics = train_masked_lm(model, tokenizer, train_features, config, say)
     heldout, unigram = heldout_loss(model, tokenizer, heldout_features, config,
                                     unigram_log_probs(train_features, len(tokenizer)))
     metrics.update({
@@ -282,18 +270,20 @@ def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str
     return texts[:n_heldout], texts[n_heldout:]
 
 
-def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig, generator,
+def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig,
                     say: Callable[[str], None]) -> dict[str, Any]:
     """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log.
 
-    AdamW and the warm-up schedule of fine-tuning (`training.optim`).
+    Batches of similar lengths (`LengthGroupedSampler`), AdamW and the warm-up schedule of
+    fine-tuning (`training.optim`).
     """
     import torch
     from transformers import DataCollatorForLanguageModeling
 
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability, seed=config.seed)
     optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
-    lengths = [len(f["input_ids"]) for f in features]
+    sampler = LengthGroupedSampler([len(f["input_ids"]) for f in features], config.batch_size, config.seed,
+                                   world_size=1)
     steps_per_epoch = math.ceil(len(features) / config.batch_size)
     total_steps = config.max_steps or steps_per_epoch * config.epochs
     warmup = warmup_steps(total_steps, config.warmup_ratio)
@@ -305,8 +295,10 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
     step, skipped, stop_reason = 0, 0, None
     started = time.time()
     model.train()
+    epoch = 0
     while stop_reason is None:
-        for batch_indices in length_grouped_batches(lengths, config.batch_size, generator):
+        sampler.set_epoch(epoch)
+        for batch_indices in sampler.batches():
             elapsed = time.time() - started
             if step >= total_steps:
                 stop_reason = "max_steps"
@@ -333,6 +325,7 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
                 say(f"step {step}/{total_steps}  loss {loss_log[-1][1]:.4f}  "
                     f"lr {optimizer.param_groups[0]['lr']:.2e}  {time.time() - started:.0f}s")
                 window = []
+        epoch += 1
     if window:
         loss_log.append([step, sum(window) / len(window)])
     return {"steps": step, "stop_reason": stop_reason, "skipped_batches": skipped,
