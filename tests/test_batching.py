@@ -10,8 +10,9 @@ from kold_span.corpora.splits import load_splits
 from kold_span.models.backbones import build_encoder
 from kold_span.models.tasks import build_tasks
 from kold_span.models.windows import InputEncoder
-from kold_span.training.datamodule import LengthGroupedSampler, WindowsDataModule
+from kold_span.training.datamodule import WindowsDataModule
 from kold_span.training.run import tokenizer_texts, train
+from kold_span.training.sampling import LengthGroupedSampler
 
 from conftest import FIXTURE, TINY
 
@@ -117,3 +118,14 @@ def test_training_with_grouped_batches_learns(tmp_path):
     scores = evaluate_predictor(Predictor.from_pretrained(result.model_dir), corpora.read("kold", FIXTURE)[:16])
     assert scores["OFF/accuracy"] == 1.0
     assert scores["OFF_span/char_f1"] >= 0.9, scores
+
+
+def test_batches_cut_the_order_as_a_loader_does():
+    lengths = [7, 3, 9, 1, 5, 2, 8, 4, 6, 0, 12, 11, 10]  # a length is its rank
+    sampler = LengthGroupedSampler(lengths, batch_size=4, seed=3, pool_batches=10, world_size=1)
+    cut = sampler.batches()
+    assert [i for batch in cut for i in batch] == sampler.order()
+    assert sorted(sorted(lengths[i] for i in b) for b in cut[:-1]) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert [lengths[i] for i in cut[-1]] == [12]
+    sampler.set_epoch(1)
+    assert sampler.batches() != cut

@@ -10,7 +10,7 @@ import torch
 
 from kold_span.cli import main
 from kold_span.errors import ConfigError
-from kold_span.training.pretrain import length_grouped_batches, load_pretrain_config, lr_factor, pretrain
+from kold_span.training.pretrain import load_pretrain_config, pretrain
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -97,6 +97,11 @@ def test_mistyped_key_names_key_and_file(tmp_path):
         load_pretrain_config(_write_config(tmp_path), ["encoder.layer=2"])
     with pytest.raises(ConfigError, match=r"texts\[0\].*exactly one"):
         load_pretrain_config(_write_config(tmp_path), ["texts=[{file: a.txt, beep_unlabeled: b}]"])
+    # A value check names the file and the override it was merged from, as an experiment config's does.
+    with pytest.raises(ConfigError, match=r"tiny\.yaml \+ --set mlm_probability=1\.5: mlm_probability must be"):
+        load_pretrain_config(_write_config(tmp_path), ["mlm_probability=1.5"])
+    with pytest.raises(ConfigError, match=r"tiny\.yaml: unknown key 'defaults'"):  # one file, no parts
+        load_pretrain_config(_write_config(tmp_path, extra="defaults: {model: scratch_tiny}\n"))
 
 
 @pytest.mark.slow
@@ -109,14 +114,6 @@ def test_cli_arguments_and_overrides(tmp_path, capsys):
     captured = capsys.readouterr()  # progress is logged to stderr; nothing goes to stdout
     assert "step 3/3  loss " in captured.err and f"encoder saved to {out}" in captured.err
     assert captured.out == ""
-
-
-def test_lr_factor_and_length_grouping():
-    assert [lr_factor(p, 0.2) for p in (0.0, 0.1, 0.2, 0.6, 1.0)] == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
-    lengths = [5, 1, 4, 2, 3, 6, 7, 8]
-    batches = length_grouped_batches(lengths, 2, torch.Generator().manual_seed(0))
-    assert sorted(i for b in batches for i in b) == list(range(8))
-    assert all(abs(lengths[a] - lengths[b]) == 1 for a, b in batches)
 
 
 def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp_path):

@@ -1,9 +1,10 @@
-"""Validated experiment configs read from YAML files split by concern.
+"""Validated configs read from YAML: experiments split by concern, and one-file configs.
 
 An experiment file names its parts under `defaults:` (`data: kold_sample` reads
 `configs/data/kold_sample.yaml`) and overrides keys; `--set a.b=value` overrides
 last. Every file is checked against the schema below before any work starts, so a
-mistyped key fails with its name, the file and the allowed keys.
+mistyped key fails with its name, the file and the allowed keys. A config of one file
+(pretraining's) is read by the same `load_dataclass`, against its own dataclass.
 """
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ import re
 import typing
 from enum import Enum
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import yaml
 
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config
 from kold_span.errors import ConfigError
+
+T = TypeVar("T")
 
 
 class _Yaml12Loader(yaml.SafeLoader):
@@ -188,10 +191,11 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return raw
 
 
-def _validated(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    """Validate a partial config (one file or one override) against the schema."""
-    raw = _normalize_shorthands(raw)
-    build_dataclass(Config, raw, where)
+def _validated(raw: dict[str, Any], where: str, cls: type = Config) -> dict[str, Any]:
+    """Validate a partial config (one file or one override) against dataclass `cls`."""
+    if cls is Config:  # only experiment configs have shorthands
+        raw = _normalize_shorthands(raw)
+    build_dataclass(cls, raw, where)
     return raw
 
 
@@ -248,19 +252,60 @@ def _override_value(value: str, where: str) -> Any:
 
 def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> Config:
     """Read, merge and validate an experiment config; overrides are `a.b=value` strings."""
+    return load_dataclass(Config, path, overrides, check_values, sections=True)
+
+
+def load_dataclass(cls: type[T], path: Union[str, Path], overrides: typing.Iterable[str] = (),
+                   check: Optional[Callable[[T, str], None]] = None, sections: bool = False) -> T:
+    """A config of dataclass `cls` from a YAML file and `--set` overrides: how every config file is read.
+
+    The file (and, with `sections`, each file its `defaults:` names) and each override are checked
+    against `cls` on their own, so a mistyped key is reported with the source it came from. The
+    merged config is then built and handed to `check(config, where)`, `where` naming every source.
+
+    Args:
+        cls: the dataclass the YAML describes (`Config`, or e.g. pretraining's).
+        path: the YAML file.
+        overrides: `a.b=value` strings, applied in order, each value read as YAML 1.2.
+        check: value checks that types alone cannot express; raises `ConfigError`.
+        sections: the file may name parts under `configs/<section>/` with `defaults:` (experiments).
+
+    Returns:
+        An instance of `cls`.
+
+    Example:
+        >>> import dataclasses, tempfile
+        >>> @dataclasses.dataclass
+        ... class Run:
+        ...     steps: int = 10
+        ...     lr: float = 0.1
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = Path(tmp.name) / "run.yaml"
+        >>> _ = path.write_text("steps: 20", encoding="utf-8")
+        >>> load_dataclass(Run, path, ["lr=1e-3"])
+        Run(steps=20, lr=0.001)
+        >>> load_dataclass(Run, path, ["step=3"])
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: --set step=3: unknown key 'step'; allowed keys here: steps, lr
+        >>> tmp.cleanup()
+    """
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
-    config_root = _config_root(path)
-    raw, parts = _load_file(path, config_root)
+    if sections:
+        raw, parts = _load_file(path, _config_root(path))
+    else:
+        raw, parts = _validated(read_yaml(path), str(path), cls), []
     overrides = list(overrides)
     for text in overrides:
-        raw = merge_dicts(raw, _validated(parse_override(text), f"--set {text}"))
+        raw = merge_dicts(raw, _validated(parse_override(text), f"--set {text}", cls))
     # Values are checked on the merged config: the message names every source it was merged from.
     sources = [os.path.relpath(part) for part in parts] + [f"--set {text}" for text in overrides]
     where = str(path) + "".join(f" + {source}" for source in sources)
-    config = build_dataclass(Config, _normalize_shorthands(raw), where)
-    check_values(config, where)
+    config = build_dataclass(cls, _normalize_shorthands(raw) if cls is Config else raw, where)
+    if check is not None:
+        check(config, where)
     return config
 
 
@@ -311,12 +356,26 @@ def _config_root(path: Path) -> Path:
     return path.resolve().parent
 
 
-def check_values(config: Config, where: str) -> None:
-    """Value checks that types alone cannot express."""
+def value_checker(where: str) -> Callable[[bool, str], None]:
+    """`need(ok, message)`, raising a `ConfigError` that names `where` unless `ok`: the form of every value check.
+
+    Example:
+        >>> need = value_checker("run.yaml + --set lr=-1")
+        >>> need(0.1 > 0, "lr must be positive")
+        >>> need(-1 > 0, "lr must be positive")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: run.yaml + --set lr=-1: lr must be positive
+    """
     def need(ok: bool, message: str) -> None:
         if not ok:
             raise ConfigError(f"{where}: {message}")
+    return need
 
+
+def check_values(config: Config, where: str) -> None:
+    """Value checks that types alone cannot express."""
+    need = value_checker(where)
     need(bool(config.tasks), "at least one entry under 'tasks' is required")
     need(0.0 <= config.data.speaker_swap <= 1.0,
          f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")

@@ -2,9 +2,11 @@
 
 The layer's public names are importable from here (`from kold_span.training import train`), each
 from the module that defines it: `run` (`train`, `evaluate_predictor`, `tokenizer_texts`),
-`datamodule` (`WindowsDataModule`), `calibration` (the n-gram companion: `choose_companion`,
-`refit_companion`, `taken_extra`). A name is imported when first asked for, so importing this
-package does not import Lightning.
+`datamodule` (`WindowsDataModule`), `calibration` (`calibrate` and the `Calibration` it returns;
+the n-gram companion: `choose_companion`, `refit_companion`, `taken_extra`). The other modules:
+`module` (the LightningModule), `optim` (AdamW groups and the warm-up schedule), `sampling`
+(length-grouped and epoch-seeded orders), `averaging` (EMA), `resume`, `pretrain`. A name is
+imported when first asked for, so importing this package does not import Lightning.
 
 Example:
     >>> from kold_span.training import tokenizer_texts
@@ -23,6 +25,8 @@ _HOMES = {
     "evaluate_predictor": "kold_span.training.run",
     "tokenizer_texts": "kold_span.training.run",
     "WindowsDataModule": "kold_span.training.datamodule",
+    "calibrate": "kold_span.training.calibration",
+    "Calibration": "kold_span.training.calibration",
     "choose_companion": "kold_span.training.calibration",
     "refit_companion": "kold_span.training.calibration",
     "taken_extra": "kold_span.training.calibration",

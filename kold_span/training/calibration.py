@@ -1,18 +1,207 @@
-"""Calibration after training: the n-gram companion of a sequence task, chosen and refitted on dev.
+"""Calibration after training: the choices made on the dev split once the encoder is trained.
 
-The fusion weight (1 = encoder only, 0 = n-gram only) and whether the n-gram also reads the context
-are chosen on the dev split with the n-gram fitted on train only, then the n-gram is refitted on
-train + dev (see `kold_span.models.ngram`).
+Two kinds, each asked for per task in the config: the decision thresholds of a task with
+`threshold: dev` (each label's of a multi-label task, the P(B) + P(I) cut of a span task), and
+the n-gram companion of a sequence task with `fuse_ngram: true` (see `kold_span.models.ngram`):
+the fusion weight (1 = encoder only, 0 = n-gram only) and whether the n-gram also reads the
+context or learns from extra examples. Both are chosen with the n-gram fitted on train (and
+extra) only: fitted on dev too, it would make the fused dev probabilities look perfect. The
+n-gram that is saved is then refitted on train + dev.
+
+`calibrate` returns the choices as a `Calibration` and changes nothing; `apply_to` makes the
+calibrated predictor.
+
+Example:
+    >>> from kold_span.config.schema import ScratchEncoderConfig
+    >>> from kold_span.inference.predictor import Predictor
+    >>> from kold_span.models.backbones import scratch_encoder
+    >>> from kold_span.models.network import MultiTaskModel
+    >>> groups = Task("groups", "sequence", "groups", problem="multi", labels=("women", "men"))
+    >>> encoder = scratch_encoder(ScratchEncoderConfig(hidden_size=8, layers=1, heads=1, intermediate_size=8,
+    ...                                                max_position=8), vocab_size=20, pad_id=0)
+    >>> trained = Predictor(MultiTaskModel(encoder, [groups]), tokenizer=None, tasks=[groups])
+    >>> calibrated = Calibration(thresholds={"groups": {"women": 0.3, "men": 0.6}}).apply_to(trained)
+    >>> calibrated.tasks[0].thresholds, trained.tasks[0].thresholds
+    ((0.3, 0.6), ())
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Sequence
+import copy
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from kold_span import corpora
+from kold_span.config.schema import Config
 from kold_span.data.example import Example
+from kold_span.data.perspectives import expand_by_annotator
+from kold_span.data.splits import keep_example
 from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
+from kold_span.evaluation.task_scores import tune_threshold
 from kold_span.models.ngram import (Companion, NgramBaseline, NgramScorer, Probs, context_string)
+from kold_span.models.tasks import Task
+
+if TYPE_CHECKING:
+    from kold_span.inference.predictor import Predictor
+
+# task → (the examples offered to its n-gram besides train, how many were left out as dev or test texts)
+NgramExtra = dict[str, tuple[list[Example], int]]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What was chosen on dev for a trained model: thresholds and n-gram companions, by task.
+
+    Applied by `calibration.apply_to(predictor)` rather than a `Predictor` method: the predictor
+    belongs to the inference layer, below training, and stays unaware of how a model is
+    calibrated. Applying returns a new predictor and leaves the given one as it was, so the
+    same trained predictor gives both the dev view and the model that is saved.
+
+    Attributes:
+        thresholds: {task: {label: threshold}}; a span task's one threshold is under "inside".
+        companions: {task: companion}, the n-gram refitted on train + dev: what is saved.
+        dev_companions: the same choices with the n-gram fitted on train (+ the extra examples
+            it took) only: what dev is scored with.
+        fusion: {task: summary} of each companion as reported (weight, n-gram variant, dev
+            scores by weight; with extra examples offered, how many were offered and left out).
+    """
+
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+    companions: dict[str, Companion] = field(default_factory=dict)
+    dev_companions: dict[str, Companion] = field(default_factory=dict)
+    fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def apply_to(self, predictor: Predictor, dev: bool = False) -> Predictor:
+        """A copy of `predictor` (sharing its model) with these thresholds and companions.
+
+        Args:
+            predictor: the trained, uncalibrated predictor.
+            dev: attach the train-only n-grams (`dev_companions`), the ones that may score dev.
+
+        Returns:
+            The calibrated predictor; companions of tasks not calibrated here are kept.
+        """
+        calibrated = copy.copy(predictor)
+        calibrated.tasks = [self._thresholded(task) for task in predictor.tasks]
+        calibrated.companions = {**predictor.companions, **(self.dev_companions if dev else self.companions)}
+        return calibrated
+
+    def _thresholded(self, task: Task) -> Task:
+        """`task` with the thresholds chosen for it, if any."""
+        chosen = self.thresholds.get(task.name)
+        if chosen is None:
+            return task
+        # As `tune_threshold` reports them: by label in the task's label order, or {"inside": t} for a span task.
+        return replace(task, thresholds=tuple(chosen.values()))
+
+
+def calibrate(config: Config, predictor: Predictor, splits: dict[str, list[Example]],
+              extra: Optional[NgramExtra] = None) -> Calibration:
+    """Choose on dev the n-gram companions and thresholds `config` asks for, for a trained `predictor`.
+
+    The companions come first, chosen on the encoder's dev outputs; the thresholds are then tuned
+    on the dev outputs fused with the train-only n-grams, as the calibrated model computes them;
+    last, the n-grams are refitted on train + dev.
+
+    Args:
+        config: the run's config (which tasks, `fuse_metric`, context mode, eval batch size).
+        predictor: the trained predictor, uncalibrated.
+        splits: the run's train, dev and test examples.
+        extra: `ngram_extra`'s result, the examples each task's n-gram may also learn from.
+
+    Returns:
+        The `Calibration`; empty when no task asks for one.
+    """
+    dev_companions, fusion = choose_companions(config, predictor, splits, extra)
+    with_ngrams = Calibration(dev_companions=dev_companions).apply_to(predictor, dev=True)
+    thresholds = tune_dev_thresholds(config, with_ngrams, splits["dev"])
+    return Calibration(thresholds, refit_companions(config, dev_companions, splits, extra), dev_companions, fusion)
+
+
+def tune_dev_thresholds(config: Config, predictor: Predictor, dev: list[Example]) -> dict[str, dict[str, float]]:
+    """The dev-chosen thresholds of every task configured with `threshold: dev`.
+
+    A multi-label task gets each label's F1-best threshold; a span task the P(B) + P(I) threshold
+    with the best mean char-F1 of the spans the predictor outputs (its snap and trim). Returns
+    {task: {label: threshold}}, with the single key "inside" for a span task (the dev scores
+    reported afterwards use these thresholds, so they are optimistic; test is untouched by the choice).
+    """
+    wanted = {t.name for t in config.tasks if t.threshold == "dev"}
+    if not wanted or not dev:
+        return {}
+    merged = predictor.merged_outputs([e.text for e in dev], [e.context for e in dev], config.trainer.eval_batch_size)
+    tuned: dict[str, dict[str, float]] = {}
+    for task in predictor.tasks:
+        if task.name not in wanted:
+            continue
+        # The other tasks matter only as a span task's gates, single-label tasks with no thresholds to tune.
+        _, tuned[task.name] = tune_threshold(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)
+    return tuned
+
+
+def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> NgramExtra:
+    """Each task's `fuse_ngram_train` examples, read and filtered as data.train, less any text in dev or test.
+
+    Read before training, so a missing or malformed file fails at once. Returns {task: (kept,
+    number left out)}.
+    """
+    held_out = {ex.text for name in ("dev", "test") for ex in splits[name]}
+    out = {}
+    for task in config.tasks:
+        if task.fuse_ngram and task.fuse_ngram_train:
+            read = [ex for path in task.fuse_ngram_train
+                    for ex in corpora.read(config.data.reader, path, **config.data.reader_options)
+                    if keep_example(ex, config.data.filter)]
+            kept = [ex for ex in read if ex.text not in held_out]
+            left_out = len(read) - len(kept)
+            if config.data.perspective is not None:  # one example per annotator, as the splits are
+                kept = expand_by_annotator(kept, config.data.perspective.label, config.data.perspective.traits)
+            out[task.name] = (kept, left_out)
+    return out
+
+
+def choose_companions(config: Config, predictor: Predictor, splits: dict[str, list[Example]],
+                      extra: Optional[NgramExtra] = None) -> tuple[dict[str, Companion], dict[str, dict[str, Any]]]:
+    """The n-gram companion of every task configured with `fuse_ngram`, fitted on train (and extra) only.
+
+    Returns ({task: companion}, {task: summary}): the summary holds the weight, the n-gram
+    variant and the dev scores by weight (weight 1.0 is the encoder alone); with extra examples
+    offered, how many were offered, left out and taken. Fitted without dev, the companions can
+    still score dev (thresholds, the reported dev scores, optimistic since the weight was chosen
+    there); `refit_companions` fits them on train + dev for saving.
+    """
+    wanted = {t.name: t for t in config.tasks if t.fuse_ngram}
+    if not wanted:
+        return {}, {}
+    merged = predictor.merged_outputs([e.text for e in splits["dev"]], [e.context for e in splits["dev"]],
+                                      config.trainer.eval_batch_size)
+    companions, summaries = {}, {}
+    for task in predictor.tasks:
+        if task.name not in wanted:
+            continue
+        labelled = [(ex, m) for ex, m in zip(splits["dev"], merged) if ex.labels.get(task.source) is not None]
+        dev_probs = [dict(zip(task.labels, map(float, m.sequence_probs[task.name]))) for _, m in labelled]
+        offered, left_out = (extra or {}).get(task.name, ([], 0))
+        companion = choose_companion(task.name, task.source, task.problem, splits["train"],
+                                     [ex for ex, _ in labelled], dev_probs, wanted[task.name].fuse_metric,
+                                     allow_context=config.context.mode != "none", extra=offered, refit=False)
+        companions[task.name] = companion
+        summaries[task.name] = companion.summary()
+        if wanted[task.name].fuse_ngram_train:
+            summaries[task.name].update({"extra_offered": len(offered), "extra_left_out": left_out})
+    return companions, summaries
+
+
+def refit_companions(config: Config, companions: dict[str, Companion], splits: dict[str, list[Example]],
+                     extra: Optional[NgramExtra] = None) -> dict[str, Companion]:
+    """Each companion with its n-gram fitted again on train + dev (+ the extra examples it took), for saving."""
+    sources = {t.name: t.source for t in config.tasks}
+    refitted = {}
+    for name, companion in companions.items():
+        dev = [ex for ex in splits["dev"] if ex.labels.get(sources[name]) is not None]
+        taken = taken_extra(companion, (extra or {}).get(name, ([], 0))[0])
+        refitted[name] = refit_companion(companion, list(splits["train"]) + dev + taken)
+    return refitted
 
 
 def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections import defaultdict
 from functools import partial
 from pathlib import Path
@@ -18,6 +17,7 @@ from kold_span.data.example import Example, context_turns
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate, encode_example
 from kold_span.text.morphemes import prefetch_for
+from kold_span.training.sampling import EpochShuffle, FixedOrder, LengthGroupedSampler
 
 
 def windows_dataset(examples: Sequence[Example], tasks: Sequence[Task], encoder: InputEncoder,
@@ -61,113 +61,24 @@ def _fingerprint(examples: Sequence[Example], tasks: Sequence[Task], encoder: In
     return h.hexdigest()[:24]
 
 
-class LengthGroupedSampler(Sampler[int]):
-    """A shuffled order of windows in which every run of `batch_size` has similar lengths.
-
-    Batches are padded to their longest window, so random batches of short and long texts
-    spend most of their compute on padding. Each epoch the indices are shuffled, cut into
-    pools of `pool_batches` batches, each pool sorted by length and cut into batches, and the
-    batches shuffled, so batches stay random in content and order but not in length. Pools are
-    a whole number of batches: only the last batch of the epoch can be short (the DataLoader
-    cuts the order into batches of `batch_size` again and must meet the same boundaries). Under
-    distributed training each group holds `batch_size` × world size windows, which the
-    distributed wrapper deals out one per rank in turn, so every rank's batch comes from one group.
-
-    Example:
-        >>> lengths = [5, 1, 4, 2, 3, 6]
-        >>> order = LengthGroupedSampler(lengths, batch_size=2, seed=3, world_size=1).order()
-        >>> sorted(sorted(lengths[i] for i in order[k:k + 2]) for k in (0, 2, 4))
-        [[1, 2], [3, 4], [5, 6]]
-    """
-
-    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50,
-                 world_size: Optional[int] = None):
-        self.lengths, self.batch_size, self.seed = list(lengths), batch_size, seed
-        self.pool_batches, self.world_size, self.epoch = pool_batches, world_size, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self):
-        return iter(self.order())
-
-    def order(self) -> list[int]:
-        """This epoch's order of window indices."""
-        group = self.batch_size * (self.world_size or _world_size())
-        rng = random.Random(self.seed * 100_003 + self.epoch)
-        indices = list(range(len(self.lengths)))
-        rng.shuffle(indices)
-        pool = group * self.pool_batches
-        batches = []
-        for start in range(0, len(indices), pool):
-            ranked = sorted(indices[start:start + pool], key=self.lengths.__getitem__)
-            batches += [ranked[i:i + group] for i in range(0, len(ranked), group)]
-        last = batches.pop() if batches and len(batches[-1]) < group else None
-        rng.shuffle(batches)
-        return [i for batch in batches + ([last] if last else []) for i in batch]
-
-
-class EpochShuffle(Sampler[int]):
-    """A random order of the windows drawn from the seed and the epoch, not from the global generator.
-
-    A sampler that drew from torch's global generator made the batches of a resumed run depend on
-    how many numbers Lightning drew before the first batch, which differs after a restart.
-
-    Example:
-        >>> sampler = EpochShuffle(5, seed=1)
-        >>> sorted(sampler) == [0, 1, 2, 3, 4], list(sampler) == list(EpochShuffle(5, seed=1))
-        (True, True)
-        >>> sampler.set_epoch(1); list(sampler) != list(EpochShuffle(5, seed=1))
-        True
-    """
-
-    def __init__(self, size: int, seed: int = 0):
-        self.size, self.seed, self.epoch = size, seed, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __iter__(self):
-        order = list(range(self.size))
-        random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
-        return iter(order)
-
-
-class FixedOrder(Sampler[int]):
-    """The given indices, in the given order."""
-
-    def __init__(self, indices: Sequence[int]):
-        self.indices = list(indices)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __iter__(self):
-        return iter(self.indices)
-
-
-def _world_size() -> int:
-    import torch
-
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_world_size()
-    return 1
-
-
 class WindowsDataModule(pl.LightningDataModule):
     """Serves padded batches of windows for train/dev/test.
 
     With `group_by_length`, training batches hold windows of similar length (LengthGroupedSampler,
     seeded with `seed`) and dev/test windows are served shortest first: less padding, the same
     examples. Off, training batches are plain random draws.
+
+    Example:
+        >>> from kold_span.config.schema import ScratchEncoderConfig
+        >>> from kold_span.models.backbones import train_tokenizer
+        >>> texts = ["너 진짜 바보", "좋은 기사", "한심한 댓글이네", "감사합니다", "바보 같은 말"]
+        >>> tokenizer = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=60, morpheme_pretokenize=False))
+        >>> train = [Example(str(i), text, labels={"OFF": "바보" in text}) for i, text in enumerate(texts)]
+        >>> task = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> data = WindowsDataModule({"train": train}, [task], InputEncoder(tokenizer, 16, 4, "none"), batch_size=2)
+        >>> data.setup()  # tokenizes the windows (Lightning calls it before fitting)
+        >>> [batch["input_ids"].shape[0] for batch in data.train_dataloader()]  # 5 windows in batches of 2
+        [2, 2, 1]
     """
 
     def __init__(self, splits: dict[str, list[Example]], tasks: Sequence[Task], encoder: InputEncoder,

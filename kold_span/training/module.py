@@ -1,4 +1,4 @@
-"""The LightningModule: joint loss, AdamW with linear warm-up, dev metrics per epoch."""
+"""The LightningModule: joint loss, AdamW with linear warm-up (`training.optim`), dev metrics per epoch."""
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
@@ -10,6 +10,7 @@ import torch
 from kold_span.config.schema import TrainerConfig
 from kold_span.models.network import MultiTaskModel, probabilities
 from kold_span.models.tasks import Task
+from kold_span.training.optim import adamw, warmup_schedule
 
 # (window index → task → probabilities) → metrics
 Evaluator = Callable[[dict[int, dict[str, np.ndarray]]], dict[str, float]]
@@ -75,20 +76,7 @@ class MultiTaskModule(pl.LightningModule):
             self.log(f"dev/{name}", float(value), prog_bar=name.endswith(("char_f1", "macro_f1")))
 
     def configure_optimizers(self) -> dict[str, Any]:
-        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-        trained = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
-        params = [
-            {"params": [p for n, p in trained if not n.endswith(no_decay)], "weight_decay": self.cfg.weight_decay},
-            {"params": [p for n, p in trained if n.endswith(no_decay)], "weight_decay": 0.0},
-        ]
-        optimizer = torch.optim.AdamW(params, lr=self.cfg.lr)
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = int(total * self.cfg.warmup_ratio)
-
-        def linear_warmup(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / (warmup + 1)
-            return max(0.0, (total - step) / max(1, total - warmup))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup)
+        optimizer = adamw(self.parameters(), self.cfg.lr, self.cfg.weight_decay)
+        scheduler = warmup_schedule(optimizer, max(1, int(self.trainer.estimated_stepping_batches)),
+                                    self.cfg.warmup_ratio)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

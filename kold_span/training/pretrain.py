@@ -26,10 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-from kold_span.config.loading import (build_dataclass, merge_dicts, parse_override, read_yaml)
+from kold_span.config.loading import load_dataclass, value_checker
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
-from kold_span.errors import ConfigError, DataError
+from kold_span.errors import DataError
+from kold_span.training.optim import adamw, lr_factor, warmup_steps
+from kold_span.training.sampling import LengthGroupedSampler
 
 logger = logging.getLogger(__name__)
 
@@ -83,29 +85,27 @@ class PretrainResult:
 
 
 def load_pretrain_config(path: Union[str, Path], overrides: Iterable[str] = ()) -> PretrainConfig:
-    """Read and validate a pretraining config; overrides are `key=value` strings (`encoder.layers=2`)."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"config file {path} does not exist")
-    raw = read_yaml(path)
-    build_dataclass(PretrainConfig, raw, str(path))
-    for text in overrides:
-        override = parse_override(text)
-        build_dataclass(PretrainConfig, override, f"--set {text}")
-        raw = merge_dicts(raw, override)
-    config = build_dataclass(PretrainConfig, raw, str(path))
-    check_pretrain_config(config, str(path))
-    return config
+    """Read and validate a pretraining config, as experiment configs are read (`config.loading.load_dataclass`).
+
+    Overrides are `key=value` strings (`encoder.layers=2`).
+    """
+    return load_dataclass(PretrainConfig, path, overrides, check_pretrain_config)
 
 
 def check_pretrain_config(config: PretrainConfig, where: str) -> None:
-    """Value checks that types alone cannot express."""
+    """Value checks that types alone cannot express; `where` names the file and overrides in the error.
+
+    Example:
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
+        ...                       "p.yaml + --set mlm_probability=1.5")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
+    """
     from kold_span import corpora
 
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(f"{where}: {message}")
-
+    need = value_checker(where)
     need(bool(config.texts), "at least one entry under 'texts' is required")
     for i, source in enumerate(config.texts):
         kinds = [k for k in ("reader", "file", "beep_unlabeled") if getattr(source, k)]
@@ -156,30 +156,6 @@ def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
             examples = corpora.read(source.reader, source.path, **source.options)
         texts += tokenizer_texts(examples) if include_context else [ex.text for ex in examples]
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
-
-
-def lr_factor(progress: float, warmup_ratio: float) -> float:
-    """Linear warmup over the first `warmup_ratio` of training, then linear decay to 0.
-
-    >>> lr_factor(0.125, 0.25), lr_factor(0.25, 0.25), lr_factor(0.625, 0.25), lr_factor(1.0, 0.25)
-    (0.5, 1.0, 0.5, 0.0)
-    """
-    if progress < warmup_ratio:
-        return progress / warmup_ratio
-    return max(0.0, (1.0 - progress) / (1.0 - warmup_ratio))
-
-
-def length_grouped_batches(lengths: list[int], batch_size: int, generator) -> list[list[int]]:
-    """Shuffled batches of indices whose texts have similar lengths, so batches carry little padding."""
-    import torch
-
-    order = torch.randperm(len(lengths), generator=generator).tolist()
-    pool = batch_size * 50
-    batches = []
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lengths.__getitem__)
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def masked_lm_loss(model, batch: dict[str, Any], reduction: str = "mean"):
@@ -258,7 +234,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False) -> PretrainResult:
     params = sum(p.numel() for p in model.parameters())
     say(f"vocab {len(tokenizer)}, {params / 1e6:.1f}M parameters")
 
-    metrics = train_masked_lm(model, tokenizer, train_features, config, generator, say)
+    metrics = train_masked_lm(model, tokenizer, train_features, config, say)
     heldout, unigram = heldout_loss(model, tokenizer, heldout_features, config,
                                     unigram_log_probs(train_features, len(tokenizer)))
     metrics.update({
@@ -294,20 +270,23 @@ def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str
     return texts[:n_heldout], texts[n_heldout:]
 
 
-def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig, generator,
+def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig,
                     say: Callable[[str], None]) -> dict[str, Any]:
-    """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log."""
+    """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log.
+
+    Batches of similar lengths (`LengthGroupedSampler`), AdamW and the warm-up schedule of
+    fine-tuning (`training.optim`).
+    """
     import torch
     from transformers import DataCollatorForLanguageModeling
 
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability, seed=config.seed)
-    decay = [p for p in model.parameters() if p.dim() >= 2]  # no weight decay on biases and LayerNorms
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
-    lengths = [len(f["input_ids"]) for f in features]
+    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
+    sampler = LengthGroupedSampler([len(f["input_ids"]) for f in features], config.batch_size, config.seed,
+                                   world_size=1)
     steps_per_epoch = math.ceil(len(features) / config.batch_size)
     total_steps = config.max_steps or steps_per_epoch * config.epochs
+    warmup = warmup_steps(total_steps, config.warmup_ratio)
     time_limit = config.max_minutes * 60 if config.max_minutes else None
     say(f"{total_steps} steps of {config.batch_size} texts ({steps_per_epoch} per epoch)"
         + (f", at most {config.max_minutes} min" if time_limit else ""))
@@ -316,8 +295,10 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
     step, skipped, stop_reason = 0, 0, None
     started = time.time()
     model.train()
+    epoch = 0
     while stop_reason is None:
-        for batch_indices in length_grouped_batches(lengths, config.batch_size, generator):
+        sampler.set_epoch(epoch)
+        for batch_indices in sampler.batches():
             elapsed = time.time() - started
             if step >= total_steps:
                 stop_reason = "max_steps"
@@ -325,10 +306,10 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
             if time_limit and elapsed >= time_limit:
                 stop_reason = "max_minutes"
                 break
-            # Progress is the larger of steps and time spent, so a time limit still ends with the lr at 0.
-            progress = max(step / total_steps, elapsed / time_limit if time_limit else 0.0)
+            # Time spent counts as steps when it is further along, so a time limit still ends with the lr at 0.
+            position = max(step, elapsed / time_limit * total_steps if time_limit else 0.0)
             for group in optimizer.param_groups:
-                group["lr"] = config.lr * lr_factor(progress + 1.0 / total_steps, config.warmup_ratio)
+                group["lr"] = config.lr * lr_factor(position, total_steps, warmup)
             loss, n_masked = masked_lm_loss(model, collator([features[i] for i in batch_indices]))
             if n_masked == 0:  # a batch of very short texts can draw no mask at all
                 skipped += 1
@@ -344,6 +325,7 @@ def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], conf
                 say(f"step {step}/{total_steps}  loss {loss_log[-1][1]:.4f}  "
                     f"lr {optimizer.param_groups[0]['lr']:.2e}  {time.time() - started:.0f}s")
                 window = []
+        epoch += 1
     if window:
         loss_log.append([step, sum(window) / len(window)])
     return {"steps": step, "stop_reason": stop_reason, "skipped_batches": skipped,

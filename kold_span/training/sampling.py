@@ -1,0 +1,123 @@
+"""Orders of training items for one epoch: length-grouped, shuffled by epoch, or fixed.
+
+Each order is drawn from a seed and the epoch number, not from torch's global generator, so a
+resumed run sees the batches it would have seen. Fine-tuning (`datamodule`) hands them to a
+DataLoader; pretraining (`pretrain`) cuts `LengthGroupedSampler.batches()` itself.
+"""
+from __future__ import annotations
+
+import random
+from typing import Optional, Sequence
+
+import torch
+from torch.utils.data import Sampler
+
+
+class LengthGroupedSampler(Sampler[int]):
+    """A shuffled order of windows in which every run of `batch_size` has similar lengths.
+
+    Batches are padded to their longest window, so random batches of short and long texts
+    spend most of their compute on padding. Each epoch the indices are shuffled, cut into
+    pools of `pool_batches` batches, each pool sorted by length and cut into batches, and the
+    batches shuffled, so batches stay random in content and order but not in length. Pools are
+    a whole number of batches: only the last batch of the epoch can be short (the DataLoader
+    cuts the order into batches of `batch_size` again and must meet the same boundaries). Under
+    distributed training each group holds `batch_size` × world size windows, which the
+    distributed wrapper deals out one per rank in turn, so every rank's batch comes from one group.
+
+    Example:
+        >>> lengths = [5, 1, 4, 2, 3, 6]
+        >>> order = LengthGroupedSampler(lengths, batch_size=2, seed=3, world_size=1).order()
+        >>> sorted(sorted(lengths[i] for i in order[k:k + 2]) for k in (0, 2, 4))
+        [[1, 2], [3, 4], [5, 6]]
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50,
+                 world_size: Optional[int] = None):
+        self.lengths, self.batch_size, self.seed = list(lengths), batch_size, seed
+        self.pool_batches, self.world_size, self.epoch = pool_batches, world_size, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        return iter(self.order())
+
+    def order(self) -> list[int]:
+        """This epoch's order of window indices."""
+        group = self.batch_size * (self.world_size or _world_size())
+        rng = random.Random(self.seed * 100_003 + self.epoch)
+        indices = list(range(len(self.lengths)))
+        rng.shuffle(indices)
+        pool = group * self.pool_batches
+        batches = []
+        for start in range(0, len(indices), pool):
+            ranked = sorted(indices[start:start + pool], key=self.lengths.__getitem__)
+            batches += [ranked[i:i + group] for i in range(0, len(ranked), group)]
+        last = batches.pop() if batches and len(batches[-1]) < group else None
+        rng.shuffle(batches)
+        return [i for batch in batches + ([last] if last else []) for i in batch]
+
+    def batches(self) -> list[list[int]]:
+        """This epoch's order cut into batches of `batch_size`, as a DataLoader cuts it (for loops without one).
+
+        Example:
+            >>> sampler = LengthGroupedSampler([5, 1, 4, 2, 3], batch_size=2, seed=3, world_size=1)
+            >>> sorted(len(b) for b in sampler.batches()), sampler.batches()[-1] == sampler.order()[-1:]
+            ([1, 2, 2], True)
+        """
+        order = self.order()
+        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+
+class EpochShuffle(Sampler[int]):
+    """A random order of the windows drawn from the seed and the epoch, not from the global generator.
+
+    A sampler that drew from torch's global generator made the batches of a resumed run depend on
+    how many numbers Lightning drew before the first batch, which differs after a restart.
+
+    Example:
+        >>> sampler = EpochShuffle(5, seed=1)
+        >>> sorted(sampler) == [0, 1, 2, 3, 4], list(sampler) == list(EpochShuffle(5, seed=1))
+        (True, True)
+        >>> sampler.set_epoch(1); list(sampler) != list(EpochShuffle(5, seed=1))
+        True
+    """
+
+    def __init__(self, size: int, seed: int = 0):
+        self.size, self.seed, self.epoch = size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by Lightning before each epoch (also after a resume): the epoch seeds the order."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        order = list(range(self.size))
+        random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
+        return iter(order)
+
+
+class FixedOrder(Sampler[int]):
+    """The given indices, in the given order."""
+
+    def __init__(self, indices: Sequence[int]):
+        self.indices = list(indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self):
+        return iter(self.indices)
+
+
+def _world_size() -> int:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return 1
