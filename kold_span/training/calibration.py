@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from kold_span import corpora
+from kold_span.config.choices import TaskKind
 from kold_span.config.schema import Config
 from kold_span.data.example import Example
 from kold_span.data.perspectives import expand_by_annotator
@@ -91,8 +92,9 @@ class Calibration:
         chosen = self.thresholds.get(task.name)
         if chosen is None:
             return task
-        # As `tune_threshold` reports them: by label in the task's label order, or {"inside": t} for a span task.
-        return replace(task, thresholds=tuple(chosen.values()))
+        # As `tune_threshold` reports them: {"inside": t} for a span task, else by label (any order).
+        values = (chosen["inside"],) if task.kind is TaskKind.SPAN else tuple(chosen[label] for label in task.labels)
+        return replace(task, thresholds=values)
 
 
 def calibrate(config: Config, predictor: Predictor, splits: dict[str, list[Example]],
