@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Union
 
+from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns
 from kold_span.errors import DataError
 
@@ -39,6 +40,25 @@ def read_utf8(path: Union[str, Path]) -> str:
     return text.removeprefix("\ufeff")
 
 
+def parse_json_line(line: str, where: str) -> Any:
+    """One line of a JSONL file parsed; invalid JSON is a `DataError` naming `where` and the column.
+
+    Example:
+        >>> parse_json_line('{"id": 1, "text": "a"}\\n', "in.jsonl:3")
+        {'id': 1, 'text': 'a'}
+        >>> parse_json_line('{"id": 1, "text": "a"\\n', "in.jsonl:3")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: in.jsonl:3: invalid JSON (Expecting ',' delimiter at column 22, the end of the line)
+    """
+    body = line.rstrip("\r\n")  # a fault at the end is at the end of this line, not at column 1 of the next
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as err:
+        end = ", the end of the line" if err.pos >= len(body) else ""
+        raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.pos + 1}{end})") from None
+
+
 def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
     """("file:line", parsed object) for each non-blank line of a JSONL file."""
     path = Path(path)
@@ -47,10 +67,7 @@ def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+            yield where, parse_json_line(line, where)
 
 
 def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
@@ -60,7 +77,10 @@ def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
 
 
 def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
-    """Write canonical examples as JSONL (UTF-8, one per line); returns the count.
+    """Write canonical examples as JSONL (UTF-8, one per line), whole or not at all; returns the count.
+
+    The file is written through `atomic_write`: when reading `examples` fails midway, the
+    previous file at `path` is left as it was.
 
     Example:
         >>> import tempfile
@@ -74,10 +94,8 @@ def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
         [['바보냐']]
         >>> folder.cleanup()
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for ex in examples:
             f.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
             n += 1
