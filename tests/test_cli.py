@@ -133,7 +133,8 @@ def test_an_error_prints_its_notes_and_evaluate_keeps_the_previous_scores(tmp_pa
 
     monkeypatch.setattr(os, "fsync", disk_full)  # the new scores cannot be made to last
     assert main(["evaluate", "--gold", str(gold), "--pred", str(gold), "--out", str(out)]) == 2
-    assert capsys.readouterr().err.endswith(f"kold-span evaluate: error: no space left on device; {out} left as it was\n")
+    err = capsys.readouterr().err
+    assert err.endswith(f"kold-span evaluate: error: no space left on device; {out} left as it was\n")
     assert out.read_bytes() == before and sorted(p.name for p in out.parent.iterdir()) == ["s.json"]
 
 

@@ -1,26 +1,51 @@
-"""Predictions rendered as an HTML page with displaCy's span style."""
+"""Predictions rendered as an HTML page with displaCy's span style, written whole or not at all."""
 from __future__ import annotations
 
 import html
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator, Union
 
+from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns
+
+HEAD = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>kold-span predictions</title>"
+        "</head><body style='font-family: sans-serif; max-width: 60em; margin: auto'>\n")
+TAIL = "</body></html>\n"
+
+
+@contextmanager
+def html_page(path: Union[str, Path]) -> Iterator["HtmlWriter"]:
+    """An `HtmlWriter` whose page replaces `path` when the block ends without an error (`atomic_write`).
+
+    On an error the previous page at `path` is left as it was, never a page without its closing tags.
+
+    Example:
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> with html_page(Path(tmp.name) / "pages" / "p.html") as page:
+        ...     page.add(Example(id="1", text="좋은 기사"), {"labels": {}, "spans": []})
+        >>> (Path(tmp.name) / "pages" / "p.html").read_text(encoding="utf-8").endswith("</body></html>\\n")
+        True
+        >>> tmp.cleanup()
+    """
+    with atomic_write(path) as f:
+        f.write(HEAD)
+        yield HtmlWriter(f)
+        f.write(TAIL)
 
 
 class HtmlWriter:
-    """Writes predictions as an HTML page with spans highlighted in displaCy's span style."""
+    """Renders predictions into an open page (see `html_page`), spans highlighted in displaCy's span style."""
 
-    def __init__(self, path: Path):
+    def __init__(self, file: IO[str]):
         import spacy
         from spacy.vocab import Vocab
 
         self.vocab = Vocab()
         self.displacy = spacy.displacy
-        self.file = Path(path).open("w", encoding="utf-8")
-        self.file.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>kold-span predictions</title>"
-                        "</head><body style='font-family: sans-serif; max-width: 60em; margin: auto'>\n")
+        self.file = file
 
     def add(self, example: Example, prediction: dict[str, Any]) -> None:
         """Render one comment with its labels and spans."""
@@ -44,10 +69,6 @@ class HtmlWriter:
             markup = self.displacy.render(doc, style="span", page=False, jupyter=False)
         self.file.write(markup)
         self.file.write("</div>\n")
-
-    def close(self) -> None:
-        self.file.write("</body></html>\n")
-        self.file.close()
 
 
 def doc_words(text: str, cuts: set[int]) -> tuple[list[str], list[bool], list[int]]:
