@@ -256,6 +256,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     from kold_span.training.averaging import WeightEMA
     from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
+    from kold_span.training.progress import progress_callbacks
     from kold_span.training.resume import RandomState
 
     started = time.time()
@@ -321,6 +322,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False)
     callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
+    callbacks += progress_callbacks(quiet)  # a line every 30 s when stderr is no terminal (nohup, a scheduler)
     if tc.ema_decay is not None:
         callbacks.append(WeightEMA(tc.ema_decay))
     if tc.early_stopping_patience and has_dev:
