@@ -69,13 +69,16 @@ class Example:
         context = d.get("context")
         if context is not None and not isinstance(context, (str, list)):
             raise DataError(f"{where}: field 'context' must be null, a string or a list of strings")
+        for key in ("labels", "meta"):
+            if d.get(key) is not None and not isinstance(d[key], dict):
+                raise DataError(f"{where}: field {key!r} must be an object, got {type(d[key]).__name__}")
         try:
-            annotations = [Annotation(annotator=str(a["annotator"]), labels=a.get("labels", {}),
-                                      spans={k: [tuple(s) for s in v] for k, v in a.get("spans", {}).items()},
-                                      traits=a.get("traits", {}))
-                           for a in d.get("annotations", [])]
+            annotations = [Annotation(annotator=str(a["annotator"]), labels=dict(a.get("labels") or {}),
+                                      spans={k: [tuple(s) for s in v] for k, v in (a.get("spans") or {}).items()},
+                                      traits=dict(a.get("traits") or {}))
+                           for a in d.get("annotations") or []]
             spans = {k: [tuple(s) for s in v] for k, v in (d.get("spans") or {}).items()}
-        except (KeyError, TypeError, ValueError) as err:
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
             raise DataError(f"{where}: malformed 'spans' or 'annotations': {err}") from err
         try:
             return cls(id=str(d["id"]), text=d["text"], context=context, labels=dict(d.get("labels") or {}),
