@@ -87,6 +87,15 @@ def test_the_file_gets_the_permissions_of_any_new_file(tmp_path):
     assert stat.S_IMODE(os.stat(written).st_mode) == stat.S_IMODE(os.stat(plain).st_mode)
 
 
+def test_a_directory_as_target_is_refused_before_anything_is_written(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        with atomic_write(tmp_path / "out", partial=partial_path(tmp_path / "out")):
+            raise AssertionError("the block must not run")
+    assert caught.value.filename == str(tmp_path / "out")
+    assert listing(tmp_path) == ["out"]
+
+
 def test_appending_needs_a_named_partial_file(tmp_path):
     with pytest.raises(ValueError, match="pass partial="):
         with atomic_write(tmp_path / "x", "a"):

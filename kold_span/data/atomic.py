@@ -36,6 +36,7 @@ Example:
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from contextlib import contextmanager
@@ -90,6 +91,7 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
         A context manager giving the open temporary file.
 
     Raises:
+        IsADirectoryError: `path` is a directory (before the block runs).
         Whatever the block raises, with a note naming the target left as it was (and the kept
         `partial`); the temporary file is gone unless it is `partial`.
 
@@ -105,6 +107,8 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
     if mode not in ("w", "wb", "a"):
         raise ValueError(f"mode must be 'w', 'wb' or 'a', got {mode!r}")
     path = Path(path)
+    if path.is_dir():  # found now, not by the rename after all the work
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     if partial is None and mode == "a":
         raise ValueError("mode 'a' appends to a kept partial file: pass partial=")
