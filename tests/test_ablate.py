@@ -209,6 +209,20 @@ def test_write_results_two_keys(tmp_path):
     assert paths[2].stat().st_size > 1000
 
 
+def test_results_that_fail_leave_the_previous_ones_as_they_were(tmp_path, monkeypatch):
+    paths = write_results(ROWS, ["context"], tmp_path, command="kold-span ablate x")
+    before = [p.read_bytes() for p in paths]
+
+    def broken(summary, keys, metric, target, **options):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(ablate, "plot_main_metric", broken)  # the plot is the last file: the table is rendered first
+    with pytest.raises(OSError, match="no space"):
+        write_results(ROWS[:1], ["context"], tmp_path, command="kold-span ablate y")
+    assert [p.read_bytes() for p in paths] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.md", "results.png"]
+
+
 # --------------------------------------------------------------------------- end to end
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kold_span import agreement
+from kold_span.agreement import report as report_module
 from kold_span.agreement.report import (CROWD, ItemResamples, build_report, default_label, ratings_table,
                                         render_markdown, write_report)
 from kold_span.cli import main
@@ -190,6 +191,20 @@ def test_write_report_writes_the_four_files(report, tmp_path):
     assert data["cohen"]["mean"] == approx(1 / 3)
     text = paths[0].read_text(encoding="utf-8")
     assert "| Fleiss' kappa | " in text and "item1" in text and "## By lang" in text
+
+
+def test_a_report_that_fails_leaves_every_previous_file_as_it_was(report, tmp_path, monkeypatch):
+    paths = write_report(report, tmp_path / "out")
+    before = [p.read_bytes() for p in paths]
+
+    def broken(report, target):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(report_module, "plot_entropy_hist", broken)  # the last file: all others rendered first
+    with pytest.raises(OSError, match="no space"):
+        write_report({**report, "n_items": 99}, tmp_path / "out")
+    assert [p.read_bytes() for p in paths] == before
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(p.name for p in paths)
 
 
 def test_crowd_heatmap_shows_the_busiest_annotators_and_says_so():

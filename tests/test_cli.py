@@ -2,6 +2,7 @@
 import ast
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,34 @@ def test_any_other_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch,
     with pytest.raises(type(error)):
         main(["evaluate", "--gold", str(gold), "--pred", str(gold)])
     assert not logging.getLogger("kold_span").handlers
+
+
+def test_an_error_prints_its_notes_and_evaluate_keeps_the_previous_scores(tmp_path, monkeypatch, capsys):
+    gold = _write_gold(tmp_path)
+    out = tmp_path / "scores" / "s.json"  # the directory is created
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold), "--out", str(out)]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+
+    def disk_full(handle):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)  # the new scores cannot be made to last
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"kold-span evaluate: error: no space left on device; {out} left as it was\n")
+    assert out.read_bytes() == before and sorted(p.name for p in out.parent.iterdir()) == ["s.json"]
+
+
+def test_notes_follow_the_message_and_an_interrupt_exits_130(tmp_path, monkeypatch, capsys):
+    from kold_span.data.atomic import atomic_write
+
+    def interrupted(gold, pred, policy):
+        with atomic_write(tmp_path / "x.json") as f:
+            f.write("{")
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(files, "evaluate_files", interrupted)
+    gold = _write_gold(tmp_path)
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold)]) == 130
+    assert capsys.readouterr().err == f"kold-span evaluate: error: interrupted; {tmp_path / 'x.json'} not written\n"

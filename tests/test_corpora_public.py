@@ -396,6 +396,15 @@ def test_multipico_bad_annotation_names_record_and_field(tmp_path):
     assert get_reader("multipico").last_report.count == 1
 
 
+def test_multipico_other_info_that_is_no_object_names_record_and_field(tmp_path):
+    file = fixture_copy(tmp_path, "multipico") / "MP_dev.json"
+    data = json.loads(file.read_text(encoding="utf-8"))
+    data["10"]["other_info"] = True  # found by tests/test_fuzz.py: an AttributeError before
+    file.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DataError, match=r"MP_dev\.json: record '10': field 'other_info': expected an object"):
+        read("multipico", file)
+
+
 # --------------------------------------------------------------------------- the real corpora
 
 def test_full_beep():

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from kold_span.data.example import Annotation, Example, merge_spans, normalize_spans, offsets_to_spans, spans_to_offsets
-from kold_span.data.jsonl import read_jsonl, read_utf8, to_hf_dataset, write_jsonl
+from kold_span.data.jsonl import parse_json_document, read_jsonl, read_utf8, to_hf_dataset, write_jsonl
 from kold_span.errors import ArgumentError, DataError
 
 from conftest import FIXTURE
@@ -53,6 +53,32 @@ def test_read_jsonl_errors_name_file_line_and_field(tmp_path):
     path.write_text("{not json\n")
     with pytest.raises(DataError, match=r"bad.jsonl:1: invalid JSON"):
         list(read_jsonl(path))
+
+
+@pytest.mark.parametrize("record, fragment", [  # found by tests/test_fuzz.py: each was a raw TypeError/AttributeError
+    ({"id": "1", "text": "a", "meta": True}, r"field 'meta' must be an object, got bool"),
+    ({"id": "1", "text": "a", "labels": "OFF"}, r"field 'labels' must be an object, got str"),
+    ({"id": "1", "text": "a", "spans": [[0, 1]]}, r"malformed 'spans' or 'annotations'"),
+    ({"id": "1", "text": "a", "annotations": [{"annotator": "x", "spans": {"OFF": 3}}]}, r"malformed 'spans'"),
+    ({"id": "1", "text": "a", "annotations": ["x"]}, r"malformed 'spans' or 'annotations'"),
+    ({"id": "1", "text": "a", "context": ["\ud800"]}, r"invalid JSON \(a string holds a lone surrogate \(U\+D800\)"),
+])
+def test_a_canonical_record_of_the_wrong_shape_names_its_line(tmp_path, record, fragment):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"id": "0", "text": "ok"}\n' + json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"x.jsonl:2: {fragment}"):
+        list(read_jsonl(path))
+    record["annotations"] = None  # null where a list may be: no annotations
+    if "annotations" not in fragment and "spans" not in fragment and "surrogate" not in fragment:
+        return
+    path.write_text(json.dumps({"id": "1", "text": "a", "annotations": None, "spans": None}) + "\n", encoding="utf-8")
+    assert [ex.annotations for ex in read_jsonl(path)] == [[]]
+
+
+def test_a_json_document_with_a_lone_surrogate_names_its_line():
+    with pytest.raises(DataError, match=r"^x.json:3: invalid JSON \(a string holds a lone surrogate \(U\+DC00\)"):
+        parse_json_document('{"a": 1,\n "b": "\\ud83d\\ude00",\n "c": ["\\udc00"]}', "x.json")
+    assert parse_json_document('{"b": "\\ud83d\\ude00"}', "x.json") == {"b": "\U0001F600"}  # a pair is fine
 
 
 def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kold_span.data.example import Example
-from kold_span.inference.html import HtmlWriter
+from kold_span.inference.html import html_page
 
 from conftest import ROOT
 
@@ -71,10 +71,9 @@ def demo_rows() -> list[tuple[Example, dict]]:
 
 def write_demo_page(path: Path) -> list[str]:
     """The demo rows as a predictions page; returns their texts."""
-    writer = HtmlWriter(path, span_types=["OFF", "TGT"])
-    for example, prediction in demo_rows():
-        writer.add(example, prediction)
-    writer.close()
+    with html_page(path, span_types=["OFF", "TGT"]) as writer:
+        for example, prediction in demo_rows():
+            writer.add(example, prediction)
     return [example.text for example, _ in demo_rows()]
 
 

@@ -113,6 +113,24 @@ def test_jsonl_input_gives_the_same_examples(tmp_path):
     assert [e.spans for e in from_jsonl] == [e.spans for e in from_json]
 
 
+@pytest.mark.parametrize("edit, fragment", [  # found by tests/test_fuzz.py: each was a raw TypeError/AttributeError
+    (lambda r: r.update(OFF_span=True), r"field 'OFF_span': expected the marked text as a string, got True"),
+    (lambda r: r.update(GRP=["gender-women", 3]), r"field 'GRP': expected group names \(strings\)"),
+])
+def test_a_field_of_the_wrong_type_names_record_and_field(tmp_path, edit, fragment):
+    records = json.loads(FIXTURE.read_text(encoding="utf-8"))[:3]
+    edit(records[1])
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"k.json: record 1 \(guid .*\): {fragment}"):
+        read_kold(path)
+    with pytest.warns(BadRecordWarning):
+        assert len(read_kold(path, skip_bad=True)) == 2
+    path.write_text(json.dumps({"guid": "x"}), encoding="utf-8")  # an object where the list of records goes
+    with pytest.raises(DataError, match=r"k.json:1 \(guid x\): missing field 'comment'"):
+        read_kold(path)
+
+
 def test_unknown_reader_lists_known_ones():
     with pytest.raises(ArgumentError, match="known readers"):
         corpora.read("nope", FIXTURE)

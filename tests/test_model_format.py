@@ -11,30 +11,17 @@ from pathlib import Path
 import pytest
 
 from kold_span.cli import main
-from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.errors import ModelFormatError
 from kold_span.inference.predictor import CONFIG_NAME, FORMAT_VERSION, Predictor, read_model_config
-from kold_span.models.backbones import scratch_encoder, train_tokenizer
-from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import NgramScorer
-from kold_span.models.tasks import Task
 
-from conftest import FIXTURES
-
-TEXTS = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "너 진짜 한심하다", "오늘 경기 정말 재밌었어요"] * 5
+from conftest import FIXTURES, untrained_model
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     """An untrained model directory: one true/false task and one span task over a 1-layer scratch encoder."""
-    scratch = ScratchEncoderConfig(vocab_size=200, hidden_size=32, layers=1, heads=2, intermediate_size=64,
-                                   max_position=64)
-    tokenizer = train_tokenizer(TEXTS, scratch)
-    tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")), Task("OFF_span", "span", "OFF")]
-    model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
-    directory = tmp_path_factory.mktemp("model") / "model"
-    Predictor(model, tokenizer, tasks, max_length=32, stride=8, snap="none").save_pretrained(directory)
-    return directory
+    return untrained_model(tmp_path_factory.mktemp("model") / "model")
 
 
 def broken_copy(model_dir: Path, tmp_path: Path, edit) -> Path:

@@ -6,7 +6,8 @@ import pytest
 
 from kold_span.data.example import Example
 from kold_span.errors import DataError
-from kold_span.inference.html import PALETTE, HtmlWriter, render_prediction_html, span_colours, span_lanes
+from kold_span.inference.html import (PALETTE, HtmlWriter, html_page, render_prediction_html, span_colours,
+                                     span_lanes)
 from kold_span.inference.inputs import bad_rows, iter_inputs
 
 
@@ -110,16 +111,18 @@ def test_a_span_outside_the_text_is_an_error():
 
 
 def test_html_writer_streams_rows_with_id_context_and_legend(tmp_path):
-    writer = HtmlWriter(tmp_path / "p.html", span_types=["OFF", "TGT"])
-    writer.add(Example(id="7", text="좋은 기사 감사합니다"), {"labels": {}, "spans": []})
-    writer.add(Example(id="8", text="너 진짜 바보냐", context="제목"),
-               {"labels": {"OFF": {"label": True, "probs": {"true": 0.9, "false": 0.1}}},
-                "spans": [span("OFF", 5, 7), span("GRP", 2, 4)]})
-    writer.file.flush()
-    partial = (tmp_path / "p.html").read_text(encoding="utf-8")
-    assert partial.count('class="ks-row"') == 2 and "</html>" not in partial  # written as they come
-    writer.add(Example(id="9", text="네 그렇군요", context=["A: 첫 <말>", "B: 둘째 말"]), {"labels": {}, "spans": []})
-    writer.close()
+    path = tmp_path / "p.html"
+    with path.open("w", encoding="utf-8") as f:
+        writer = HtmlWriter(f, span_types=["OFF", "TGT"])
+        writer.add(Example(id="7", text="좋은 기사 감사합니다"), {"labels": {}, "spans": []})
+        writer.add(Example(id="8", text="너 진짜 바보냐", context="제목"),
+                   {"labels": {"OFF": {"label": True, "probs": {"true": 0.9, "false": 0.1}}},
+                    "spans": [span("OFF", 5, 7), span("GRP", 2, 4)]})
+        f.flush()
+        partial = path.read_text(encoding="utf-8")
+        assert partial.count('class="ks-row"') == 2 and "</html>" not in partial  # written as they come
+        writer.add(Example(id="9", text="네 그렇군요", context=["A: 첫 <말>", "B: 둘째 말"]), {"labels": {}, "spans": []})
+        writer.finish()
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert text_blocks(page) == ["좋은 기사 감사합니다", "너 진짜 바보냐", "네 그렇군요"]
     assert '#9 <span class="ks-context">A: 첫 &lt;말&gt;<br>B: 둘째 말</span>' in page  # one line a turn, escaped
@@ -130,19 +133,78 @@ def test_html_writer_streams_rows_with_id_context_and_legend(tmp_path):
     assert page.rstrip().endswith("</html>")
 
 
+def test_an_html_page_is_created_with_its_directory_and_kept_whole_on_error(tmp_path):
+    path = tmp_path / "new" / "dir" / "p.html"
+    with html_page(path) as writer:
+        writer.add(Example(id="1", text="좋은 기사"), {"labels": {}, "spans": []})
+    before = path.read_text(encoding="utf-8")
+    with pytest.raises(DataError):
+        with html_page(path) as writer:
+            writer.add(Example(id="2", text="새 기사"), {"labels": {}, "spans": []})
+            raise DataError("in.jsonl:2: invalid JSON")
+    assert path.read_text(encoding="utf-8") == before and "#1 " in before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["p.html"]
+
+
 def test_csv_with_custom_columns(tmp_path):
     path = tmp_path / "x.csv"
     path.write_text("key,body,headline\nk1,바보,제목\n", encoding="utf-8")
     [ex] = iter_inputs(path, text_column="body", context_column="headline", id_column="key")
     assert (ex.id, ex.text, ex.context) == ("k1", "바보", "제목")
-    with pytest.raises(DataError, match=r"x.csv:2: column 'comment' not found"):
+    with pytest.raises(DataError, match=r"x.csv:1: column 'comment' not found"):
         list(iter_inputs(path, text_column="comment"))
 
 
-def test_missing_text_column_is_named(tmp_path):
+def test_missing_text_column_is_named_at_the_header_even_when_skipping(tmp_path):
     path = tmp_path / "x.tsv"
-    path.write_text("id\tbody\n1\t바보\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"x.tsv:2: no text column; expected one of \['comment', 'text'\]"):
+    path.write_text("\nid\tbody\n1\t바보\n2\t좋은 기사\n", encoding="utf-8")  # the header on line 2
+    for skip in (False, True):
+        bad = bad_rows(path, skip=skip)
+        with pytest.raises(DataError, match=r"x.tsv:2: no text column; expected one of \['comment', 'text'\]"):
+            list(iter_inputs(path, bad=bad))
+        assert bad.report.count == 0  # no row was skipped: the file was refused
+    with pytest.raises(DataError, match=r"x.tsv:2: column 'guid' not found; columns are \['body', 'id'\]"):
+        list(iter_inputs(path, text_column="body", id_column="guid"))
+
+
+def test_a_jsonl_file_whose_every_row_is_bad_is_an_error_even_when_skipping(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"body": "바보"}\n{"body": "좋은 기사"}\n', encoding="utf-8")
+    bad = bad_rows(path, skip=True)
+    with pytest.raises(DataError) as caught:
+        list(iter_inputs(path, bad=bad))
+    assert str(caught.value).startswith(f"{path}: every row was bad (2 skipped), nothing to predict; "
+                                        f"the first: {path}:1: no text column")
+    path.write_text("", encoding="utf-8")
+    assert list(iter_inputs(path, bad=bad_rows(path, skip=True))) == []  # no rows at all: nothing to say
+
+
+def test_an_empty_text_is_a_text_as_in_the_python_api(tmp_path):
+    path = tmp_path / "e.csv"
+    path.write_text('id,comment\n1,""\n2,\n3, \n', encoding="utf-8")
+    assert [(ex.id, ex.text) for ex in iter_inputs(path)] == [("1", ""), ("2", ""), ("3", " ")]
+
+
+def test_invalid_json_names_the_column_where_the_line_ends(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"text": "a"}\n{"text": "b"\n{"text": x}\n', encoding="utf-8")
+    bad = bad_rows(path, skip=True)
+    assert [ex.text for ex in iter_inputs(path, bad=bad)] == ["a"]
+    assert bad.report.reasons == [f"{path}:2: invalid JSON (Expecting ',' delimiter at column 13, the end of the line)",
+                                  f"{path}:3: invalid JSON (Expecting value at column 10)"]
+
+
+@pytest.mark.parametrize("row, fragment", [
+    ('{"text": "a\\ud800"}', r"invalid JSON \(a string holds a lone surrogate \(U\+D800\) at character 1"),
+    ('{"text": null}', r"field 'text': expected a string, got None"),
+    ('{"text": 3}', r"field 'text': expected a string, got int"),
+    ('{"text": "a", "context": ["t", 5]}', r"field 'context' .*turn 1: expected a string, got int"),
+    ('{"text": "a", "id": "\\udfff"}', r"invalid JSON \(a string holds a lone surrogate \(U\+DFFF\)"),
+])
+def test_a_value_that_is_no_unicode_text_is_a_bad_row(tmp_path, row, fragment):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "ok"}\n' + row + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"s.jsonl:2: {fragment}"):
         list(iter_inputs(path))
 
 
@@ -186,7 +248,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column_or_comment(tmp_path):
      r"q.tsv:2: .*quot.*--quoting none"),
     ("latin.csv", "comment\nok\ncaf\xe9\n".encode("latin-1"), r"latin.csv:3: not UTF-8 text \(byte 4 of the line\)"),
     ("c.jsonl", b'{"id": "e", "text": "ok", "context": [1, 2]}\n',
-     r"c.jsonl:1: field 'context' must be a string or a list of strings"),
+     r"c.jsonl:1: field 'context' must be a string or a list of strings: turn 0: expected a string, got int"),
 ])
 def test_bad_input_names_the_file_line_and_problem(tmp_path, name, content, fragment):
     path = tmp_path / name

@@ -37,6 +37,7 @@ Example:
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import statistics
@@ -45,9 +46,10 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Hashable, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Hashable, Mapping, Optional, Sequence, Union
 
 from kold_span import agreement
+from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example, spans_to_offsets
 from kold_span.errors import ArgumentError, DataError
 
@@ -604,17 +606,24 @@ def _group_rows(table: RatingsTable, key: str, n_boot: int, seed: int, level: st
 def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[Path]:
     """Write report.md, report.json, kappa_heatmap.png and entropy_hist.png into `out_dir`.
 
+    Every file is rendered before the first is written, and each is written whole or not at all
+    (`atomic_write`): a report that fails leaves the previous files as they were.
+
     Returns:
         The paths written.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES]
-    paths[0].write_text(render_markdown(report), encoding="utf-8")
-    paths[1].write_text(json.dumps(_json_ready(report), indent=1, ensure_ascii=False, allow_nan=False) + "\n",
-                        encoding="utf-8")
-    plot_kappa_heatmap(report, paths[2])
-    plot_entropy_hist(report, paths[3])
+    markdown = render_markdown(report)
+    data = json.dumps(_json_ready(report), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    heatmap, histogram = io.BytesIO(), io.BytesIO()
+    plot_kappa_heatmap(report, heatmap)
+    plot_entropy_hist(report, histogram)
+    write_text_atomic(paths[0], markdown)
+    write_text_atomic(paths[1], data)
+    for path, image in zip(paths[2:], (heatmap, histogram)):
+        with atomic_write(path, "wb") as f:
+            f.write(image.getvalue())
     return paths
 
 
@@ -623,8 +632,8 @@ def heatmap_annotators(report: Mapping[str, Any]) -> list[str]:
     return list(report["annotator_items"])[:CROWD]
 
 
-def plot_kappa_heatmap(report: Mapping[str, Any], path: Path) -> None:
-    """The pairwise Cohen's kappa matrix (grey: fewer than 2 shared items, or undefined)."""
+def plot_kappa_heatmap(report: Mapping[str, Any], target: Union[Path, IO[bytes]]) -> None:
+    """The pairwise Cohen's kappa matrix (grey: fewer than 2 shared items, or undefined), as a PNG."""
     import numpy as np
     from matplotlib import colormaps
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -658,11 +667,11 @@ def plot_kappa_heatmap(report: Mapping[str, Any], path: Path) -> None:
     ax.set_title(f"{_kappa_name(report)}, label {report['label']!r}\n{subtitle}; grey: undefined or < 2 shared items",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(target, format="png")
 
 
-def plot_entropy_hist(report: Mapping[str, Any], path: Path) -> None:
-    """Histogram of per-item label entropy with the hard-case threshold."""
+def plot_entropy_hist(report: Mapping[str, Any], target: Union[Path, IO[bytes]]) -> None:
+    """Histogram of per-item label entropy with the hard-case threshold, as a PNG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -680,7 +689,7 @@ def plot_entropy_hist(report: Mapping[str, Any], path: Path) -> None:
     ax.set_title(f"Item entropy, label {report['label']!r} ({len(values)} items with 2+ ratings)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(target, format="png")
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:

@@ -27,11 +27,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Print the score table; with --out, also write the scores as JSON."""
+    from kold_span.data.atomic import write_text_atomic
     from kold_span.evaluation.files import evaluate_files
 
     report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy)
     print(report.table())
     if args.out:
-        Path(args.out).write_text(json.dumps(report.scores, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_text_atomic(args.out, json.dumps(report.scores, indent=1, ensure_ascii=False))
         print(f"wrote {args.out}")
     return 0

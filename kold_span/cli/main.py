@@ -4,8 +4,9 @@ Each command module has `add_parser(subparsers)`, which adds its subcommand and 
 returns the subparser, and `run(args) -> int`. `main` parses the arguments, sends the
 package's log records to stderr (messages only; INFO, DEBUG with `-v`, WARNING with `-q` or a
 command's own `--quiet`), runs the command, and reports a `KoldSpanError` or an `OSError` as
-one line, `kold-span COMMAND: error: MESSAGE`, exit status 2. Any other exception is a bug
-and shows its traceback.
+one line, `kold-span COMMAND: error: MESSAGE; NOTES` (the notes say which output files were left
+as they were), exit status 2; an interrupt (Ctrl-C) the same way, exit status 130. Any other
+exception is a bug and shows its traceback.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
 from kold_span.cli import ablate, agreement, convert, evaluate, import_encoder, predict, pretrain, train
+from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
 DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, convert, agreement, pretrain, ablate, "
@@ -86,15 +88,18 @@ def os_error_message(err: OSError) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run `kold-span` with `argv` (default: the process arguments); returns the exit status."""
     args = build_parser().parse_args(argv)
+    status = 2
     with logging_to_stderr(log_level(args)):
         try:
             return args.run(args)
         except KoldSpanError as err:
-            message = str(err)
+            message, notes = str(err), error_notes(err)
         except OSError as err:
-            message = os_error_message(err)
-    print(f"kold-span {args.command}: error: {message}", file=sys.stderr)
-    return 2
+            message, notes = os_error_message(err), error_notes(err)
+        except KeyboardInterrupt as err:
+            message, notes, status = "interrupted", error_notes(err), 130
+    print(f"kold-span {args.command}: error: {'; '.join([message, *notes])}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""`kold-span predict --model DIR --input FILE --output FILE`: labels and spans of every input row, in order."""
+"""`kold-span predict --model DIR --input FILE --output FILE`: labels and spans of every input row, in order.
+
+The output files are written whole or not at all; `--resume` continues a run that was killed or failed.
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
-from collections import deque
 from pathlib import Path
+
+from kold_span.errors import KoldSpanError
 
 
 def positive_int(text: str) -> int:
@@ -37,6 +40,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--input", required=True, help=".txt (one comment per line), .jsonl, .csv or .tsv")
     parser.add_argument("--output", required=True, help="JSONL, one prediction per input row, in input order")
     parser.add_argument("--html", help="also write an HTML page with the spans highlighted")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the unfinished output of a killed or failed run (OUTPUT.partial), with the "
+                             "same input and options; the result equals an uninterrupted run")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--text-column", help="column holding the comment (default: comment or text)")
     parser.add_argument("--context-column", help="column holding the context (default: title or context)")
@@ -56,45 +62,35 @@ def run(args: argparse.Namespace) -> int:
     """Predict every row of the input into the output JSONL (and HTML); print how many, and any skipped rows."""
     from tqdm import tqdm
 
-    from kold_span.config.choices import TaskKind
+    from kold_span.data.atomic import add_note, partial_path
     from kold_span.data.perspectives import parse_perspective
-    from kold_span.inference.html import HtmlWriter
     from kold_span.inference.inputs import bad_rows, iter_inputs
+    from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
     from kold_span.inference.predictor import Predictor
 
+    bad = bad_rows(Path(args.input), skip=args.skip_bad)
+    # Checked before the model loads and before any output is opened: a missing input or an unknown
+    # suffix costs nothing and touches nothing.
+    examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
+                           bad=bad, quoting=args.quoting)
+    perspective = parse_perspective(args.perspective) if args.perspective else None
     if len(args.model) > 1:
         from kold_span.inference.ensemble import Ensemble
         predictor: Predictor = Ensemble.from_pretrained(args.model, device=args.device)
     else:
         predictor = Predictor.from_pretrained(args.model[0], device=args.device)
-    bad = bad_rows(Path(args.input), skip=args.skip_bad)
-    examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
-                           bad=bad, quoting=args.quoting)
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
-    html = HtmlWriter(Path(args.html), span_types) if args.html else None
-    pending: deque = deque()  # examples read but not yet written; predictions come back in order
-    count = 0
+    output, html = Path(args.output), Path(args.html) if args.html else None
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
-    with output.open("w", encoding="utf-8") as out, tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
-        def remember():
-            for ex in examples:
-                pending.append(ex)  # only the current chunk is held (see Predictor.predict_examples)
-                yield ex
-
-        perspective = parse_perspective(args.perspective) if args.perspective else None
-        for prediction in predictor.predict_examples(remember(), args.batch_size, perspective):
-            example = pending.popleft()
-            out.write(json.dumps({"id": prediction["id"], "text": example.text, **{
-                k: v for k, v in prediction.items() if k != "id"}}, ensure_ascii=False) + "\n")
-            if html:
-                html.add(example, prediction)
-            count += 1
-            bar.update(1)
-    if html:
-        html.close()
-    print(f"wrote {count} predictions to {output}" + (f" and {args.html}" if html else ""))
+    try:
+        with tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
+            done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
+                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
+    except (KeyboardInterrupt, KoldSpanError, OSError) as err:
+        if partial_path(output).exists() and not isinstance(err, UnfinishedOutputError):
+            add_note(err, "kold-span predict --resume with the same input and options continues from it")
+        raise
+    kept = f" ({done.kept} kept from the unfinished run)" if done.kept else ""
+    print(f"wrote {done.rows} predictions{kept} to {output}" + (f" and {html}" if html else ""))
     if bad.report.count:
         print(bad.report.summary(limit=None), file=sys.stderr)
     return 0

@@ -13,7 +13,6 @@ explanation (e.g. "B가 …A의 말" → "A가 …B의 말"); stage directions a
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -22,7 +21,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import bad_field, find_file, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
-from kold_span.data.jsonl import read_utf8
+from kold_span.data.jsonl import parse_json_document, read_utf8
 from kold_span.data.transforms import swap_share
 from kold_span.errors import ArgumentError, DataError
 
@@ -55,7 +54,7 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
         "response_speaker", "explanation" and "speakers_swapped".
 
     Example:
-        >>> import tempfile
+        >>> import json, tempfile
         >>> folder = tempfile.TemporaryDirectory()
         >>> columns = {"Context": {"0": "A: 시험 망쳤어\\nB: 무슨 일 있었어?"}, "Response": {"0": "A: 정말 최고의 하루네"},
         ...            "Sarcasm_Label": {"0": "Sarcasm"}, "Sarcasm_Explanation": {"0": "A가 반대로 말한다"}}
@@ -85,10 +84,7 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
 
 def _load_columns(file: Path) -> dict[str, dict[str, Any]]:
     """The four column dicts of the file; a missing or malformed column is a `DataError`."""
-    try:
-        data = json.loads(read_utf8(file))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{file}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
+    data = parse_json_document(read_utf8(file), file)
     if not isinstance(data, dict):
         raise DataError(f"{file}: expected a JSON object of columns {list(COLUMNS)}, got {type(data).__name__}")
     for column in COLUMNS:

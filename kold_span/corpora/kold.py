@@ -9,7 +9,6 @@ tgt_start_idx, tgt_end_idx` where start/end are parallel lists and the end index
 from __future__ import annotations
 
 import ast
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
@@ -18,7 +17,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
-from kold_span.data.jsonl import iter_json_lines, read_utf8
+from kold_span.data.jsonl import iter_json_lines, parse_json_document, read_utf8
 from kold_span.errors import DataError
 
 REQUIRED = ("comment", "raw_labels")
@@ -31,10 +30,9 @@ def load_records(path: Path) -> list[tuple[str, Any]]:
     raw = read_utf8(path)
     stripped = raw.lstrip()
     if stripped.startswith("["):
-        try:
-            records = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
+        records = parse_json_document(raw, path)
+        if not isinstance(records, list):
+            raise DataError(f"{path}:1: expected a JSON list of records, got {type(records).__name__}")
         return [(f"{path}: record {i}", r) for i, r in enumerate(records)]
     return list(iter_json_lines(path))
 
@@ -85,6 +83,8 @@ def parse_groups(grp: Any) -> list[str]:
     if grp is None:
         return []
     names = grp if isinstance(grp, list) else str(grp).replace(";", ",").split(",")
+    if not all(isinstance(n, str) for n in names):
+        raise DataError(f"field 'GRP': expected group names (strings), got {grp!r}")
     return sorted({n.strip() for n in names if n and n.strip()})
 
 
@@ -153,7 +153,10 @@ def parse_record(record: Any, min_annotators: int) -> Example:
     meta = {k: record[k] for k in ("source", "date") if k in record}
     for name in _SPAN_FIELDS:
         if f"{name}_span" in record:
-            meta[f"{name}_span"] = record[f"{name}_span"] or ""
+            stated = record[f"{name}_span"]
+            if stated is not None and not isinstance(stated, str):
+                raise DataError(f"field '{name}_span': expected the marked text as a string, got {stated!r}")
+            meta[f"{name}_span"] = stated or ""
     title = record.get("title")
     if title is not None and not isinstance(title, str):
         raise DataError("field 'title': expected a string")

@@ -14,7 +14,6 @@ become ints.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -24,7 +23,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import bad_field, find_file, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example
-from kold_span.data.jsonl import read_utf8
+from kold_span.data.jsonl import parse_json_document, read_utf8
 from kold_span.errors import DataError
 
 MISSING_TRAIT = "DATA_EXPIRED"
@@ -53,7 +52,7 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
         "lang", "source", "level", "language_variety".
 
     Example:
-        >>> import tempfile
+        >>> import json, tempfile
         >>> tmp = tempfile.TemporaryDirectory()
         >>> folder = Path(tmp.name)
         >>> records = {"p1": {"text": {"post": "Lovely weather today", "reply": "Sure, for ducks"},
@@ -87,10 +86,7 @@ def _load_json(file: Path) -> Any:
     """Parse a JSON file (NaN allowed, as the metadata uses it); errors name the line."""
     if not file.is_file():
         raise FileNotFoundError(f"multipico: {file} not found")
-    try:
-        return json.loads(read_utf8(file))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{file}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from err
+    return parse_json_document(read_utf8(file), file)
 
 
 def _read_traits(file: Path) -> dict[str, dict[str, Any]]:
@@ -141,6 +137,8 @@ def _example(example_id: str, record: Any, traits: dict[str, dict[str, Any]], wh
     zeros = len(labels) - ones
     soft = _soft_label(record.get("soft_label"), where) or {"0": zeros / len(labels), "1": ones / len(labels)}
     other = record.get("other_info") or {}
+    if not isinstance(other, dict):
+        raise bad_field(where, "other_info", f"expected an object (source, level, language_variety), got {other!r}")
     return Example(
         id=example_id, text=text["reply"], context=text["post"],
         labels={"irony": None if ones == zeros else ones > zeros, "irony_soft": soft},

@@ -6,7 +6,7 @@ package; readers and writers convert from other conventions at the edges.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Optional, Union
 
 from kold_span.errors import DataError
 
@@ -69,13 +69,16 @@ class Example:
         context = d.get("context")
         if context is not None and not isinstance(context, (str, list)):
             raise DataError(f"{where}: field 'context' must be null, a string or a list of strings")
+        for key in ("labels", "meta"):
+            if d.get(key) is not None and not isinstance(d[key], dict):
+                raise DataError(f"{where}: field {key!r} must be an object, got {type(d[key]).__name__}")
         try:
-            annotations = [Annotation(annotator=str(a["annotator"]), labels=a.get("labels", {}),
-                                      spans={k: [tuple(s) for s in v] for k, v in a.get("spans", {}).items()},
-                                      traits=a.get("traits", {}))
-                           for a in d.get("annotations", [])]
+            annotations = [Annotation(annotator=str(a["annotator"]), labels=dict(a.get("labels") or {}),
+                                      spans={k: [tuple(s) for s in v] for k, v in (a.get("spans") or {}).items()},
+                                      traits=dict(a.get("traits") or {}))
+                           for a in d.get("annotations") or []]
             spans = {k: [tuple(s) for s in v] for k, v in (d.get("spans") or {}).items()}
-        except (KeyError, TypeError, ValueError) as err:
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
             raise DataError(f"{where}: malformed 'spans' or 'annotations': {err}") from err
         try:
             return cls(id=str(d["id"]), text=d["text"], context=context, labels=dict(d.get("labels") or {}),
@@ -123,6 +126,50 @@ def offsets_to_spans(offsets: Iterable[int]) -> list[Span]:
 def spans_to_offsets(spans: Iterable[Span]) -> set[int]:
     """End-exclusive spans → the set of character offsets they cover."""
     return {i for s, e in spans for i in range(s, e)}
+
+
+def text_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot be a text to predict on or write out, or None when it can.
+
+    A text is any `str` ("" included) that is Unicode text: a lone surrogate (which a JSON
+    escape such as "\\ud800" can produce) cannot be tokenized or written as UTF-8.
+
+    Example:
+        >>> text_problem("좋은 기사"), text_problem(""), text_problem(None), text_problem(3)
+        (None, None, 'expected a string, got None', 'expected a string, got int')
+        >>> text_problem("ab\\ud800")
+        'holds a lone surrogate (U+D800) at character 2, which is not Unicode text'
+    """
+    if not isinstance(value, str):
+        return f"expected a string, got {'None' if value is None else type(value).__name__}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(value[err.start])
+        return f"holds a lone surrogate (U+{code:04X}) at character {err.start}, which is not Unicode text"
+    return None
+
+
+def context_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot be a context (None, a text, or a list of texts), or None when it can.
+
+    Example:
+        >>> context_problem(["A: 안녕", "B: 응"]), context_problem(None), context_problem(7)
+        (None, None, 'expected None, a string or a list of strings, got int')
+        >>> context_problem(["A: 안녕", None])
+        'turn 1: expected a string, got None'
+    """
+    if value is None:
+        return None
+    if isinstance(value, list):
+        for i, turn in enumerate(value):
+            problem = text_problem(turn)
+            if problem:
+                return f"turn {i}: {problem}"
+        return None
+    if not isinstance(value, str):
+        return f"expected None, a string or a list of strings, got {type(value).__name__}"
+    return text_problem(value)
 
 
 def context_turns(context: Context) -> list[str]:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Union
+from typing import IO, Any, Iterable, Iterator, Optional, Union
 
-from kold_span.data.example import Example, context_turns
+from kold_span.data.atomic import atomic_write
+from kold_span.data.example import Example, context_turns, text_problem
 from kold_span.errors import DataError
 
 
@@ -39,6 +41,81 @@ def read_utf8(path: Union[str, Path]) -> str:
     return text.removeprefix("\ufeff")
 
 
+def parse_json_line(line: str, where: str) -> Any:
+    """One line of a JSONL file parsed; invalid JSON is a `DataError` naming `where` and the column.
+
+    A string that is no Unicode text (a lone surrogate escape such as "\\ud800", which could be
+    neither tokenized nor written out again) is invalid too.
+
+    Example:
+        >>> parse_json_line('{"id": 1, "text": "a"}\\n', "in.jsonl:3")
+        {'id': 1, 'text': 'a'}
+        >>> parse_json_line('{"id": 1, "text": "a"\\n', "in.jsonl:3")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: in.jsonl:3: invalid JSON (Expecting ',' delimiter at column 22, the end of the line)
+    """
+    body = line.rstrip("\r\n")  # a fault at the end is at the end of this line, not at column 1 of the next
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as err:
+        end = ", the end of the line" if err.pos >= len(body) else ""
+        raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.pos + 1}{end})") from None
+    except (ValueError, RecursionError) as err:  # a number of more than 4300 digits, nesting past the stack
+        raise DataError(f"{where}: invalid JSON ({err})") from None
+    problem = _string_problem(value) if _LONE_SURROGATE_ESCAPE.search(body) else None
+    if problem:
+        raise DataError(f"{where}: invalid JSON ({problem})")
+    return value
+
+
+def parse_json_document(text: str, path: Union[str, Path]) -> Any:
+    """A whole JSON file parsed; invalid JSON (a lone surrogate too) is a `DataError` naming the file and line.
+
+    Example:
+        >>> parse_json_document('{"a": [1,\\n 2,]}', "x.json")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: x.json:2: invalid JSON (Expecting value at column 4)
+        >>> parse_json_document('{"a":\\n "\\\\ud83d"}', "x.json")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: x.json:2: invalid JSON (a string holds a lone surrogate (U+D83D) at character 0, ...)
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
+    except (ValueError, RecursionError) as err:
+        raise DataError(f"{path}: invalid JSON ({err})") from None
+    match = _LONE_SURROGATE_ESCAPE.search(text)
+    problem = _string_problem(value) if match else None
+    if problem:
+        line = text.count("\n", 0, match.start()) + 1
+        raise DataError(f"{path}:{line}: invalid JSON ({problem})")
+    return value
+
+
+# An escaped UTF-16 surrogate without its other half: only a document holding one can hold a lone surrogate
+# (a match can also be an escaped backslash followed by "ud800", hence the check of the parsed strings).
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_LONE_SURROGATE_ESCAPE = re.compile(f"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
+
+
+def _string_problem(value: Any) -> Optional[str]:
+    """Why a parsed JSON value holds a string (or key) that is no Unicode text, or None."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return f"a string {problem}" if problem else None
+    children = list(value.items()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        for part in (child if isinstance(value, dict) else (child,)):
+            problem = _string_problem(part)
+            if problem:
+                return problem
+    return None
+
+
 def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
     """("file:line", parsed object) for each non-blank line of a JSONL file."""
     path = Path(path)
@@ -47,10 +124,7 @@ def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+            yield where, parse_json_line(line, where)
 
 
 def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
@@ -60,7 +134,10 @@ def read_jsonl(path: Union[str, Path]) -> Iterator[Example]:
 
 
 def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
-    """Write canonical examples as JSONL (UTF-8, one per line); returns the count.
+    """Write canonical examples as JSONL (UTF-8, one per line), whole or not at all; returns the count.
+
+    The file is written through `atomic_write`: when reading `examples` fails midway, the
+    previous file at `path` is left as it was.
 
     Example:
         >>> import tempfile
@@ -74,10 +151,8 @@ def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
         [['바보냐']]
         >>> folder.cleanup()
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for ex in examples:
             f.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
             n += 1

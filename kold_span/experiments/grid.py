@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import itertools
 import json
 import logging
@@ -29,12 +30,13 @@ import statistics
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
 from kold_span.config.loading import load_config, saved_config_changes, yaml_load
 from kold_span.config.schema import Config
+from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.errors import ArgumentError, ConfigError
 from kold_span.training.run import run_directory, train
 
@@ -369,8 +371,8 @@ def value_label(key: str, text: str) -> str:
     return f"{key}={text}"
 
 
-def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: str, path: Path,
-                     reference: bool = True, title: Optional[str] = None) -> None:
+def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: str,
+                     target: Union[Path, IO[bytes]], reference: bool = True, title: Optional[str] = None) -> None:
     """Grouped bars of one metric: groups are the first key's values, bars the other keys' combinations.
 
     `reference` draws the first entry's mean as a dashed line; `title` replaces the default one.
@@ -403,24 +405,33 @@ def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], 
     ax.set_title(title or f"{metric}: mean ± std over {'/'.join(map(str, runs))} seed(s)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(target, format="png")
 
 
 def write_results(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], out_dir: Union[str, Path],
                   metrics: Optional[Sequence[str]] = None, command: str = "") -> list[Path]:
-    """Write results.csv (every run, every test metric), results.md and results.png into `out_dir`."""
+    """Write results.csv (every run, every test metric), results.md and results.png into `out_dir`.
+
+    All three are rendered before the first is written, and each is written whole or not at all
+    (`atomic_write`): a failure leaves the previous results as they were.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     names = metric_names(rows)
     chosen = choose_metrics(names, metrics)
     paths = [out / name for name in FILES]
-    with paths[0].open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["cell", *keys, "seed", *names, "seconds"], restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=["cell", *keys, "seed", *names, "seconds"], restval="")
+    writer.writeheader()
+    writer.writerows(rows)
     summary = summarize(rows, keys, chosen)
-    paths[1].write_text(render_markdown(summary, keys, chosen, command), encoding="utf-8")
-    plot_main_metric(summary, keys, chosen[0], paths[2])
+    markdown = render_markdown(summary, keys, chosen, command)
+    plot = io.BytesIO()
+    plot_main_metric(summary, keys, chosen[0], plot)
+    with atomic_write(paths[0], newline="") as f:
+        f.write(table.getvalue())
+    write_text_atomic(paths[1], markdown)
+    with atomic_write(paths[2], "wb") as f:
+        f.write(plot.getvalue())
     return paths
 
 

@@ -27,9 +27,11 @@ Example:
 from __future__ import annotations
 
 import html
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
+from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.errors import DataError
 
@@ -227,26 +229,38 @@ def page_head(colours: Mapping[str, str], title: str = "kold-span predictions") 
             f"<style>{PAGE_STYLE}</style></head><body>\n{legend_html(colours)}")
 
 
-class HtmlWriter:
-    """Writes predictions as one HTML page, a row per comment as they come (the page closes at `close`).
+@contextmanager
+def html_page(path: Union[str, Path], span_types: Sequence[str] = ()) -> Iterator["HtmlWriter"]:
+    """An `HtmlWriter` whose page replaces `path` when the block ends without an error (`atomic_write`).
+
+    On an error the previous page at `path` is left as it was, never a page without its closing tags.
+    `span_types` (the model's) fix the colours and the legend.
 
     Example:
         >>> import tempfile
-        >>> folder = tempfile.TemporaryDirectory()
-        >>> writer = HtmlWriter(Path(folder.name) / "p.html", span_types=["OFF"])
-        >>> writer.add(Example(id="1", text="너 바보냐"), {"labels": {}, "spans": [
-        ...     {"type": "OFF", "start": 2, "end": 4, "score": 0.9}]})
-        >>> writer.close()
-        >>> (Path(folder.name) / "p.html").read_text(encoding="utf-8").count('class="ks-row"')
-        1
-        >>> folder.cleanup()
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> with html_page(Path(tmp.name) / "pages" / "p.html", ["OFF"]) as page:
+        ...     page.add(Example(id="1", text="너 바보냐"), {"labels": {}, "spans": [
+        ...         {"type": "OFF", "start": 2, "end": 4, "score": 0.9}]})
+        >>> text = (Path(tmp.name) / "pages" / "p.html").read_text(encoding="utf-8")
+        >>> text.count('class="ks-row"'), text.endswith(PAGE_TAIL)
+        (1, True)
+        >>> tmp.cleanup()
     """
+    with atomic_write(path) as f:
+        page = HtmlWriter(f, span_types)
+        yield page
+        page.finish()
 
-    def __init__(self, path: Path, span_types: Sequence[str] = ()):
-        """Open `path` and write the page's head; `span_types` (the model's) fix the colours and the legend."""
+
+class HtmlWriter:
+    """Writes predictions into an open page, a row per comment as they come (`html_page` opens and closes it)."""
+
+    def __init__(self, file: IO[str], span_types: Sequence[str] = ()):
+        """Write the page's head to `file`; `span_types` (the model's) fix the colours and the legend."""
         self.colours = span_colours(span_types)
         self.declared = len(self.colours)
-        self.file = Path(path).open("w", encoding="utf-8")
+        self.file = file
         self.file.write(page_head(self.colours))
 
     def add(self, example: Example, prediction: Mapping[str, Any]) -> None:
@@ -258,10 +272,9 @@ class HtmlWriter:
                         f'<span class="ks-context">{context}</span></div>'
                         f"{render_prediction_html(example.text, prediction, self.colours)}</section>\n")
 
-    def close(self) -> None:
-        """Write the key of any span type the model did not declare, and close the page."""
+    def finish(self) -> None:
+        """Write the key of any span type the model did not declare, and the page's closing tags."""
         undeclared = dict(list(self.colours.items())[self.declared:])
         if undeclared:
             self.file.write(f'<p class="ks-help">Span types the model did not declare: {_keys(undeclared)}</p>\n')
         self.file.write(PAGE_TAIL)
-        self.file.close()

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import csv
-import json
+import errno
+import os
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from kold_span.data.bad_records import BadRecords, SkipReport
-from kold_span.data.example import Example
-from kold_span.data.jsonl import utf8_lines
+from kold_span.data.example import Example, context_problem, text_problem
+from kold_span.data.jsonl import parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
 
@@ -35,18 +36,36 @@ def _pick(row: dict[str, Any], explicit: Optional[str], candidates: tuple[str, .
 
 def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optional[str],
                  context_col: Optional[str], id_col: Optional[str]) -> Example:
+    """One row as an example: its text (any string, "" too, as `Predictor.predict` takes), context and id."""
     tcol = _pick(row, text_col, TEXT_COLUMNS, where, True)
     ccol = _pick(row, context_col, CONTEXT_COLUMNS, where, False)
     icol = _pick(row, id_col, ID_COLUMNS, where, False)
     text = row[tcol]
-    if not isinstance(text, str) or not text.strip():
-        raise DataError(f"{where}: field {tcol!r} is empty or not a string")
+    problem = text_problem(text)
+    if problem:
+        raise DataError(f"{where}: field {tcol!r}: {problem}")
     context = row.get(ccol) if ccol else None
-    if context is not None and not (isinstance(context, str)
-                                    or (isinstance(context, list) and all(isinstance(c, str) for c in context))):
-        raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings")
-    return Example(id=str(row[icol]) if icol and row.get(icol) not in (None, "") else str(number),
-                   text=text, context=context or None)
+    problem = context_problem(context)
+    if problem:
+        raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings: {problem}")
+    raw_id = row.get(icol) if icol else None
+    example_id = str(raw_id) if raw_id not in (None, "") else str(number)
+    problem = text_problem(example_id)
+    if problem:
+        raise DataError(f"{where}: field {icol!r}: {problem}")
+    return Example(id=example_id, text=text, context=context or None)
+
+
+def _check_header(header: list[str], where: str, text_col: Optional[str], context_col: Optional[str],
+                  id_col: Optional[str]) -> None:
+    """A `DataError` at the header unless it holds the text column and every column named explicitly.
+
+    Checked once for the whole file: a missing column is no bad row to skip but a wrong file or option.
+    """
+    row = dict.fromkeys(header, "")
+    _pick(row, text_col, TEXT_COLUMNS, where, True)
+    _pick(row, context_col, CONTEXT_COLUMNS, where, False)
+    _pick(row, id_col, ID_COLUMNS, where, False)
 
 
 QUOTING = ("csv", "none")
@@ -78,11 +97,16 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                 quoting: str = "csv") -> Iterator[Example]:
     """Stream examples from a prediction input file; each bad row goes to `bad` (by default the first one raises).
 
+    The file's name and the options are checked at once (an unknown suffix or a missing file
+    raises here, not at the first row); the rows are read as the examples are taken.
+
     `bad` is the bad-row policy (`bad_rows(path, skip=True)` skips bad rows, each noted once in
-    `bad.report`; nothing is printed here). `quoting` applies to .csv and .tsv: "csv" reads quoted
-    fields as CSV writers (and pandas) write them, strictly, so a stray quote is an error rather
-    than a comment swallowing the lines after it; "none" takes every character as it stands, for
-    text with bare quotes.
+    `bad.report`; nothing is printed here). A .csv/.tsv header without the text column (or without
+    a column named explicitly) is an error even when skipping, and so is a file whose every row was
+    bad: either would otherwise end in no predictions and no error. A text is any string, "" too.
+    `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
+    them, strictly, so a stray quote is an error rather than a comment swallowing the lines after
+    it; "none" takes every character as it stands, for text with bare quotes.
 
     Example:
         >>> import tempfile
@@ -99,7 +123,16 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
         raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
     if quoting not in QUOTING:
         raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
-    bad = bad if bad is not None else bad_rows(path)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return _examples(path, suffix, text_column, context_column, id_column,
+                     bad if bad is not None else bad_rows(path), quoting)
+
+
+def _examples(path: Path, suffix: str, text_column: Optional[str], context_column: Optional[str],
+              id_column: Optional[str], bad: BadRecords, quoting: str) -> Iterator[Example]:
+    """The rows of an input file whose name and options `iter_inputs` checked, as examples."""
+    read = 0
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
         if suffix == ".txt":
@@ -107,7 +140,10 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
         elif suffix == ".jsonl":
             rows = _jsonl_rows(lines, path)
         else:
-            rows = _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting)
+            def check_header(header: list[str], where: str) -> None:
+                _check_header(header, where, text_column, context_column, id_column)
+
+            rows = _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting, check_header)
         for number, row in rows:
             where = f"{path}:{number}"
             try:
@@ -115,12 +151,19 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                     raise row
                 if suffix == ".txt" and not row["text"].strip():
                     continue  # blank lines separate nothing in a one-comment-per-line file
-                yield _row_example(row, number, where, text_column, context_column, id_column)
+                example = _row_example(row, number, where, text_column, context_column, id_column)
             except DataError as err:
                 bad.handle(err)
+                continue
+            read += 1
+            yield example
+    if not read and bad.report.count:
+        raise DataError(f"{path}: every row was bad ({bad.report.count} skipped), nothing to predict; "
+                        f"the first: {bad.report.reasons[0]}")
 
 
-def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) -> Iterator[tuple[int, Any]]:
+def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
+                check_header: Callable[[list[str], str], None]) -> Iterator[tuple[int, Any]]:
     """(first line of the record, {column: field}) per record; a row of the wrong width is a `DataError`.
 
     A quoting error is raised, not yielded: after it the reader no longer knows where records begin,
@@ -136,13 +179,14 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str) 
         except StopIteration:
             return
         except csv.Error as err:
-            raise DataError(f"{path}:{start}: {err}: under CSV quoting a field that starts with a quote "
-                            "must end with one, inner quotes doubled; for text with bare quotes pass "
-                            "--quoting none") from None
+            hint = ("under CSV quoting a field that starts with a quote must end with one, inner quotes "
+                    "doubled; for text with bare quotes pass --quoting none") if quoting == "csv" else "malformed"
+            raise DataError(f"{path}:{start}: {err}: {hint}") from None
         if not fields:
             continue  # a blank line
         if header is None:
             header = fields
+            check_header(header, f"{path}:{start}")
             continue
         if len(fields) != len(header):
             yield start, DataError(f"{path}:{start}: {len(fields)} fields, the header has {len(header)} "
@@ -156,9 +200,9 @@ def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            yield number, DataError(f"{path}:{number}: invalid JSON ({err.msg} at column {err.colno})")
+            row = parse_json_line(line, f"{path}:{number}")
+        except DataError as err:
+            yield number, err
             continue
         if not isinstance(row, dict):
             row = DataError(f"{path}:{number}: expected a JSON object")

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from kold_span.config.choices import SnapMode
-from kold_span.data.example import Context, Example, context_turns
+from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
@@ -37,6 +37,9 @@ FORMAT_VERSION = 1
 REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
                  "encoder.model_type")
 TASK_KEYS = ("name", "kind", "source")
+# `predict_examples` predicts this many batches at a time; a resumed `kold-span predict` restarts at such a
+# boundary so every text is padded with the same neighbours as in an uninterrupted run.
+CHUNK_BATCHES = 8
 
 
 def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
@@ -240,18 +243,19 @@ class Predictor:
         """Labels with probabilities and spans `{type, start, end, text, score}`."""
         return prediction(self.tasks, merged, text, self.snap, self.trim)
 
-    def predict(self, texts: Sequence[str], contexts: Optional[Sequence[Context]] = None,
+    def predict(self, texts: Iterable[str], contexts: Optional[Iterable[Context]] = None,
                 batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
         """Predict labels and spans for texts (with optional contexts).
 
-        `perspective` (annotator-conditioned models only) gives the annotator's traits,
-        e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
+        `texts` is any iterable of strings ("" too: its labels come from the context alone, and it
+        has no spans); `contexts`, when given, holds one context per text (None, a string or a
+        list of strings). `perspective` (annotator-conditioned models only) gives the annotator's
+        traits, e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
+        A bad argument is an `ArgumentError` naming it and the index of the bad item.
         """
-        if isinstance(texts, str):
-            raise ArgumentError("texts must be a list of strings; for one text pass [text]")
-        contexts = list(contexts) if contexts is not None else [None] * len(texts)
-        if len(contexts) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
+        texts = checked_texts(texts)
+        contexts = checked_contexts(contexts, len(texts))
+        check_batch_size(batch_size)
         if perspective is not None:
             if not self.perspective:
                 raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
@@ -264,11 +268,12 @@ class Predictor:
 
     def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
                          perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
-        """Predict examples in chunks (memory stays flat); yields {id, labels, spans}."""
+        """Predict examples in chunks of `CHUNK_BATCHES` batches (memory stays flat); yields {id, labels, spans}."""
+        check_batch_size(batch_size)
         chunk: list[Example] = []
         for example in examples:
             chunk.append(example)
-            if len(chunk) >= batch_size * 8:
+            if len(chunk) >= batch_size * CHUNK_BATCHES:
                 yield from self._predict_chunk(chunk, batch_size, perspective)
                 chunk = []
         if chunk:
@@ -276,6 +281,76 @@ class Predictor:
 
     def _predict_chunk(self, chunk: list[Example], batch_size: int,
                        perspective: Optional[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for example in chunk:
+            problem = (text_problem(example.text) if isinstance(example, Example)
+                       else f"expected an Example, got {type(example).__name__}")
+            if problem:
+                raise ArgumentError(f"example {getattr(example, 'id', '?')!r}: text {problem}")
         outputs = self.predict([e.text for e in chunk], [e.context for e in chunk], batch_size, perspective)
         for example, output in zip(chunk, outputs):
             yield {"id": example.id, **output}
+
+
+def checked_texts(texts: Iterable[str]) -> list[str]:
+    """The texts of a `predict` call as a list; an `ArgumentError` naming the first that is not a text.
+
+    Example:
+        >>> checked_texts(t for t in ["좋은 기사", ""])
+        ['좋은 기사', '']
+        >>> checked_texts(["좋은 기사", None])
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: texts[1]: expected a string, got None
+    """
+    if isinstance(texts, str):
+        raise ArgumentError("texts must be a list of strings; for one text pass [text]")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise ArgumentError(f"texts must be an iterable of strings, got {type(texts).__name__}") from None
+    for i, text in enumerate(texts):
+        problem = text_problem(text)
+        if problem:
+            raise ArgumentError(f"texts[{i}]: {problem}")
+    return texts
+
+
+def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[Context]:
+    """One context per text as a list (all None when `contexts` is None); an `ArgumentError` names a bad one.
+
+    Example:
+        >>> checked_contexts(None, 2)
+        [None, None]
+        >>> checked_contexts(["제목", 3], 2)
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: contexts[1]: expected None, a string or a list of strings, got int
+    """
+    if contexts is None:
+        return [None] * count
+    if isinstance(contexts, str):
+        raise ArgumentError("contexts must hold one context per text; for one text pass [context]")
+    try:
+        contexts = list(contexts)
+    except TypeError:
+        raise ArgumentError(f"contexts must be an iterable of contexts, got {type(contexts).__name__}") from None
+    if len(contexts) != count:
+        raise ValueError(f"{count} texts but {len(contexts)} contexts")
+    for i, context in enumerate(contexts):
+        problem = context_problem(context)
+        if problem:
+            raise ArgumentError(f"contexts[{i}]: {problem}")
+    return contexts
+
+
+def check_batch_size(batch_size: Any) -> None:
+    """An `ArgumentError` unless `batch_size` is a whole number of at least 1.
+
+    Example:
+        >>> check_batch_size(0)
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: batch_size must be a whole number of at least 1, got 0
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ArgumentError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")

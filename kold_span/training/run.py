@@ -204,6 +204,7 @@ def lightning_trainer(built: Built, quiet: bool = False):
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     from kold_span.training.averaging import WeightEMA
+    from kold_span.training.progress import progress_callbacks
     from kold_span.training.resume import RandomState
 
     tc, run_dir = built.config.trainer, built.run_dir
@@ -217,6 +218,7 @@ def lightning_trainer(built: Built, quiet: bool = False):
     latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False)
     callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
+    callbacks += progress_callbacks(quiet)  # a line every 30 s when stderr is no terminal (nohup, a scheduler)
     if tc.ema_decay is not None:
         callbacks.append(WeightEMA(tc.ema_decay))
     if tc.early_stopping_patience and has_dev:

@@ -1,0 +1,181 @@
+"""`kold-span predict`'s output: one JSON row per input row, in input order, written whole or resumed after a kill.
+
+The rows go to `<output>.partial` (`data.atomic.partial_path`), flushed after every chunk the
+predictor computes, and the finished file is renamed over `<output>` (`atomic_write`): the
+previous output is never touched by a run that fails. A run that fails or is killed leaves its
+`.partial` file behind, and `resume=True` continues from it (or from a finished or half-written
+`<output>` when there is no `.partial`): its complete rows are checked against the input (the
+same id and text, row by row), the run goes back to the last chunk boundary among them, and
+predicts from there. Restarting at a chunk boundary pads every text with the same neighbours as
+an uninterrupted run, so the final file is the same, byte for byte (padding to another length
+changes the last digits of a probability). The HTML page, when asked for, is rebuilt: the
+kept rows are rendered from the `.partial` file, the new ones as they are predicted.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections import deque
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+from kold_span.config.choices import TaskKind
+from kold_span.data.atomic import atomic_write, partial_path
+from kold_span.data.example import Example
+from kold_span.errors import DataError
+from kold_span.inference.html import html_page
+from kold_span.inference.predictor import CHUNK_BATCHES, Predictor
+
+log = logging.getLogger(__name__)
+
+
+class UnfinishedOutputError(DataError):
+    """An unfinished output that cannot be resumed: no rows of `kold-span predict`, or the rows of another input."""
+
+
+@dataclass
+class PredictionRun:
+    """What one `write_predictions` call did: rows written in all, and how many of them a resumed run kept."""
+
+    rows: int
+    kept: int = 0
+
+
+def output_row(example: Example, prediction: dict[str, Any]) -> str:
+    """One line of the output: id, text, then the prediction's labels and spans (no trailing newline).
+
+    Example:
+        >>> output_row(Example(id="7", text="좋은 기사"), {"id": "7", "labels": {}, "spans": []})
+        '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
+    """
+    row = {"id": prediction["id"], "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}
+    return json.dumps(row, ensure_ascii=False)
+
+
+def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(bytes up to the end of the row, row) for each complete row of an unfinished output, in order.
+
+    A last line without its newline was cut short by a kill and is left out; any other line that is
+    no output row means the file is not an output of `kold-span predict`: an `UnfinishedOutputError` naming it.
+
+    Example:
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = Path(tmp.name) / "p.jsonl.partial"
+        >>> _ = path.write_bytes(b'{"id": "1", "text": "a"}\\n{"id": "2", "te')
+        >>> list(complete_rows(path))
+        [(25, {'id': '1', 'text': 'a'})]
+        >>> tmp.cleanup()
+    """
+    end = 0
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                return
+            try:
+                row = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                row = None
+            if not (isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("text"), str)):
+                raise UnfinishedOutputError(f"{path}:{number}: not a row of kold-span predict output (an object "
+                                            "with 'id' and 'text'); delete the file or predict without resuming")
+            end += len(raw)
+            yield end, row
+
+
+def write_predictions(predictor: Predictor, examples: Iterable[Example], output: Path, *,
+                      html: Optional[Path] = None, batch_size: int = 32,
+                      perspective: Optional[dict[str, Any]] = None, resume: bool = False,
+                      on_row: Callable[[], None] = lambda: None) -> PredictionRun:
+    """Predict every example into `output` (JSONL) and optionally an HTML page, resuming an unfinished run.
+
+    Args:
+        predictor: the model (or ensemble).
+        examples: the input rows, in order (`iter_inputs`).
+        output: the JSONL file; replaced only when every row is written.
+        html: the HTML page to write too; replaced only on success as well.
+        batch_size: texts per forward pass.
+        perspective: the annotator traits of an annotator-conditioned model.
+        resume: continue the unfinished output of an earlier run with the same input and options
+            (see the module docstring); without it an unfinished `.partial` file is started over.
+        on_row: called after each row is written (a progress bar).
+
+    Returns:
+        How many rows the output holds, and how many of them were kept from the unfinished run.
+
+    Raises:
+        DataError: a bad input row; `output` and `html` are left as they were, the rows written so far
+            stay in `.partial`.
+        UnfinishedOutputError: `resume` with an unfinished output that is not of this input.
+    """
+    output = Path(output)
+    partial = partial_path(output)
+    kept, end = _resume_point(output, partial, batch_size * CHUNK_BATCHES) if resume else (0, 0)
+    if not resume and partial.exists():
+        log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
+    examples = iter(examples)
+    pending: deque = deque()  # examples read but not yet written; predictions come back in order
+
+    def remember() -> Iterator[Example]:
+        for example in examples:
+            pending.append(example)  # only the current chunk is held (see Predictor.predict_examples)
+            yield example
+
+    with ExitStack() as stack:
+        out = stack.enter_context(atomic_write(output, "a" if kept else "w", partial=partial))
+        # The model's span types fix the page's colours and legend, whichever types the rows hold.
+        span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
+        page = stack.enter_context(html_page(html, span_types)) if html else None
+        if kept:
+            _check_kept_rows(partial, kept, examples, page, on_row)
+            out.truncate(end)  # the rows after the last whole chunk are predicted again
+        rows = kept
+        for prediction in predictor.predict_examples(remember(), batch_size, perspective):
+            example = pending.popleft()
+            out.write(output_row(example, prediction) + "\n")
+            if page:
+                page.add(example, prediction)
+            rows += 1
+            if not pending:
+                out.flush()  # a whole chunk is in the file: a run killed now resumes after it
+            on_row()
+    return PredictionRun(rows, kept)
+
+
+def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
+    """How many complete rows of the unfinished output to keep (whole chunks), and the bytes they take."""
+    if not partial.exists():
+        if not output.exists():
+            log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
+            return 0, 0
+        shutil.copyfile(output, partial)  # a half-written output of an earlier version, or a finished one
+    ends = [0]
+    for end, _ in complete_rows(partial):
+        ends.append(end)
+    complete = len(ends) - 1
+    kept = complete - complete % chunk
+    log.info("%s: resuming after row %d (%d complete rows in %s; a run restarts at a boundary of %d rows)",
+             output, kept, complete, partial.name, chunk)
+    return kept, ends[kept]
+
+
+def _check_kept_rows(partial: Path, kept: int, examples: Iterator[Example], page: Any,
+                     on_row: Callable[[], None]) -> None:
+    """Read past the input rows the kept rows answer, checking each pair has the same id and text."""
+    for number, (_, row) in enumerate(complete_rows(partial), 1):
+        if number > kept:
+            break
+        example = next(examples, None)
+        if example is None:
+            raise UnfinishedOutputError(f"{partial}: holds {kept} rows but the input has only {number - 1}; it is "
+                                        "the output of another input: delete it or predict without resuming")
+        if (row["id"], row["text"]) != (example.id, example.text):
+            raise UnfinishedOutputError(f"{partial}:{number}: row {row['id']!r} ({row['text'][:30]!r}) where the "
+                                        f"input has {example.id!r} ({example.text[:30]!r}); it is the output of "
+                                        "another input: delete it or predict without resuming")
+        if page:
+            page.add(example, row)
+        on_row()
