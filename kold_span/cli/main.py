@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ablate", help="train a grid of config variants × seeds and compare their test metrics")
     ablate.add_arguments(p)
     p.set_defaults(func=ablate.main_from_args)
+
+    from kold_span.cli import serve
+    serve.add_parser(sub)
     return parser
 
 
