@@ -94,6 +94,12 @@ def test_analyze_speaks_perspective(client):
                                                   "it has OFF, TOXICITY")
 
 
+def test_annotator_traits_need_an_annotator_conditioned_model(client):
+    answer = client.post("/v1/predict", json={"comments": [{"text": "바보"}], "perspective": {"age": 23}})
+    assert answer.status_code == 422 and answer.json()["error"]["field"] == "perspective"
+    assert "not trained annotator-conditioned" in answer.json()["error"]["message"]
+
+
 def test_an_attribute_file_renames_the_attributes(model_dir, tmp_path):
     mapping = tmp_path / "attributes.yaml"
     mapping.write_text("attributes:\n  INSULT: {task: OFF, label: 'true', spans: OFF_span}\n", encoding="utf-8")
@@ -199,12 +205,14 @@ class GatedPredictor:
 
     tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true"))]
     perspective = None
+    snap = "none"
 
     def __init__(self):
         self.gate = threading.Event()
         self.gate.set()
         self.running = threading.Event()
-        self.encoder = SimpleNamespace(encode_many=lambda texts, contexts: [[{"input_ids": [0] * 8}] for _ in texts])
+        self.encoder = SimpleNamespace(tokenizer=None,
+                                       encode_many=lambda texts, contexts: [[{"input_ids": [0] * 8}] for _ in texts])
 
     def predict(self, texts, contexts, batch_size, perspective=None):
         self.running.set()

@@ -41,7 +41,8 @@ class Recorder:
 
 
 def batcher(run, tokens=1000, wait=0.05, queue=100, shape=lambda p: Shape(1, 10)):
-    b = Batcher(run=run, shape=shape, max_batch_tokens=tokens, max_wait=wait, max_queue=queue)
+    b = Batcher(run=run, shape=lambda payloads: [shape(p) for p in payloads], max_batch_tokens=tokens,
+                max_wait=wait, max_queue=queue)
     b.start()
     return b
 
@@ -150,3 +151,24 @@ def test_a_cancelled_job_is_skipped():
     assert kept.result(5).value == 6
     assert b.close(5)
     assert run.batches == [[1], [3]]
+
+
+def test_waiting_jobs_are_measured_together_and_only_once():
+    calls = []
+
+    def shapes(payloads):
+        calls.append(list(payloads))
+        return [Shape(1, 10) for _ in payloads]
+
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = Batcher(run=run, shape=shapes, max_batch_tokens=30, max_wait=0.0, max_queue=100)
+    b.start()
+    first = b.submit([0])
+    assert run.started.wait(5)
+    rest = b.submit([1, 2, 3, 4, 5])  # they wait while the model holds the first
+    gate.set()
+    assert [f.result(5).value for f in first + rest] == [0, 2, 4, 6, 8, 10]
+    assert calls == [[0], [1, 2, 3, 4, 5]]  # the three that did not fit the first batch kept their shapes
+    assert run.batches == [[0], [1, 2, 3], [4, 5]]
+    assert b.close(5)

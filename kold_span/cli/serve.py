@@ -50,6 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=port_number, default=8080, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--threads", type=positive_int,
+                   help="torch's CPU threads (default: torch's choice; on a machine shared with other jobs "
+                        "1 can be much faster, see docs/SERVICE.md)")
     p.add_argument("--attributes", metavar="FILE",
                    help="Perspective attribute names → the model's tasks and labels (YAML or JSON; "
                         "default: from the task names, see docs/SERVICE.md)")
@@ -85,7 +88,13 @@ def run(args: argparse.Namespace) -> int:
                         max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
                         max_queue=args.max_queue, attributes_file=args.attributes, models=tuple(args.model),
                         device=args.device)
-    app = create_app(settings, lambda: load_predictor(args.model, device=args.device))
+    def load():
+        if args.threads:
+            import torch
+            torch.set_num_threads(args.threads)
+        return load_predictor(args.model, device=args.device)
+
+    app = create_app(settings, load)
     try:
         sock = server.bind(args.host, args.port)
     except OSError as err:

@@ -11,6 +11,7 @@ Google's API errors with the offending field added.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import platform
@@ -30,13 +31,13 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kold_span.data.example import Context, Example
+from kold_span.data.example import Example
 from kold_span.data.perspectives import check_perspective
-from kold_span.inference.inputs import prediction_record
 from kold_span.service.attributes import (AttributeMap, analyze_response, check_analyze, default_attributes,
                                           load_attributes)
-from kold_span.service.batching import Batcher, BatchStats, Closed, Done, QueueFull, Shape
+from kold_span.service.batching import Batcher, BatchStats, Closed, Done, QueueFull
 from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.model import Item, ServedModel
 from kold_span.service.requests import (Limits, RequestError, analyze_request, parse_json, predict_request,
                                         upload_examples)
 
@@ -61,28 +62,13 @@ class Settings:
     device: str = "cpu"
 
 
-@dataclass
-class Item:
-    """One comment for the batcher, with the annotator traits to predict for (if any)."""
-
-    example: Example
-    perspective: Optional[dict[str, Any]] = None
-    windows: int = 1
-
-
-def _shape_of(encoder: Any, text: str, context: Context) -> tuple[int, int]:
-    """(windows, tokens of the longest) of one comment under the model's input encoder."""
-    windows = encoder.encode_many([text], [context])[0]
-    return len(windows), max(len(w["input_ids"]) for w in windows)
-
-
 class Service:
     """The model, its batcher and attribute mapping, and whether it is ready; shared by the routes."""
 
     def __init__(self, settings: Settings, load: Callable[[], Any]):
         self.settings, self.load = settings, load
         self.metrics = ServiceMetrics()
-        self.predictor: Any = None
+        self.model: Optional[ServedModel] = None
         self.batcher: Optional[Batcher] = None
         self.attributes: Optional[AttributeMap] = None
         self.ready = False
@@ -98,11 +84,11 @@ class Service:
     def _load(self) -> None:
         try:
             started = time.monotonic()
-            predictor = self.load()
+            model = ServedModel(self.load())
             file = self.settings.attributes_file
-            self.attributes = load_attributes(file, predictor.tasks) if file else default_attributes(predictor.tasks)
-            self.predictor = predictor
-            batcher = Batcher(self._run, self._shape, self.settings.max_batch_tokens,
+            self.attributes = load_attributes(file, model.tasks) if file else default_attributes(model.tasks)
+            self.model = model
+            batcher = Batcher(model.run, model.shapes, self.settings.max_batch_tokens,
                               self.settings.max_wait_ms / 1000, self.settings.max_queue, self._observe_batch)
             batcher.start()
             self.batcher = batcher
@@ -120,27 +106,6 @@ class Service:
         self.draining = True
         if self.batcher is not None and not self.batcher.close(timeout):
             log.warning("the batcher did not finish within %s s", timeout)
-
-    # -- the model (on the batcher's thread) --------------------------------------------------
-    def _shape(self, item: Item) -> Shape:
-        item.windows, longest = _shape_of(self.predictor.encoder, item.example.text, item.example.context)
-        return Shape(item.windows, longest)
-
-    def _run(self, items: list[Item]) -> list[dict[str, Any]]:
-        """Prediction records in order; comments for different annotators go through in separate passes."""
-        groups: dict[str, list[int]] = {}
-        for i, item in enumerate(items):
-            groups.setdefault(json.dumps(item.perspective, sort_keys=True), []).append(i)
-        records: list[Any] = [None] * len(items)
-        for indices in groups.values():
-            chosen = [items[i] for i in indices]
-            # one forward pass: the batcher already bounded its padded tokens
-            outputs = self.predictor.predict([c.example.text for c in chosen], [c.example.context for c in chosen],
-                                             batch_size=sum(c.windows for c in chosen),
-                                             perspective=chosen[0].perspective)
-            for i, item, output in zip(indices, chosen, outputs):
-                records[i] = prediction_record(item.example, output)
-        return records
 
     def _observe_batch(self, stats: BatchStats) -> None:
         self.metrics.batch(stats.comments, stats.tokens, stats.seconds)
@@ -162,7 +127,8 @@ class Service:
         """422 for annotator traits the model does not read."""
         if perspective is None:
             return
-        conditioned = self.predictor.perspective
+        assert self.model is not None
+        conditioned = self.model.perspective
         if not conditioned:
             raise RequestError(422, "perspective: this model was not trained annotator-conditioned "
                                     "(data.perspective); it cannot take a perspective", "perspective")
@@ -182,7 +148,10 @@ class Service:
         except Closed as err:
             self.metrics.rejected("shutting_down")
             raise RequestError(503, str(err), "model") from None
-        done: list[Done] = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+        if len(futures) == 1:  # the usual request: spare it a gather
+            done: list[Done] = [await asyncio.wrap_future(futures[0])]
+        else:
+            done = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
         first = min(d.started for d in done)
         timing = request.scope.get(TIMING)
         if timing is not None:
@@ -201,26 +170,16 @@ class Service:
             "batching": {"max_batch_tokens": s.max_batch_tokens, "max_wait_ms": s.max_wait_ms},
             "versions": versions(),
         }
-        predictor = self.predictor
-        if predictor is not None and self.attributes is not None:
-            first = getattr(predictor, "members", [predictor])[0]
-            config = first.model.encoder.config
-            out.update({
-                "tasks": [{"name": t.name, "kind": t.kind, "source": t.source, "problem": t.problem,
-                           "labels": list(t.labels), "gate": t.gate} for t in predictor.tasks],
-                "attributes": {name: a.describe() for name, a in self.attributes.attributes.items()},
-                "languages": self.attributes.languages,
-                "perspective": predictor.perspective,
-                "encoder": {"model_type": config.model_type, "hidden_size": getattr(config, "hidden_size", None),
-                            "layers": getattr(config, "num_hidden_layers", None),
-                            "max_length": predictor.encoder.max_length, "stride": predictor.encoder.stride,
-                            "ensemble_members": len(getattr(predictor, "members", [predictor]))},
-            })
+        if self.model is not None and self.attributes is not None:
+            out.update(self.model.describe())
+            out["attributes"] = {name: a.describe() for name, a in self.attributes.attributes.items()}
+            out["languages"] = self.attributes.languages
         return out
 
 
+@functools.cache
 def versions() -> dict[str, str]:
-    """Versions of Python and the packages that decide what the service answers."""
+    """Versions of Python and the packages that decide what the service answers (read once)."""
     out = {"python": platform.python_version()}
     for name in ("kold-span", "torch", "transformers", "fastapi", "uvicorn"):
         try:

@@ -1,9 +1,10 @@
 """Requests that arrive together become one forward pass: a bounded queue and a batching thread.
 
-Handlers `submit` comments (one job each) and await their futures; one worker thread takes jobs
-in arrival order and cuts a batch when the next job would push the batch's padded tokens
-(windows × the longest window) over the token budget, or when the first job of the batch has
-waited `max_wait` seconds. Only the worker touches the model and its tokenizer, so the event
+Handlers `submit` comments (one job each) and await their futures; one worker thread takes the
+waiting jobs, measures them together (one tokenizer call: the model's tokens are what a batch
+is cut by), and cuts a batch, in arrival order, when the next job would push the batch's padded
+tokens (windows × the longest window) over the token budget, or when the first job of the batch
+has waited `max_wait` seconds. Only the worker touches the model and its tokenizer, so the event
 loop stays free for health checks and rejections while a batch runs.
 
 The queue counts comments, not requests: past `max_queue` waiting comments `submit` raises
@@ -23,6 +24,8 @@ from typing import Any, Callable, Optional, Sequence
 from kold_span.errors import KoldSpanError
 
 log = logging.getLogger(__name__)
+
+MEASURE_AT_ONCE = 256  # jobs measured in one tokenizer call at most
 
 
 class QueueFull(KoldSpanError):
@@ -110,14 +113,15 @@ class Batcher:
 
     Args:
         run: the model on a batch: payloads → one result per payload, in order.
-        shape: a payload's `Shape` (called on the worker thread, before the payload joins a batch).
+        shape: payloads → their `Shape`s, in order (called on the worker thread, on the jobs
+            waiting, at most `MEASURE_AT_ONCE` of them at a time).
         max_batch_tokens: padded tokens per forward pass.
         max_wait: seconds the first job of a batch may wait for company.
         max_queue: comments that may wait; more is `QueueFull`.
         on_batch: called on the worker thread after each batch.
 
     Example:
-        >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda x: Shape(1, 4),
+        >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
         ...             max_batch_tokens=64, max_wait=0.001, max_queue=8)
         >>> b.start()
         >>> [f.result(timeout=5).value for f in b.submit([1, 2, 3])]
@@ -127,13 +131,12 @@ class Batcher:
     """
 
     run: Callable[[list[Any]], list[Any]]
-    shape: Callable[[Any], Shape]
+    shape: Callable[[list[Any]], list[Shape]]
     max_batch_tokens: int
     max_wait: float
     max_queue: int
     on_batch: Optional[Callable[[BatchStats], None]] = None
     _jobs: deque = field(default_factory=deque, init=False, repr=False)
-    _carry: Optional[Job] = field(default=None, init=False, repr=False)  # taken, did not fit its batch
     _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     _thread: Optional[threading.Thread] = field(default=None, init=False, repr=False)
@@ -147,7 +150,7 @@ class Batcher:
     @property
     def queued(self) -> int:
         """Comments waiting (not yet in a running batch)."""
-        return len(self._jobs) + (self._carry is not None)
+        return len(self._jobs)
 
     def has_room(self) -> bool:
         """Whether one more comment would be accepted now (a cheap check before reading a body)."""
@@ -188,51 +191,56 @@ class Batcher:
         return not self._thread.is_alive()
 
     # -- the worker thread ----------------------------------------------------------------
-    def _next_job(self, deadline: Optional[float]) -> Optional[Job]:
-        """The next job, waiting until `deadline` (forever when None, until closed and empty)."""
+    def _waiting(self, deadline: Optional[float]) -> list[Job]:
+        """The jobs waiting (at most MEASURE_AT_ONCE), after waiting for one until `deadline`.
+
+        None as deadline waits until a job comes or the batcher is closed; [] means neither came.
+        """
         with self._cond:
-            if self._carry is not None:
-                job, self._carry = self._carry, None
-                return job
             while not self._jobs:
                 if self._closed:
-                    return None
+                    return []
                 timeout = None if deadline is None else deadline - time.monotonic()
                 if timeout is not None and timeout <= 0:
-                    return None
+                    return []
                 self._cond.wait(timeout)
-            return self._jobs.popleft()
+            return [self._jobs.popleft() for _ in range(min(MEASURE_AT_ONCE, len(self._jobs)))]
 
     def _collect(self) -> list[Job]:
         """One batch: jobs in arrival order until the budget is full or the first has waited long enough."""
         batch: list[Job] = []
         deadline: Optional[float] = None
         while True:
-            job = self._next_job(deadline)
-            if job is None:
+            jobs = self._measured(self._waiting(deadline))
+            if not jobs and deadline is not None and time.monotonic() >= deadline:
                 return batch
-            if not self._measure(job):
-                continue
-            if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens):
-                with self._cond:
-                    self._carry = job
+            if not jobs and self._closed and not self._jobs:
                 return batch
-            batch.append(job)
-            if deadline is None:
-                deadline = job.arrived + self.max_wait
+            for i, job in enumerate(jobs):
+                if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens):
+                    with self._cond:  # measured, not run: first in line for the next batch
+                        self._jobs.extendleft(reversed(jobs[i:]))
+                    return batch
+                batch.append(job)
+                if deadline is None:
+                    deadline = job.arrived + self.max_wait
 
-    def _measure(self, job: Job) -> bool:
-        """Give the job its shape; false for a cancelled job (its client left) or one that cannot be measured."""
-        if job.shape is None:
-            if not job.future.set_running_or_notify_cancel():
-                return False
-            try:
-                job.shape = self.shape(job.payload)
-            except Exception as err:
-                log.exception("measuring a comment failed")
-                job.future.set_exception(err)
-                return False
-        return True
+    def _measured(self, jobs: list[Job]) -> list[Job]:
+        """The jobs with their shapes, in order; a cancelled job (its client left) is dropped, and a job
+        the shape function fails on fails alone."""
+        fresh = [j for j in jobs if j.shape is None and j.future.set_running_or_notify_cancel()]
+        try:
+            shapes = self.shape([j.payload for j in fresh]) if fresh else []
+            for job, shape in zip(fresh, shapes, strict=True):
+                job.shape = shape
+        except Exception:
+            for job in fresh:  # one by one, to find the one that fails
+                try:
+                    [job.shape] = self.shape([job.payload])
+                except Exception as err:
+                    log.exception("measuring a comment failed")
+                    job.future.set_exception(err)
+        return [j for j in jobs if j.shape is not None]
 
     def _work(self) -> None:
         while True:
