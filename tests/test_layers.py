@@ -1,7 +1,8 @@
 """The package's folders are its layers: each module imports only from its own folder or the layers below.
 
 The order is the one docs/ARCHITECTURE.md draws. Layers of the same rank (agreement and inference;
-training and integrations) are siblings: neither imports the other. `kold_span/__init__.py` is the facade over all of them.
+training, integrations and service) are siblings: neither imports the other. `kold_span/__init__.py` is the
+facade over all of them.
 """
 import ast
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 from conftest import PACKAGE
 
 RANKS = {"errors": 0, "config": 1, "data": 2, "corpora": 3, "text": 4, "models": 5, "evaluation": 6,
-         "agreement": 7, "inference": 7, "training": 8, "integrations": 8, "experiments": 9, "cli": 10}
+         "agreement": 7, "inference": 7, "training": 8, "integrations": 8, "service": 8, "experiments": 9,
+         "cli": 10}
 
 
 def layer_of(module: str) -> str:

@@ -122,3 +122,10 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
                          "train them alike")
     rows = [v.thresholds or implied for v in versions]
     return tuple(float(x) for x in np.mean(rows, axis=0))
+
+
+def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu") -> Predictor:
+    """One model directory as a `Predictor`, several as an `Ensemble` (what `--model DIR [DIR ...]` loads)."""
+    if len(directories) > 1:
+        return Ensemble.from_pretrained(directories, device=device)
+    return Predictor.from_pretrained(directories[0], device=device)

@@ -1,0 +1,287 @@
+"""Request bodies → examples, checked field by field; every problem is a `RequestError` naming its field.
+
+Bodies are parsed here, not by a schema library, so that each message says what the field must be
+in the words of the API (`comments[2].text: expected a string, got number`), and so that no body,
+however malformed, gets past as an exception the service did not expect (a 500).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kold_span.data.example import Context, Example
+from kold_span.errors import DataError, KoldSpanError
+from kold_span.inference.inputs import QUOTING, iter_inputs
+
+
+class RequestError(KoldSpanError, ValueError):
+    """A request the service refuses: the HTTP status, the message and the field it names."""
+
+    def __init__(self, status: int, message: str, field: str = "body"):
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold: bytes of body, comments, characters of one comment or context."""
+
+    max_bytes: int = 4 * 1024 * 1024
+    max_comments: int = 512
+    max_chars: int = 20_000
+
+
+@dataclass
+class PredictRequest:
+    """`POST /v1/predict`: the comments and the annotator traits to predict for (if any)."""
+
+    examples: list[Example]
+    perspective: Optional[dict[str, Any]] = None
+
+
+@dataclass
+class AnalyzeRequest:
+    """`POST /v1alpha1/comments:analyze`, Perspective's request, reduced to what the model needs."""
+
+    example: Example
+    thresholds: dict[str, Optional[float]]  # requested attribute → scoreThreshold
+    span_annotations: bool = False
+    languages: list[str] = field(default_factory=list)
+    client_token: Optional[str] = None
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type.
+
+    Example:
+        >>> [json_type(v) for v in ({}, [], "a", 1.5, True, None)]
+        ['object', 'array', 'string', 'number', 'boolean', 'null']
+    """
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "null"
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(body: bytes) -> Any:
+    """The parsed body; invalid JSON (or NaN, or nesting past Python's recursion limit) is a 422.
+
+    Example:
+        >>> parse_json(b'{"comments": []}')
+        {'comments': []}
+        >>> parse_json(b'{"comments": [')
+        Traceback (most recent call last):
+        ...
+        kold_span.service.requests.RequestError: body: invalid JSON (Expecting value at line 1 column 15)
+    """
+    if not body.strip():
+        raise RequestError(422, "body: empty; expected a JSON object")
+    try:
+        return json.loads(body, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as err:
+        raise RequestError(422, f"body: invalid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except UnicodeDecodeError as err:
+        raise RequestError(422, f"body: not UTF-8 text (byte {err.start + 1})") from None
+    except ValueError as err:
+        raise RequestError(422, f"body: invalid JSON ({err})") from None
+    except RecursionError:
+        raise RequestError(422, "body: JSON nested too deeply") from None
+
+
+def _expect(value: Any, kinds: tuple[str, ...], where: str) -> Any:
+    if json_type(value) not in kinds:
+        raise RequestError(422, f"{where}: expected {' or '.join(kinds)}, got {json_type(value)}", where)
+    return value
+
+
+def _object(value: Any, where: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`value` as a JSON object with only `known` keys and all `required` ones."""
+    _expect(value, ("object",), where)
+    prefix = f"{where}." if where != "body" else ""
+    for key in value:
+        if key not in known:
+            raise RequestError(422, f"{prefix}{key}: unknown field; {where} takes {', '.join(known)}",
+                               f"{prefix}{key}")
+    for key in required:
+        if key not in value:
+            raise RequestError(422, f"{prefix}{key}: required", f"{prefix}{key}")
+    return value
+
+
+def _text(value: Any, where: str, limits: Limits, empty_ok: bool = False) -> str:
+    """A string field: valid Unicode, not blank (unless `empty_ok`), within `max_chars`."""
+    _expect(value, ("string",), where)
+    if not empty_ok and not value.strip():
+        raise RequestError(422, f"{where}: empty", where)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise RequestError(422, f"{where}: character {err.start} is a lone surrogate, not Unicode text", where) from None
+    if len(value) > limits.max_chars:
+        raise RequestError(413, f"{where}: {len(value)} characters, over the limit of {limits.max_chars} "
+                                "(--max-chars)", where)
+    return value
+
+
+def _context(value: Any, where: str, limits: Limits) -> Context:
+    """A title (string) or dialogue turns (array of strings), within `max_chars` in all."""
+    _expect(value, ("string", "array", "null"), where)
+    if isinstance(value, list):
+        turns = [_text(turn, f"{where}[{i}]", limits, empty_ok=True) for i, turn in enumerate(value)]
+        if sum(map(len, turns)) > limits.max_chars:
+            raise RequestError(413, f"{where}: {sum(map(len, turns))} characters in all, over the limit of "
+                                    f"{limits.max_chars} (--max-chars)", where)
+        return turns or None
+    return (_text(value, where, limits, empty_ok=True) or None) if value is not None else None
+
+
+def _comment_count(items: list[Any], where: str, limits: Limits) -> None:
+    if not items:
+        raise RequestError(422, f"{where}: empty; send at least one comment", where)
+    if len(items) > limits.max_comments:
+        raise RequestError(413, f"{where}: {len(items)} comments, over the limit of {limits.max_comments} "
+                                "(--max-comments)", where)
+
+
+def predict_request(body: Any, limits: Limits) -> PredictRequest:
+    """`{"comments": [{"text", "context" or "title", "id"}], "perspective"}` → examples.
+
+    A comment without an id gets its position (1-based), as `kold-span predict` numbers lines.
+
+    Example:
+        >>> predict_request({"comments": [{"text": "좋은 기사", "title": "제목"}]}, Limits()).examples
+        [Example(id='1', text='좋은 기사', context='제목', labels={}, spans={}, annotations=[], meta={})]
+        >>> predict_request({"comments": [{"txt": "좋은 기사"}]}, Limits())
+        Traceback (most recent call last):
+        ...
+        kold_span.service.requests.RequestError: comments[0].txt: unknown field; comments[0] takes text, context, title, id
+    """
+    body = _object(body, "body", ("comments", "perspective"), ("comments",))
+    comments = _expect(body["comments"], ("array",), "comments")
+    _comment_count(comments, "comments", limits)
+    examples = []
+    for i, item in enumerate(comments):
+        where = f"comments[{i}]"
+        item = _object(item, where, ("text", "context", "title", "id"), ("text",))
+        if "context" in item and "title" in item:
+            raise RequestError(422, f"{where}.title: give context or title, not both", f"{where}.title")
+        key = "title" if "title" in item else "context"
+        context = _context(item.get(key), f"{where}.{key}", limits)
+        if key == "title" and isinstance(context, list):
+            raise RequestError(422, f"{where}.title: expected string, got array", f"{where}.title")
+        ident = _expect(item.get("id"), ("string", "number", "null"), f"{where}.id")
+        if isinstance(ident, float):
+            raise RequestError(422, f"{where}.id: expected a string or a whole number", f"{where}.id")
+        examples.append(Example(id=str(i + 1) if ident in (None, "") else str(ident),
+                                text=_text(item["text"], f"{where}.text", limits), context=context))
+    perspective = body.get("perspective")
+    if perspective is not None:
+        _expect(perspective, ("object",), "perspective")
+        for key, value in perspective.items():
+            _expect(value, ("string", "number", "null"), f"perspective.{key}")
+    return PredictRequest(examples, perspective)
+
+
+ANALYZE_FIELDS = ("comment", "context", "requestedAttributes", "spanAnnotations", "languages", "doNotStore",
+                  "clientToken", "sessionId", "communityId")
+
+
+def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
+    """Perspective's AnalyzeComment request → one example and the requested attributes.
+
+    `context.entries` becomes the example's context: one entry a title, several the turns of a dialogue.
+
+    Example:
+        >>> r = analyze_request({"comment": {"text": "바보"}, "context": {"entries": [{"text": "제목"}]},
+        ...                      "requestedAttributes": {"TOXICITY": {"scoreThreshold": 0.5}}}, Limits())
+        >>> r.example.text, r.example.context, r.thresholds
+        ('바보', '제목', {'TOXICITY': 0.5})
+    """
+    body = _object(body, "body", ANALYZE_FIELDS, ("comment", "requestedAttributes"))
+    comment = _object(body["comment"], "comment", ("text", "type"), ("text",))
+    if comment.get("type", "PLAIN_TEXT") != "PLAIN_TEXT":
+        raise RequestError(400, f"comment.type: only PLAIN_TEXT is read, got {comment['type']!r}", "comment.type")
+    text = _text(comment["text"], "comment.text", limits)
+    context: Context = None
+    if body.get("context") is not None:
+        entries = _object(body["context"], "context", ("entries",)).get("entries") or []
+        _expect(entries, ("array",), "context.entries")
+        turns = [_object(e, f"context.entries[{i}]", ("text", "type"), ("text",))["text"]
+                 for i, e in enumerate(entries)]
+        context = _context(turns, "context.entries", limits)
+        if isinstance(context, list) and len(context) == 1:
+            context = context[0]
+    attributes = _expect(body["requestedAttributes"], ("object",), "requestedAttributes")
+    if not attributes:
+        raise RequestError(400, "requestedAttributes: empty; name at least one attribute", "requestedAttributes")
+    thresholds: dict[str, Optional[float]] = {}
+    for name, options in attributes.items():
+        where = f"requestedAttributes.{name}"
+        options = _object(options if options is not None else {}, where, ("scoreType", "scoreThreshold"))
+        if options.get("scoreType", "PROBABILITY") != "PROBABILITY":
+            raise RequestError(400, f"{where}.scoreType: only PROBABILITY is given, got {options['scoreType']!r}",
+                               f"{where}.scoreType")
+        threshold = _expect(options.get("scoreThreshold"), ("number", "null"), f"{where}.scoreThreshold")
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise RequestError(400, f"{where}.scoreThreshold: must lie in [0, 1], got {threshold}",
+                               f"{where}.scoreThreshold")
+        thresholds[name] = threshold
+    languages = _expect(body.get("languages") or [], ("array",), "languages")
+    for i, language in enumerate(languages):
+        _expect(language, ("string",), f"languages[{i}]")
+    for key in ("spanAnnotations", "doNotStore"):
+        _expect(body.get(key), ("boolean", "null"), key)
+    for key in ("clientToken", "sessionId", "communityId"):
+        _expect(body.get(key), ("string", "null"), key)
+    return AnalyzeRequest(Example(id="1", text=text, context=context), thresholds,
+                          span_annotations=bool(body.get("spanAnnotations")), languages=list(languages),
+                          client_token=body.get("clientToken"))
+
+
+def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optional[str] = None,
+                    context_column: Optional[str] = None, id_column: Optional[str] = None,
+                    quoting: str = "csv") -> list[Example]:
+    """An uploaded .txt/.csv/.tsv/.jsonl file read as `kold-span predict --input` reads it.
+
+    Errors are `predict`'s, naming the uploaded file's name and line; a file of more than
+    `max_comments` comments, or a comment over `max_chars`, is a 413.
+    """
+    if quoting not in QUOTING:
+        raise RequestError(422, f"quoting: must be one of {', '.join(QUOTING)}, got {quoting!r}", "quoting")
+    base = Path(name.replace("\\", "/")).name
+    if not base or base in (".", ".."):
+        raise RequestError(422, "filename: required, e.g. comments.csv (its ending decides how it is read)",
+                           "filename")
+    with tempfile.TemporaryDirectory(prefix="kold-span-upload-") as folder:
+        path = Path(folder) / base
+        path.write_bytes(data)
+        examples: list[Example] = []
+        try:
+            for example in iter_inputs(path, text_column, context_column, id_column, quoting=quoting):
+                if len(examples) == limits.max_comments:
+                    raise RequestError(413, f"{base}: more than {limits.max_comments} comments (--max-comments); "
+                                            "predict a file this long with `kold-span predict`", "file")
+                examples.append(example)
+        except (DataError, UnicodeError) as err:
+            raise RequestError(422, str(err).replace(str(path), base), "file") from None
+    if not examples:
+        raise RequestError(422, f"{base}: no comments", "file")
+    for example in examples:
+        where = f"{base}: comment {example.id}"
+        _text(example.text, f"{where} text", limits)
+        _context(example.context, f"{where} context", limits)
+    return examples

@@ -1,0 +1,174 @@
+"""The service's batcher: token-budget cuts, the wait, the bounded queue, draining, failures kept apart."""
+import threading
+import time
+
+import pytest
+
+from kold_span.service.batching import Batcher, Closed, QueueFull, Shape, fits, padded_tokens
+
+
+def test_padded_tokens_pads_every_window_to_the_longest():
+    # 1 + 3 windows, the longest has 50 tokens: 4 × 50
+    assert padded_tokens([Shape(1, 10), Shape(3, 50)]) == 200
+    assert padded_tokens([Shape(2, 7)]) == 14
+
+
+@pytest.mark.parametrize("batch, item, budget, expected", [
+    ([Shape(1, 30), Shape(1, 30)], Shape(1, 30), 90, True),   # 3 × 30 = 90, at the budget
+    ([Shape(1, 30), Shape(1, 30)], Shape(1, 31), 90, False),  # 3 × 31 = 93
+    ([Shape(1, 10)], Shape(2, 40), 120, True),                # 3 × 40 = 120
+    ([Shape(1, 10)], Shape(2, 41), 120, False),               # a long one raises everyone's padding
+    ([], Shape(9, 128), 10, True),                            # alone, a comment over the budget still runs
+])
+def test_fits_counts_the_padding_the_newcomer_causes(batch, item, budget, expected):
+    assert fits(batch, item, budget) is expected
+
+
+class Recorder:
+    """A model stand-in: records each batch, answers with the payloads doubled, waits on a gate if told."""
+
+    def __init__(self, gate=None):
+        self.batches = []
+        self.gate = gate
+        self.started = threading.Event()
+
+    def __call__(self, payloads):
+        self.started.set()
+        if self.gate is not None:
+            assert self.gate.wait(10)
+        self.batches.append(list(payloads))
+        return [p * 2 for p in payloads]
+
+
+def batcher(run, tokens=1000, wait=0.05, queue=100, shape=lambda p: Shape(1, 10)):
+    b = Batcher(run=run, shape=lambda payloads: [shape(p) for p in payloads], max_batch_tokens=tokens,
+                max_wait=wait, max_queue=queue)
+    b.start()
+    return b
+
+
+def test_jobs_that_arrive_together_share_one_batch():
+    run = Recorder()
+    b = batcher(run)
+    futures = b.submit([1, 2]) + b.submit([3])
+    assert [f.result(5).value for f in futures] == [2, 4, 6]
+    assert run.batches == [[1, 2, 3]]
+    assert b.close(5)
+
+
+def test_the_token_budget_cuts_batches_in_arrival_order():
+    run = Recorder()
+    # each comment: 1 window of 10 tokens; 30 tokens a batch → 3 comments a batch
+    b = batcher(run, tokens=30)
+    futures = b.submit(list(range(7)))
+    assert [f.result(5).value for f in futures] == [2 * i for i in range(7)]
+    assert run.batches == [[0, 1, 2], [3, 4, 5], [6]]
+    assert b.close(5)
+
+
+def test_a_lone_job_waits_at_most_max_wait():
+    run = Recorder()
+    b = batcher(run, wait=0.2)
+    [future] = b.submit([1])
+    done = future.result(5)
+    assert 0.2 <= done.started - done.arrived < 2.0
+    assert b.close(5)
+
+
+def test_a_full_queue_refuses_all_of_a_request_and_says_when_to_retry():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = batcher(run, queue=3, wait=0.0)
+    first = b.submit([1])  # taken by the worker, which then waits on the gate
+    assert run.started.wait(5)
+    queued = b.submit([2, 3])
+    assert b.queued == 2 and b.has_room()
+    with pytest.raises(QueueFull, match=r"2 comments are waiting and the queue holds 3 \(--max-queue\); 2 more") as err:
+        b.submit([4, 5])
+    assert err.value.retry_after >= 1
+    assert b.queued == 2  # nothing of the refused request was queued
+    b.submit([6])
+    assert not b.has_room()
+    gate.set()
+    assert [f.result(5).value for f in first + queued] == [2, 4, 6]
+    assert b.close(5)
+
+
+def test_close_finishes_the_queue_then_refuses():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = batcher(run, wait=0.0)
+    futures = b.submit([1])
+    assert run.started.wait(5)
+    futures += b.submit([2, 3])
+    closer = threading.Thread(target=b.close, args=(10,))
+    closer.start()
+    time.sleep(0.05)
+    with pytest.raises(Closed):
+        b.submit([4])
+    gate.set()
+    closer.join(10)
+    assert [f.result(0).value for f in futures] == [2, 4, 6]
+
+
+def test_a_payload_that_fails_fails_alone():
+    def run(payloads):
+        if "bad" in payloads:
+            raise ValueError("cannot score 'bad'")
+        return [p.upper() for p in payloads]
+
+    b = batcher(run)
+    futures = b.submit(["a", "bad", "c"])
+    assert futures[0].result(5).value == "A" and futures[2].result(5).value == "C"
+    with pytest.raises(ValueError, match="cannot score 'bad'"):
+        futures[1].result(5)
+    assert b.close(5)
+
+
+def test_a_payload_the_shape_function_rejects_fails_alone():
+    def shape(payload):
+        if payload < 0:
+            raise ValueError("negative")
+        return Shape(1, 10)
+
+    b = batcher(Recorder(), shape=shape)
+    futures = b.submit([1, -1, 3])
+    assert futures[0].result(5).value == 2 and futures[2].result(5).value == 6
+    with pytest.raises(ValueError, match="negative"):
+        futures[1].result(5)
+    assert b.close(5)
+
+
+def test_a_cancelled_job_is_skipped():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = batcher(run, wait=0.0)
+    b.submit([1])
+    assert run.started.wait(5)
+    [gone, kept] = b.submit([2, 3])
+    assert gone.cancel()  # its client went away while it waited
+    gate.set()
+    assert kept.result(5).value == 6
+    assert b.close(5)
+    assert run.batches == [[1], [3]]
+
+
+def test_waiting_jobs_are_measured_together_and_only_once():
+    calls = []
+
+    def shapes(payloads):
+        calls.append(list(payloads))
+        return [Shape(1, 10) for _ in payloads]
+
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = Batcher(run=run, shape=shapes, max_batch_tokens=30, max_wait=0.0, max_queue=100)
+    b.start()
+    first = b.submit([0])
+    assert run.started.wait(5)
+    rest = b.submit([1, 2, 3, 4, 5])  # they wait while the model holds the first
+    gate.set()
+    assert [f.result(5).value for f in first + rest] == [0, 2, 4, 6, 8, 10]
+    assert calls == [[0], [1, 2, 3, 4, 5]]  # the three that did not fit the first batch kept their shapes
+    assert run.batches == [[0], [1, 2, 3], [4, 5]]
+    assert b.close(5)
