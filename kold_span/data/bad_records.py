@@ -83,5 +83,5 @@ class BadRecords:
     def handle(self, err: DataError) -> None:
         """Raise `err` (with how to skip such records) unless skipping bad records; then note it in the report."""
         if not self.skip_bad:
-            raise DataError(f"{err} ({self.how_to_skip})") from err
+            raise DataError(f"{err} ({self.how_to_skip})" if self.how_to_skip else str(err)) from err
         self.report.reasons.append(str(err))

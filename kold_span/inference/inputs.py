@@ -73,12 +73,13 @@ QUOTING = ("csv", "none")
 HOW_TO_SKIP = "--skip-bad skips such rows and lists them"
 
 
-def bad_rows(path: Path, skip: bool = False) -> BadRecords:
+def bad_rows(path: Path, skip: bool = False, how_to_skip: str = HOW_TO_SKIP) -> BadRecords:
     """The bad-row policy of one prediction input file: raise on the first bad row, or skip each into its report.
 
     Args:
         path: the input file, named in the report.
         skip: skip bad rows (each noted once in the policy's `report`) instead of raising on the first.
+        how_to_skip: the hint an error ends with ("" for none: the service's uploads cannot skip).
 
     Returns:
         A `BadRecords` to hand to `iter_inputs`; its `report` lists every skipped row with file and line.
@@ -89,7 +90,7 @@ def bad_rows(path: Path, skip: bool = False) -> BadRecords:
         >>> bad.report.reasons
         ['in.jsonl:2: invalid JSON']
     """
-    return BadRecords(SkipReport("predict", Path(path)), skip, HOW_TO_SKIP)
+    return BadRecords(SkipReport("predict", Path(path)), skip, how_to_skip)
 
 
 def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: Optional[str] = None,

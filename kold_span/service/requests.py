@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from kold_span.data.example import Context, Example
 from kold_span.errors import DataError, KoldSpanError
-from kold_span.inference.inputs import QUOTING, iter_inputs
+from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
 
 
 class RequestError(KoldSpanError, ValueError):
@@ -271,7 +271,8 @@ def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optiona
         path.write_bytes(data)
         examples: list[Example] = []
         try:
-            for example in iter_inputs(path, text_column, context_column, id_column, quoting=quoting):
+            for example in iter_inputs(path, text_column, context_column, id_column, bad=bad_rows(path, how_to_skip=""),
+                                       quoting=quoting):
                 if len(examples) == limits.max_comments:
                     raise RequestError(413, f"{base}: more than {limits.max_comments} comments (--max-comments); "
                                             "predict a file this long with `kold-span predict`", "file")
