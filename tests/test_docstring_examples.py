@@ -19,7 +19,7 @@ def test_docstring_examples(name):
     assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples in {name} failed"
 
 
-@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "report"])
+@pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "report", "serve_load"])
 def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
     module = pytest.importorskip(name)
