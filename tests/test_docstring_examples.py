@@ -81,7 +81,7 @@ def test_a_module_without_an_example_fails():
 
 
 @pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "memory", "quality_corpora", "report",
-                                  "spacy_pipe"])
+                                  "serve_load", "spacy_pipe"])
 def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
     module = pytest.importorskip(name)
