@@ -28,6 +28,7 @@ EXEMPT = {
     "kold_span.experiments": LAYER,
     "kold_span.inference": LAYER,
     "kold_span.integrations": LAYER,
+    "kold_span.service": LAYER,
     "kold_span.models": LAYER,
     "kold_span.text": LAYER,
 }

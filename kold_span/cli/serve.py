@@ -3,7 +3,7 @@
 Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="kold-span")
-    >>> add_parser(parser.add_subparsers(dest="command"))
+    >>> _ = add_parser(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["serve", "--model", "m", "--port", "0"])
     >>> args.host, args.port, args.max_queue
     ('127.0.0.1', 0, 1024)
