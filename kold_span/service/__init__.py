@@ -1,7 +1,7 @@
 """Layer 8, service: `kold-span serve`, a trained model behind HTTP (above inference, beside training).
 
-`app` (the FastAPI routes and the model behind them), `batching` (the bounded queue and the
-thread that cuts batches by tokens and wait), `requests` (bodies → examples, each refusal naming
-its field), `attributes` (Perspective's attributes as tasks and labels), `metrics` (Prometheus),
-`server` (uvicorn, SIGTERM), `static/index.html` (the web page).
+`app` (the FastAPI routes), `model` (the predictor as the batcher uses it), `batching` (the
+bounded queue and the thread that cuts batches by tokens and wait), `requests` (bodies →
+examples, each refusal naming its field), `attributes` (Perspective's attributes as tasks and
+labels), `metrics` (Prometheus), `server` (uvicorn, SIGTERM), `static/index.html` (the web page).
 """
