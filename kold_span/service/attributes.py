@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
+from kold_span.config.choices import TaskKind
 from kold_span.config.loading import build_dataclass, yaml_load
 from kold_span.errors import ConfigError
 from kold_span.models.tasks import Task
@@ -89,7 +90,7 @@ def attribute_name(*parts: str) -> str:
 
 def _span_task_for(task: Task, tasks: Sequence[Task]) -> Optional[Task]:
     """The span task that shows where a true/false task's `true` lies: same source, gated by it first."""
-    same = [t for t in tasks if t.kind == "span" and t.source == task.source]
+    same = [t for t in tasks if t.kind is TaskKind.SPAN and t.source == task.source]
     return next((t for t in same if t.gate == task.name), same[0] if same else None)
 
 
@@ -107,7 +108,7 @@ def default_attributes(tasks: Sequence[Task]) -> AttributeMap:
     found: list[Attribute] = []
     used_spans = set()
     for task in tasks:
-        if task.kind != "sequence":
+        if task.kind is not TaskKind.SEQUENCE:
             continue
         if task.is_boolean:
             span = _span_task_for(task, tasks)
@@ -118,7 +119,7 @@ def default_attributes(tasks: Sequence[Task]) -> AttributeMap:
         else:
             found += [Attribute(attribute_name(task.name, label), task.name, label) for label in task.labels]
     found += [Attribute(attribute_name(t.name), spans=t.name, span_type=t.source)
-              for t in tasks if t.kind == "span" and t.name not in used_spans]
+              for t in tasks if t.kind is TaskKind.SPAN and t.name not in used_spans]
     toxicity = next((a for a in found if a.task and a.label == "true"
                      and next(t for t in tasks if t.name == a.task).source == "OFF"), None)
     if toxicity is not None and all(a.name != "TOXICITY" for a in found):
@@ -160,8 +161,8 @@ def load_attributes(path: Union[str, Path], tasks: Sequence[Task]) -> AttributeM
     if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
         raise ConfigError(f"{where}: 'languages' must be a list of language codes, e.g. [ko]")
     by_name = {t.name: t for t in tasks}
-    sequence = [t.name for t in tasks if t.kind == "sequence"]
-    spans = [t.name for t in tasks if t.kind == "span"]
+    sequence = [t.name for t in tasks if t.kind is TaskKind.SEQUENCE]
+    spans = [t.name for t in tasks if t.kind is TaskKind.SPAN]
     attributes = {}
     for name, entry in entries.items():
         key = f"attributes.{name}"
@@ -174,7 +175,7 @@ def load_attributes(path: Union[str, Path], tasks: Sequence[Task]) -> AttributeM
         label = spec.label
         if spec.task is not None:
             task = by_name.get(spec.task)
-            if task is None or task.kind != "sequence":
+            if task is None or task.kind is not TaskKind.SEQUENCE:
                 raise ConfigError(f"{where}: '{key}.task' is {spec.task!r}; the model's sequence tasks are "
                                   f"{', '.join(sequence) or 'none'}")
             label = label if label is not None else ("true" if task.is_boolean else None)
