@@ -302,17 +302,22 @@ def checked_texts(texts: Iterable[str]) -> list[str]:
         ...
         kold_span.errors.ArgumentError: texts[1]: expected a string, got None
     """
-    if isinstance(texts, str):
-        raise ArgumentError("texts must be a list of strings; for one text pass [text]")
-    try:
-        texts = list(texts)
-    except TypeError:
-        raise ArgumentError(f"texts must be an iterable of strings, got {type(texts).__name__}") from None
+    texts = _as_list(texts, "texts", "a list of strings; for one text pass [text]", "strings")
     for i, text in enumerate(texts):
         problem = text_problem(text)
         if problem:
             raise ArgumentError(f"texts[{i}]: {problem}")
     return texts
+
+
+def _as_list(values: Any, name: str, not_a_string: str, items: str) -> list:
+    """`values` as a list; an `ArgumentError` for a bare string (a common slip) or a non-iterable."""
+    if isinstance(values, str):
+        raise ArgumentError(f"{name} must {'be ' if not_a_string.startswith('a ') else ''}{not_a_string}")
+    try:
+        return list(values)
+    except TypeError:
+        raise ArgumentError(f"{name} must be an iterable of {items}, got {type(values).__name__}") from None
 
 
 def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[Context]:
@@ -328,12 +333,7 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
     """
     if contexts is None:
         return [None] * count
-    if isinstance(contexts, str):
-        raise ArgumentError("contexts must hold one context per text; for one text pass [context]")
-    try:
-        contexts = list(contexts)
-    except TypeError:
-        raise ArgumentError(f"contexts must be an iterable of contexts, got {type(contexts).__name__}") from None
+    contexts = _as_list(contexts, "contexts", "hold one context per text; for one text pass [context]", "contexts")
     if len(contexts) != count:
         raise ValueError(f"{count} texts but {len(contexts)} contexts")
     for i, context in enumerate(contexts):
