@@ -42,20 +42,23 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
-def untrained_model(directory: Path) -> Path:
+def untrained_model(directory: Path, snap: str = "none", max_length: int = 32) -> Path:
     """An untrained model directory, saved in seconds: a true/false task "OFF" and a span task "OFF_span" over a
-    1-layer scratch encoder whose tokenizer learnt four Korean comments. Its predictions mean nothing; tests of
-    the plumbing around a model (files, resuming, errors) need no more."""
+    1-layer scratch encoder whose tokenizer learnt four Korean comments, with seeded weights. Its predictions mean
+    nothing; tests of the plumbing around a model (files, resuming, errors, the pipeline) need no more."""
     from kold_span.config.schema import ScratchEncoderConfig
     from kold_span.inference.predictor import Predictor
     from kold_span.models.backbones import scratch_encoder, train_tokenizer
     from kold_span.models.network import MultiTaskModel
     from kold_span.models.tasks import Task
 
+    import torch
+
     texts = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "너 진짜 한심하다", "오늘 경기 정말 재밌었어요"] * 5
     scratch = ScratchEncoderConfig(vocab_size=200, hidden_size=32, layers=1, heads=2, intermediate_size=64,
                                    max_position=64)
     tokenizer = train_tokenizer(texts, scratch)
     tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")), Task("OFF_span", "span", "OFF")]
+    torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
-    return Predictor(model, tokenizer, tasks, max_length=32, stride=8, snap="none").save_pretrained(directory)
+    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=8, snap=snap).save_pretrained(directory)

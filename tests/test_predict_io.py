@@ -281,3 +281,41 @@ def test_without_skipping_the_first_bad_row_is_an_error_naming_file_line_and_how
     with pytest.raises(DataError, match=r"two_bad.csv:3: "):
         list(iter_inputs(path, bad=bad))
     assert bad.report.count == 0
+
+
+def write_parquet(path, columns):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_parquet_input_has_the_same_columns_as_the_other_types(tmp_path):
+    path = write_parquet(tmp_path / "in.parquet", {
+        "guid": ["g1", None], "title": ["국회 소식", None], "comment": ["좋은 기사", "바보"],
+        "turns": [["A: 안녕", "B: 네"], []]})
+    assert [(ex.id, ex.context, ex.text) for ex in iter_inputs(path)] == [("g1", "국회 소식", "좋은 기사"),
+                                                                         ("2", None, "바보")]
+    [first, _] = iter_inputs(path, context_column="turns")
+    assert first.context == ["A: 안녕", "B: 네"]
+    numbered = write_parquet(tmp_path / "n.parquet", {"id": [7, 8], "text": ["하나", "둘"]})
+    assert [ex.id for ex in iter_inputs(numbered)] == ["7", "8"]
+
+
+def test_a_bad_parquet_row_is_named_by_its_row_and_can_be_skipped(tmp_path):
+    path = write_parquet(tmp_path / "bad.parquet", {"comment": ["좋은 기사", None, "바보", ""]})
+    with pytest.raises(DataError, match=r"bad.parquet:2: field 'comment': expected a string, got None \(--skip-bad"):
+        list(iter_inputs(path))
+    bad = bad_rows(path, skip=True)
+    assert [ex.text for ex in iter_inputs(path, bad=bad)] == ["좋은 기사", "바보", ""]
+    assert [r.split(": ")[0] for r in bad.report.reasons] == [f"{path}:2"]
+    with pytest.raises(DataError, match=r"bad.parquet: no text column"):
+        iter_inputs(write_parquet(path, {"body": ["x"]}), bad=bad_rows(path, skip=True)).__next__()
+
+
+def test_a_file_that_is_not_parquet_is_named(tmp_path):
+    path = tmp_path / "fake.parquet"
+    path.write_text("comment\n좋은 기사\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"fake.parquet: not a readable Parquet file"):
+        list(iter_inputs(path))

@@ -260,3 +260,44 @@ def test_a_run_killed_midway_resumes_to_the_bytes_of_an_uninterrupted_run(model,
     subprocess.run(argv + ["--output", str(whole)], env=child_env(), check=True, capture_output=True)
     assert out.read_bytes() == whole.read_bytes()
     assert not partial.exists()
+
+
+def test_a_parquet_output_holds_the_rows_of_the_jsonl_output(model, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    source = write_jsonl(tmp_path / "in.jsonl", comments(CHUNK + 3))
+    assert predict(model, source, tmp_path / "out.jsonl") == 0
+    assert predict(model, source, tmp_path / "out.parquet", "--html", str(tmp_path / "page.html")) == 0
+    assert listing(tmp_path) == ["in.jsonl", "out.jsonl", "out.parquet", "page.html"]
+    from_jsonl = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.column_names == ["id", "text", "labels", "spans"]
+    assert str(table.schema.field("spans").type) == ("list<element: struct<type: string, start: int64, end: int64, "
+                                                     "text: string, score: double>>")
+    from_parquet = [{**row, "labels": json.loads(row["labels"])} for row in table.to_pylist()]
+    assert from_parquet == from_jsonl
+    assert [row["id"] for row in from_jsonl] == [f"c{i}" for i in range(CHUNK + 3)]
+
+
+def test_a_parquet_output_is_resumed_and_an_empty_one_has_its_columns(model, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    rows = comments(CHUNK + 3)
+    assert predict(model, write_jsonl(tmp_path / "whole.jsonl", rows), tmp_path / "whole.parquet") == 0
+    source = write_jsonl(tmp_path / "in.jsonl", rows, bad_line=CHUNK + 2)
+    assert predict(model, source, tmp_path / "out.parquet") == 2
+    assert "kept in" in capsys.readouterr().err and not (tmp_path / "out.parquet").exists()
+    write_jsonl(source, rows)
+    assert predict(model, source, tmp_path / "out.parquet", "--resume") == 0
+    assert f"({CHUNK} kept from the unfinished run)" in capsys.readouterr().out
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "whole.parquet"))
+    assert not (tmp_path / "out.parquet.partial").exists()
+    examples = iter([])
+    assert write_predictions(Predictor.from_pretrained(model), examples, tmp_path / "empty.parquet").rows == 0
+    assert pq.read_table(tmp_path / "empty.parquet").column_names == ["id", "text", "labels", "spans"]
+
+
+def test_an_unsupported_output_type_fails_before_the_model_loads(tmp_path, capsys):
+    source = write_jsonl(tmp_path / "in.jsonl", comments(2))
+    assert predict(tmp_path / "no-model", source, tmp_path / "out.csv") == 2
+    assert "out.csv: unsupported output type '.csv'; use .jsonl or .parquet" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """`kold-span predict --model DIR --input FILE --output FILE`: labels and spans of every input row, in order.
 
 The output files are written whole or not at all; `--resume` continues a run that was killed or failed.
+`--engine ray` spreads input shards over a Ray cluster, one output shard each (docs/SCALE.md).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
+from kold_span.config.choices import Precision
 from kold_span.errors import KoldSpanError
 
 
@@ -20,6 +22,22 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a number of at least 0.
+
+    Example:
+        >>> non_negative_float("0.25")
+        0.25
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
     return value
 
 
@@ -37,12 +55,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
                         help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "
                              "that averages their probabilities (same tasks; span tasks: same tokenizer)")
-    parser.add_argument("--input", required=True, help=".txt (one comment per line), .jsonl, .csv or .tsv")
-    parser.add_argument("--output", required=True, help="JSONL, one prediction per input row, in input order")
+    parser.add_argument("--input", required=True,
+                        help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; with --engine ray, "
+                             "the shards: a path or a glob such as 'shards/*.jsonl' (quoted)")
+    parser.add_argument("--output", required=True,
+                        help=".jsonl or .parquet, one prediction per input row, in input order; with --engine ray, "
+                             "a folder that gets one output shard per input shard")
     parser.add_argument("--html", help="also write an HTML page with the spans highlighted")
     parser.add_argument("--resume", action="store_true",
                         help="continue the unfinished output of a killed or failed run (OUTPUT.partial), with the "
-                             "same input and options; the result equals an uninterrupted run")
+                             "same input and options; the result equals an uninterrupted run (with --engine ray, "
+                             "complete output shards are always skipped)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--text-column", help="column holding the comment (default: comment or text)")
     parser.add_argument("--context-column", help="column holding the context (default: title or context)")
@@ -53,33 +76,43 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "error); 'none' takes every character as it stands, for text with bare quotes")
     parser.add_argument("--perspective", metavar="TRAITS",
                         help='annotator-conditioned models: predict for an annotator, e.g. "gender=Female,age=23"')
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="where the network runs (local engine): cpu, cuda, cuda:1")
+    parser.add_argument("--precision", choices=Precision.values(), default="auto",
+                        help="the network's precision: auto is bf16 on a GPU or a CPU with bf16 instructions, "
+                             "else fp32 (outputs then identical to float32's)")
+    ray = parser.add_argument_group("--engine ray: shards over a Ray cluster (docs/SCALE.md)")
+    ray.add_argument("--engine", choices=("local", "ray"), default="local",
+                     help="local: this process; ray: a pool of Ray workers, one output shard per input shard")
+    ray.add_argument("--workers", type=positive_int, default=1, help="Ray workers, each holding one loaded model")
+    ray.add_argument("--cpus-per-worker", type=positive_int, default=1, help="CPUs (and torch threads) per worker")
+    ray.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0,
+                     help="GPUs per worker (0.25: four workers share a GPU); above 0 the workers run on CUDA")
+    ray.add_argument("--address", help="join this Ray cluster (auto, or ray://HEAD:10001); "
+                                       "without it a local one starts on this machine")
+    ray.add_argument("--shard-format", choices=("jsonl", "parquet"), default="jsonl",
+                     help="the output shards' format")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    """Predict every row of the input into the output JSONL (and HTML); print how many, and any skipped rows."""
+    """Predict every row of the input into the output (and HTML); print how many, and any skipped rows."""
+    if args.engine == "ray":
+        return run_on_ray(args)
     from tqdm import tqdm
 
     from kold_span.data.atomic import add_note, partial_path
     from kold_span.data.perspectives import parse_perspective
-    from kold_span.inference.inputs import bad_rows, iter_inputs
-    from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
-    from kold_span.inference.predictor import Predictor
+    from kold_span.inference.files import load_predictor
+    from kold_span.inference.outputs import UnfinishedOutputError, output_kind, write_predictions
 
-    bad = bad_rows(Path(args.input), skip=args.skip_bad)
-    # Checked before the model loads and before any output is opened: a missing input or an unknown
-    # suffix costs nothing and touches nothing.
-    examples = iter_inputs(Path(args.input), args.text_column, args.context_column, args.id_column,
-                           bad=bad, quoting=args.quoting)
-    perspective = parse_perspective(args.perspective) if args.perspective else None
-    if len(args.model) > 1:
-        from kold_span.inference.ensemble import Ensemble
-        predictor: Predictor = Ensemble.from_pretrained(args.model, device=args.device)
-    else:
-        predictor = Predictor.from_pretrained(args.model[0], device=args.device)
+    # Checked before the model loads and before any output is opened: a missing input, an unknown
+    # suffix or an unsupported output type costs nothing and touches nothing.
+    examples, report = read_options(args).open(args.input)
     output, html = Path(args.output), Path(args.html) if args.html else None
+    output_kind(output)
+    perspective = parse_perspective(args.perspective) if args.perspective else None
+    predictor = load_predictor(args.model, device=args.device, precision=args.precision)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
         with tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
@@ -91,6 +124,36 @@ def run(args: argparse.Namespace) -> int:
         raise
     kept = f" ({done.kept} kept from the unfinished run)" if done.kept else ""
     print(f"wrote {done.rows} predictions{kept} to {output}" + (f" and {html}" if html else ""))
-    if bad.report.count:
-        print(bad.report.summary(limit=None), file=sys.stderr)
+    if report.count:
+        print(report.summary(limit=None), file=sys.stderr)
+    return 0
+
+
+def read_options(args: argparse.Namespace):
+    """The input-reading options of the command line (`ReadOptions`)."""
+    from kold_span.inference.files import ReadOptions
+
+    return ReadOptions(text_column=args.text_column, context_column=args.context_column, id_column=args.id_column,
+                       quoting=args.quoting, skip_bad=args.skip_bad)
+
+
+def run_on_ray(args: argparse.Namespace) -> int:
+    """`--engine ray`: every input shard into its output shard on a pool of Ray workers."""
+    from kold_span.data.perspectives import parse_perspective
+    from kold_span.errors import ArgumentError
+    from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths
+
+    if args.html:
+        raise ArgumentError("--html is for the local engine; with --engine ray, render a shard's output afterwards")
+    options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
+                         gpus_per_worker=args.gpus_per_worker, address=args.address, shard_format=args.shard_format,
+                         precision=args.precision, batch_size=args.batch_size,
+                         perspective=parse_perspective(args.perspective) if args.perspective else None,
+                         read=read_options(args), progress=not args.quiet)
+    summary = predict_shards(args.model, shard_paths([args.input]), Path(args.output), options)
+    print(f"wrote {summary.predictions} predictions to {summary.done} shard(s) in {args.output}"
+          + (f"; {summary.skipped} shard(s) already done" if summary.skipped else ""))
+    if summary.bad_rows:
+        print(f"predict: skipped {len(summary.bad_rows)} bad record(s):\n" + "\n".join(
+            f"  {reason}" for reason in summary.bad_rows), file=sys.stderr)
     return 0

@@ -1,4 +1,4 @@
-"""The closed sets some config keys choose from: task kinds, label problems and snap modes.
+"""The closed sets some config keys and options choose from: task kinds, label problems, snap modes, precisions.
 
 Each is a `str`-valued `Enum`, so a member is equal to, hashes as and serialises as its string:
 configs, a saved model's `config.json` and JSON outputs hold "span", "multi", "morpheme" as
@@ -119,3 +119,17 @@ class SnapMode(Choice):
     def uses_morphemes(self) -> bool:
         """Whether snapping reads Kiwi's morphemes (worth prefetching for a batch of texts)."""
         return self is SnapMode.MORPHEME
+
+
+class Precision(Choice):
+    """The number format the network predicts in: chosen for the device (auto), bf16 or fp16 autocast, float32.
+
+    Example:
+        >>> Precision.values()
+        ('auto', 'bf16', 'fp16', 'fp32')
+    """
+
+    AUTO = "auto"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP32 = "fp32"

@@ -65,21 +65,39 @@ class Ensemble(Predictor):
         self.perspective = first.perspective
         self.companions = {}  # each member fuses its own
         self.device = first.device
+        self.precision = getattr(first, "precision", "fp32")  # each member runs its network in its own
 
     @classmethod
-    def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu") -> "Ensemble":  # type: ignore[override]
+    def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu",  # type: ignore[override]
+                        precision: str = "auto") -> "Ensemble":
         """Load each model directory (`Predictor.from_pretrained`) as a member."""
-        return cls([Predictor.from_pretrained(d, device=device) for d in directories],
+        return cls([Predictor.from_pretrained(d, device=device, precision=precision) for d in directories],
                    [str(d) for d in directories])
 
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
         raise NotImplementedError("an ensemble is its members' model directories: keep them and load them "
                                   "together (Ensemble.from_pretrained, or kold-span predict --model DIR1 DIR2 ...)")
 
+    def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> list:  # type: ignore[override]
+        """Each member's CPU work before its network (its own tokenizer and context settings)."""
+        return [member.prepare(texts, contexts, batch_size) for member in self.members]
+
+    def run_network(self, prepared: list) -> list:  # type: ignore[override]
+        """Each member's network over its prepared chunk."""
+        return [member.run_network(p) for member, p in zip(self.members, prepared, strict=True)]
+
+    def merge(self, prepared: list, outputs: list) -> list[MergedExample]:  # type: ignore[override]
+        """Each member's merged outputs, averaged per example."""
+        return self._average([member.merge(p, o) for member, p, o in zip(self.members, prepared, outputs,
+                                                                          strict=True)])
+
     def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
                        batch_size: int = 32) -> list[MergedExample]:
         """Each member's merged outputs, averaged per example."""
-        outputs = [member.merged_outputs(texts, contexts, batch_size) for member in self.members]
+        return self._average([member.merged_outputs(texts, contexts, batch_size) for member in self.members])
+
+    def _average(self, outputs: Sequence[Sequence[MergedExample]]) -> list[MergedExample]:
+        """Per example, the mean of the members' probabilities (span tasks: members must share tokens)."""
         merged = []
         for i, group in enumerate(zip(*outputs)):
             out = MergedExample(token_offsets=list(group[0].token_offsets))

@@ -1,4 +1,4 @@
-"""Input files for `kold-span predict` (txt, jsonl, csv, tsv) and the HTML rendering."""
+"""Input files for `kold-span predict`: txt, jsonl, csv, tsv and Parquet, one bad-row policy for all."""
 from __future__ import annotations
 
 import csv
@@ -16,6 +16,7 @@ from kold_span.errors import ArgumentError, DataError
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
 ID_COLUMNS = ("id", "guid", "ID")
+INPUT_SUFFIXES = (".txt", ".jsonl", ".csv", ".tsv", ".parquet")
 
 
 def _pick(row: dict[str, Any], explicit: Optional[str], candidates: tuple[str, ...], where: str,
@@ -99,7 +100,8 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     """Stream examples from a prediction input file; each bad row goes to `bad` (by default the first one raises).
 
     The file's name and the options are checked at once (an unknown suffix or a missing file
-    raises here, not at the first row); the rows are read as the examples are taken.
+    raises here, not at the first row); the rows are read as the examples are taken. A row is
+    named by its file and line (for Parquet, its row: 1 is the first), as in "in.csv:3: ...".
 
     `bad` is the bad-row policy (`bad_rows(path, skip=True)` skips bad rows, each noted once in
     `bad.report`; nothing is printed here). A .csv/.tsv header without the text column (or without
@@ -120,8 +122,8 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".txt", ".jsonl", ".csv", ".tsv"):
-        raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv or .tsv")
+    if suffix not in INPUT_SUFFIXES:
+        raise DataError(f"{path}: unsupported input type {suffix!r}; use .txt, .jsonl, .csv, .tsv or .parquet")
     if quoting not in QUOTING:
         raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     if not path.exists():
@@ -133,34 +135,64 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
 def _examples(path: Path, suffix: str, text_column: Optional[str], context_column: Optional[str],
               id_column: Optional[str], bad: BadRecords, quoting: str) -> Iterator[Example]:
     """The rows of an input file whose name and options `iter_inputs` checked, as examples."""
-    read = 0
-    with path.open("rb") as f:
-        lines = utf8_lines(f, path)
-        if suffix == ".txt":
-            rows: Iterator[tuple[int, Any]] = ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
-        elif suffix == ".jsonl":
-            rows = _jsonl_rows(lines, path)
-        else:
-            def check_header(header: list[str], where: str) -> None:
-                _check_header(header, where, text_column, context_column, id_column)
+    def check_header(header: list[str], where: str) -> None:
+        _check_header(header, where, text_column, context_column, id_column)
 
-            rows = _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting, check_header)
-        for number, row in rows:
-            where = f"{path}:{number}"
-            try:
-                if isinstance(row, Exception):
-                    raise row
-                if suffix == ".txt" and not row["text"].strip():
-                    continue  # blank lines separate nothing in a one-comment-per-line file
-                example = _row_example(row, number, where, text_column, context_column, id_column)
-            except DataError as err:
-                bad.handle(err)
-                continue
-            read += 1
-            yield example
+    read = 0
+    for number, row in _numbered_rows(path, suffix, quoting, check_header):
+        where = f"{path}:{number}"
+        try:
+            if isinstance(row, Exception):
+                raise row
+            if suffix == ".txt" and not row["text"].strip():
+                continue  # blank lines separate nothing in a one-comment-per-line file
+            example = _row_example(row, number, where, text_column, context_column, id_column)
+        except DataError as err:
+            bad.handle(err)
+            continue
+        read += 1
+        yield example
     if not read and bad.report.count:
         raise DataError(f"{path}: every row was bad ({bad.report.count} skipped), nothing to predict; "
                         f"the first: {bad.report.reasons[0]}")
+
+
+def _numbered_rows(path: Path, suffix: str, quoting: str,
+                   check_header: Callable[[list[str], str], None]) -> Iterator[tuple[int, Any]]:
+    """(line or row number, {column: value} or the `DataError` of a bad row) per row of an input file."""
+    if suffix == ".parquet":
+        yield from _parquet_rows(path, check_header)
+        return
+    with path.open("rb") as f:
+        lines = utf8_lines(f, path)
+        if suffix == ".txt":
+            yield from ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
+        elif suffix == ".jsonl":
+            yield from _jsonl_rows(lines, path)
+        else:
+            yield from _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting, check_header)
+
+
+PARQUET_BATCH_ROWS = 4096  # rows read from a Parquet file at a time: memory stays flat on any file size
+
+
+def _parquet_rows(path: Path, check_header: Callable[[list[str], str], None]) -> Iterator[tuple[int, Any]]:
+    """(row number from 1, {column: value}) of every row of a Parquet file, read a batch of rows at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        reader = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+    check_header(reader.schema_arrow.names, str(path))
+    number = 0
+    for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        for row in batch.to_pylist():
+            number += 1
+            yield number, row
 
 
 def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,

@@ -1,7 +1,14 @@
-"""`kold-span predict`'s output: one JSON row per input row, in input order, written whole or resumed after a kill.
+"""`kold-span predict`'s output: one row per input row, in input order, written whole or resumed after a kill.
 
-The rows go to `<output>.partial` (`data.atomic.partial_path`), flushed after every chunk the
-predictor computes, and the finished file is renamed over `<output>` (`atomic_write`): the
+The output is JSONL (one object a line) or Parquet, chosen by its suffix. Both hold, per input
+row, its id, text, labels and spans. Parquet stores `spans` as a list of typed structs (type,
+start, end, text, score) and `labels` as the JSON text of the labels object the JSONL line holds:
+a label's value is a boolean, string or list depending on the model's tasks, and a Parquet column
+holds one type. The JSON lines are rendered in the pipeline's decoding thread, beside the network.
+
+The rows go, as JSON lines, to `<output>.partial` (`data.atomic.partial_path`), flushed after every
+chunk the predictor computes, and the finished file is renamed over `<output>` (`atomic_write`;
+a Parquet output is converted from the finished JSON lines, a row group at a time): the
 previous output is never touched by a run that fails. A run that fails or is killed leaves its
 `.partial` file behind, and `resume=True` continues from it (or from a finished or half-written
 `<output>` when there is no `.partial`): its complete rows are checked against the input (the
@@ -15,21 +22,24 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
-from collections import deque
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import TaskKind
-from kold_span.data.atomic import atomic_write, partial_path
+from kold_span.data.atomic import add_note, atomic_write, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import html_page
-from kold_span.inference.predictor import CHUNK_BATCHES, Predictor
+from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
+from kold_span.inference.predictor import Predictor
 
 log = logging.getLogger(__name__)
+OUTPUT_SUFFIXES = (".jsonl", ".parquet")
+PARQUET_GROUP_ROWS = 4096  # rows per Parquet row group: memory stays flat on any input size
 
 
 class UnfinishedOutputError(DataError):
@@ -42,6 +52,23 @@ class PredictionRun:
 
     rows: int
     kept: int = 0
+
+
+def output_kind(path: Union[str, Path]) -> str:
+    """"jsonl" or "parquet", from an output file's suffix; a `DataError` for any other.
+
+    Example:
+        >>> output_kind("out/preds.parquet"), output_kind("preds.JSONL")
+        ('parquet', 'jsonl')
+        >>> output_kind("preds.csv")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: preds.csv: unsupported output type '.csv'; use .jsonl or .parquet
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise DataError(f"{path}: unsupported output type {suffix!r}; use .jsonl or .parquet")
+    return suffix[1:]
 
 
 def output_row(example: Example, prediction: dict[str, Any]) -> str:
@@ -90,12 +117,12 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
                       html: Optional[Path] = None, batch_size: int = 32,
                       perspective: Optional[dict[str, Any]] = None, resume: bool = False,
                       on_row: Callable[[], None] = lambda: None) -> PredictionRun:
-    """Predict every example into `output` (JSONL) and optionally an HTML page, resuming an unfinished run.
+    """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
     Args:
         predictor: the model (or ensemble).
         examples: the input rows, in order (`iter_inputs`).
-        output: the JSONL file; replaced only when every row is written.
+        output: the .jsonl or .parquet file; replaced only when every row is written.
         html: the HTML page to write too; replaced only on success as well.
         batch_size: texts per forward pass.
         perspective: the annotator traits of an annotator-conditioned model.
@@ -112,20 +139,20 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
         UnfinishedOutputError: `resume` with an unfinished output that is not of this input.
     """
     output = Path(output)
+    kind = output_kind(output)
+    check_batch_size(batch_size)
     partial = partial_path(output)
-    kept, end = _resume_point(output, partial, batch_size * CHUNK_BATCHES) if resume else (0, 0)
+    chunk = batch_size * CHUNK_BATCHES
+    kept, end = _resume_point(output, partial, chunk, kind) if resume else (0, 0)
     if not resume and partial.exists():
         log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
     examples = iter(examples)
-    pending: deque = deque()  # examples read but not yet written; predictions come back in order
-
-    def remember() -> Iterator[Example]:
-        for example in examples:
-            pending.append(example)  # only the current chunk is held (see Predictor.predict_examples)
-            yield example
-
     with ExitStack() as stack:
-        out = stack.enter_context(atomic_write(output, "a" if kept else "w", partial=partial))
+        mode = "a" if kept else "w"
+        if kind == "jsonl":
+            out = stack.enter_context(atomic_write(output, mode, partial=partial))
+        else:
+            out = stack.enter_context(_kept_partial(partial, mode, output))
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
         span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
         page = stack.enter_context(html_page(html, span_types)) if html else None
@@ -133,22 +160,88 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
             _check_kept_rows(partial, kept, examples, page, on_row)
             out.truncate(end)  # the rows after the last whole chunk are predicted again
         rows = kept
-        for prediction in predictor.predict_examples(remember(), batch_size, perspective):
-            example = pending.popleft()
-            out.write(output_row(example, prediction) + "\n")
+        pipeline = Pipeline(predictor, batch_size, perspective)
+        for example, (prediction, line) in pipeline.run(examples, lambda e, p: (p, output_row(e, p) + "\n")):
+            out.write(line)
             if page:
                 page.add(example, prediction)
             rows += 1
-            if not pending:
+            if rows % chunk == 0:
                 out.flush()  # a whole chunk is in the file: a run killed now resumes after it
             on_row()
+        if kind == "parquet":
+            out.flush()  # every row is in the partial file, which stays until the Parquet file is in place
+            with atomic_write(output, "wb") as target:
+                write_parquet(target, (row for _, row in complete_rows(partial)))
+    if kind == "parquet":
+        partial.unlink()
     return PredictionRun(rows, kept)
 
 
-def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
+@contextmanager
+def _kept_partial(partial: Path, mode: str, output: Path) -> Iterator[IO[str]]:
+    """The unfinished rows of a Parquet output, a file kept when the block fails (as `atomic_write` keeps it)."""
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    file = partial.open(mode, encoding="utf-8")
+    try:
+        with file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException as err:
+        untouched = f"{output} left as it was" if output.exists() else f"{output} not written"
+        if partial.stat().st_size == 0:
+            partial.unlink(missing_ok=True)
+            add_note(err, untouched)
+        else:
+            add_note(err, f"{untouched}; what was written so far is kept in {partial}")
+        raise
+
+
+def parquet_schema():
+    """The Parquet output's columns: id, text, labels (JSON text) and spans (typed structs)."""
+    import pyarrow as pa
+
+    span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
+                      ("score", pa.float64())])
+    return pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
+                      ("spans", pa.list_(span))])
+
+
+def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:
+    """Output rows (as the JSONL lines hold them) written as Parquet, a row group at a time; returns how many.
+
+    Example:
+        >>> import io, pyarrow.parquet as pq
+        >>> buffer = io.BytesIO()
+        >>> write_parquet(buffer, [{"id": "1", "text": "바보", "labels": {"OFF": {"label": True}},
+        ...                         "spans": [{"type": "OFF", "start": 0, "end": 2, "text": "바보", "score": 0.9}]}])
+        1
+        >>> row = pq.read_table(io.BytesIO(buffer.getvalue())).to_pylist()[0]
+        >>> row["labels"], row["spans"][0]["end"]
+        ('{"OFF": {"label": true}}', 2)
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = parquet_schema()
+    count, group = 0, []
+    with pq.ParquetWriter(target, schema) as writer:
+        for row in rows:
+            group.append({**row, "labels": json.dumps(row.get("labels", {}), ensure_ascii=False)})
+            count += 1
+            if len(group) >= PARQUET_GROUP_ROWS:
+                writer.write_table(pa.Table.from_pylist(group, schema=schema))
+                group = []
+        if group:
+            writer.write_table(pa.Table.from_pylist(group, schema=schema))
+    return count
+
+
+def _resume_point(output: Path, partial: Path, chunk: int, kind: str) -> tuple[int, int]:
     """How many complete rows of the unfinished output to keep (whole chunks), and the bytes they take."""
     if not partial.exists():
-        if not output.exists():
+        if not output.exists() or kind != "jsonl":  # a finished Parquet output is predicted again
             log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
             return 0, 0
         shutil.copyfile(output, partial)  # a half-written output of an earlier version, or a finished one

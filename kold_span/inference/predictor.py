@@ -22,11 +22,13 @@ from kold_span.data.perspectives import check_perspective, verbalise, with_persp
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
 from kold_span.models.decoding import MergedExample, merge_windows, prediction
-from kold_span.models.network import MultiTaskModel, probabilities
+from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
+from kold_span.inference.pipeline import (CHUNK_BATCHES, HostProbs, Pipeline, PreparedChunk, autocast,
+                                         check_batch_size, resolve_precision, to_host)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -37,9 +39,6 @@ FORMAT_VERSION = 1
 REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
                  "encoder.model_type")
 TASK_KEYS = ("name", "kind", "source")
-# `predict_examples` predicts this many batches at a time; a resumed `kold-span predict` restarts at such a
-# boundary so every text is padded with the same neighbours as in an uninterrupted run.
-CHUNK_BATCHES = 8
 
 
 def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
@@ -122,7 +121,8 @@ class Predictor:
                  max_length: int = 128, stride: int = 32, context_mode: str = "auto",
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
-                 companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu"):
+                 companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
+                 precision: str = "auto"):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
@@ -132,6 +132,7 @@ class Predictor:
         self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
+        self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
 
     # -- saving and loading -------------------------------------------------------------
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
@@ -160,8 +161,11 @@ class Predictor:
         return directory
 
     @classmethod
-    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu") -> "Predictor":
+    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto") -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
+
+        `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU or
+        a CPU with bf16 instructions, else fp32); the weights stay float32.
 
         Example:
             >>> Predictor.from_pretrained("no/such/model")
@@ -195,38 +199,59 @@ class Predictor:
                    snap=config["align"]["snap"], trim=config["align"]["trim"],
                    morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
                    perspective=config.get("perspective"),
-                   companions=load_companions(directory, config.get("ngram", [])), device=device)
+                   companions=load_companions(directory, config.get("ngram", [])), device=device,
+                   precision=precision)
 
-    # -- prediction ---------------------------------------------------------------------
-    @torch.inference_mode()
-    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
-                       batch_size: int = 32) -> list[MergedExample]:
-        """Per-example outputs with long texts' windows merged."""
+    # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
+    def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
+        """The CPU work before the network: morphemes, windows, and length-sorted batches collated into tensors."""
         prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
                      snap=self.snap.uses_morphemes)
-        windows, owners = [], []
+        prepared = PreparedChunk(list(texts), list(contexts))
         for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
             for window in example_windows:
-                windows.append(window)
-                owners.append(i)
+                prepared.windows.append(window)
+                prepared.owners.append(i)
+        windows = prepared.windows
         order = sorted(range(len(windows)), key=lambda j: len(windows[j]["input_ids"]))
-        probs: list[dict[str, np.ndarray]] = [{} for _ in windows]
         pad_id = self.tokenizer.pad_token_id or 0
+        pin = self.device.type == "cuda"
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            batch = collate([windows[j] for j in chunk], [], pad_id)
-            logits = self.model(batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
-                                batch["token_type_ids"].to(self.device))
-            for task in self.tasks:
-                task_probs = probabilities(task, logits[task.name]).float().cpu().numpy()
-                for row, j in enumerate(chunk):
-                    probs[j][task.name] = task_probs[row]
-        grouped: list[list[int]] = [[] for _ in texts]
-        for j, owner in enumerate(owners):
+            rows = order[start:start + batch_size]
+            batch = collate([windows[j] for j in rows], [], pad_id)
+            inputs = tuple(batch[key] for key in ("input_ids", "attention_mask", "token_type_ids"))
+            prepared.batches.append((rows, tuple(t.pin_memory() for t in inputs) if pin else inputs))
+        return prepared
+
+    @torch.inference_mode()
+    def run_network(self, prepared: PreparedChunk) -> list[HostProbs]:
+        """Every batch of a prepared chunk through the network; each batch's probabilities copied to the host once."""
+        outputs = []
+        with autocast(self.device, self.precision):
+            for _rows, inputs in prepared.batches:
+                logits = self.model(*(t.to(self.device, non_blocking=True) for t in inputs))
+                outputs.append(to_host(self.tasks, logits))
+        return outputs
+
+    def merge(self, prepared: PreparedChunk, outputs: list[HostProbs]) -> list[MergedExample]:
+        """Per-example outputs of a chunk: its windows merged, n-gram companions fused."""
+        probs: list[dict[str, np.ndarray]] = [{} for _ in prepared.windows]
+        for (rows, _inputs), host in zip(prepared.batches, outputs, strict=True):
+            for j, row in zip(rows, host.rows()):
+                probs[j] = row
+        grouped: list[list[int]] = [[] for _ in prepared.texts]
+        for j, owner in enumerate(prepared.owners):
             grouped[owner].append(j)
+        windows = prepared.windows
         merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
-        self._fuse_companions(texts, contexts, merged)
+        self._fuse_companions(prepared.texts, prepared.contexts, merged)
         return merged
+
+    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
+                       batch_size: int = 32) -> list[MergedExample]:
+        """Per-example outputs with long texts' windows merged (the three stages in turn)."""
+        prepared = self.prepare(texts, contexts, batch_size)
+        return self.merge(prepared, self.run_network(prepared))
 
     def _fuse_companions(self, texts: Sequence[str], contexts: Sequence[Context],
                          merged: list[MergedExample]) -> None:
@@ -254,41 +279,30 @@ class Predictor:
         A bad argument is an `ArgumentError` naming it and the index of the bad item.
         """
         texts = checked_texts(texts)
-        contexts = checked_contexts(contexts, len(texts))
+        contexts = self.contexts_for(checked_contexts(contexts, len(texts)), perspective)
         check_batch_size(batch_size)
-        if perspective is not None:
-            if not self.perspective:
-                raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
-                                    "it cannot take a perspective")
-            check_perspective(perspective, self.perspective["traits"])
-            segment = verbalise(perspective, self.perspective["traits"])
-            contexts = [with_perspective(c, segment) for c in contexts]
         merged = self.merged_outputs(texts, contexts, batch_size)
         return [self.format(text, m) for text, m in zip(texts, merged)]
 
+    def contexts_for(self, contexts: Sequence[Context], perspective: Optional[dict[str, Any]]) -> list[Context]:
+        """The contexts with an annotator's verbalised traits added (annotator-conditioned models), else as given."""
+        if perspective is None:
+            return list(contexts)
+        if not self.perspective:
+            raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
+                                "it cannot take a perspective")
+        check_perspective(perspective, self.perspective["traits"])
+        segment = verbalise(perspective, self.perspective["traits"])
+        return [with_perspective(c, segment) for c in contexts]
+
     def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
                          perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
-        """Predict examples in chunks of `CHUNK_BATCHES` batches (memory stays flat); yields {id, labels, spans}."""
-        check_batch_size(batch_size)
-        chunk: list[Example] = []
-        for example in examples:
-            chunk.append(example)
-            if len(chunk) >= batch_size * CHUNK_BATCHES:
-                yield from self._predict_chunk(chunk, batch_size, perspective)
-                chunk = []
-        if chunk:
-            yield from self._predict_chunk(chunk, batch_size, perspective)
+        """Predict examples in chunks, CPU work overlapped with the network (`Pipeline`); yields {id, labels, spans}.
 
-    def _predict_chunk(self, chunk: list[Example], batch_size: int,
-                       perspective: Optional[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for example in chunk:
-            problem = (text_problem(example.text) if isinstance(example, Example)
-                       else f"expected an Example, got {type(example).__name__}")
-            if problem:
-                raise ArgumentError(f"example {getattr(example, 'id', '?')!r}: text {problem}")
-        outputs = self.predict([e.text for e in chunk], [e.context for e in chunk], batch_size, perspective)
-        for example, output in zip(chunk, outputs):
-            yield {"id": example.id, **output}
+        Memory stays flat on any input size; the predictions are those of `predict`, in input order.
+        """
+        for _example, prediction in Pipeline(self, batch_size, perspective).run(examples):
+            yield prediction
 
 
 def checked_texts(texts: Iterable[str]) -> list[str]:
@@ -342,15 +356,3 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
             raise ArgumentError(f"contexts[{i}]: {problem}")
     return contexts
 
-
-def check_batch_size(batch_size: Any) -> None:
-    """An `ArgumentError` unless `batch_size` is a whole number of at least 1.
-
-    Example:
-        >>> check_batch_size(0)
-        Traceback (most recent call last):
-        ...
-        kold_span.errors.ArgumentError: batch_size must be a whole number of at least 1, got 0
-    """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ArgumentError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")

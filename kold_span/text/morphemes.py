@@ -1,46 +1,65 @@
 """Korean morphemes with character offsets (Kiwi), shared by tokenizers and alignment."""
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Iterable
 
 _KIWI = None
+_KIWI_LOCK = threading.Lock()
 
 
 def kiwi():
-    """One Kiwi analyser per process (loading its model is slow)."""
+    """One Kiwi analyser per process (loading its model is slow); its batch calls use all cores by default."""
     global _KIWI
-    if _KIWI is None:
-        from kiwipiepy import Kiwi
-        _KIWI = Kiwi()
+    with _KIWI_LOCK:
+        if _KIWI is None:
+            from kiwipiepy import Kiwi
+            _KIWI = Kiwi()
     return _KIWI
 
 
 Morphemes = tuple[tuple[int, int, str], ...]
 
 # A least-recently-used cache of analyses. Predicting millions of distinct comments must keep memory
-# flat, so it holds a bounded number of texts; one chunk of `Predictor.predict_examples` (its texts,
-# their context turns and their normalised forms) fits in it at the usual batch sizes.
-CACHE_SIZE = 8192
+# flat, so it holds a bounded number of texts: the chunks `kold_span.inference.pipeline` holds at once
+# (one being prepared, one in the network, one being decoded), each with its texts, their context
+# turns and their normalised forms, fit in it at batch sizes up to 256.
+CACHE_SIZE = 32768
 _CACHE: OrderedDict[str, Morphemes] = OrderedDict()
+# The pipeline prepares one chunk (filling the cache) while it decodes another (reading it).
+_CACHE_LOCK = threading.Lock()
+
+
+def _analyse(texts: list[str]) -> list[Morphemes]:
+    """Kiwi's analyses of texts in one batched call, as (start, end, tag) triples."""
+    return [tuple((t.start, t.start + t.len, t.tag) for t in tokens) for tokens in kiwi().tokenize(texts)]
+
+
+def _store(texts: list[str], analyses: list[Morphemes]) -> None:
+    """Cache analyses, dropping the least recently used past `CACHE_SIZE`."""
+    with _CACHE_LOCK:
+        for text, tags in zip(texts, analyses):
+            _CACHE[text] = tags
+            if len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
 
 
 def prefetch(texts: Iterable[str]) -> None:
     """Analyse all uncached texts in one batched Kiwi call instead of one call per text.
 
     Texts already cached become the most recently used; the least recently used are dropped past
-    `CACHE_SIZE`.
+    `CACHE_SIZE`. Kiwi runs outside the cache's lock, so other threads read the cache meanwhile.
     """
     todo = []
-    for text in dict.fromkeys(t for t in texts if t):
-        if text in _CACHE:
-            _CACHE.move_to_end(text)
-        else:
-            todo.append(text)
-    for text, tokens in zip(todo, kiwi().tokenize(todo) if todo else ()):
-        _CACHE[text] = tuple((t.start, t.start + t.len, t.tag) for t in tokens)
-        if len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        for text in dict.fromkeys(t for t in texts if t):
+            if text in _CACHE:
+                _CACHE.move_to_end(text)
+            else:
+                todo.append(text)
+    if todo:
+        _store(todo, _analyse(todo))
 
 
 def morpheme_tags(text: str) -> Morphemes:
@@ -52,12 +71,13 @@ def morpheme_tags(text: str) -> Morphemes:
     """
     if not text:
         return ()
-    tags = _CACHE.get(text)
-    if tags is None:
-        prefetch([text])
-        tags = _CACHE[text]
-    else:
-        _CACHE.move_to_end(text)
+    with _CACHE_LOCK:
+        tags = _CACHE.get(text)
+        if tags is not None:
+            _CACHE.move_to_end(text)
+            return tags
+    [tags] = _analyse([text])
+    _store([text], [tags])
     return tags
 
 
@@ -83,7 +103,8 @@ def prefetch_for(tokenizer, texts: Iterable[str], snap: bool = True) -> None:
 
 def clear_cache() -> None:
     """Forget every cached analysis (benchmarks use this to time cold runs)."""
-    _CACHE.clear()
+    with _CACHE_LOCK:
+        _CACHE.clear()
 
 
 def morpheme_pieces(text: str) -> list[tuple[int, int]]:
