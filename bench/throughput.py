@@ -1,19 +1,29 @@
-"""Throughput: one multi-task model vs the single-task pair a user would otherwise run.
+"""Throughput: the joint model today's way and through the overlapped pipeline, against what a user would
+otherwise run: a classifier plus a tagger, and Hugging Face's `pipeline`s.
 
-The same 2,000 comments (BEEP! with their titles when ../shared/data is there, else the
-made-up KOLD sample cycled) go through
-  (a) one joint model (OFF head + OFF span head, one forward pass per window), and
-  (b) a sequence classifier plus a separate token tagger of the same encoder size.
-Weights are randomly initialised: speed does not depend on them. Also reported: the share of
-the joint model's predict time spent outside the network (tokenization, window merging,
-alignment, morpheme snapping, JSON writing).
+The same comments (BEEP! with their titles when ../shared/data is there, else the made-up KOLD
+sample cycled) go, in one process and one run, through
+  (a) the joint model (OFF head + OFF span head, one forward pass per window), today's way: one
+      chunk after the other, CPU work and network in turn (`Predictor.predict` per chunk);
+  (b) the same model through the overlapped pipeline (`Predictor.predict_examples`);
+  (c) a sequence classifier plus a separate token tagger of the same encoder size (`--no-pair` skips);
+  (d) Hugging Face `pipeline("text-classification")` (comment and title as a pair) plus
+      `pipeline("token-classification", aggregation_strategy="simple")` (the comment), with their
+      `batch_size`, over the joint model's encoder and heads (`--no-hf` skips).
+Weights are randomly initialised: speed does not depend on them. Each row writes JSONL (the HF rows
+their outputs as JSON) and reports comments/s, the share of wall time the network is busy (its
+forward passes timed; with the pipeline, CPU work runs beside them) and the process's peak resident
+memory during the row (sampled every 10 ms). All rows share one process, which holds every row's
+model from the start: a row that needs more memory than the others shows as a higher peak. Every pass starts with Kiwi's cache
+empty; the HF rows use the same tokenizer, which analyses each text with Kiwi as it comes.
 
     python bench/throughput.py [--data DIR] [--n 2000] [--repeats 3] [--hidden 256 --layers 4]
-                               [--device cuda] [--no-kiwi]
+                               [--device cuda] [--no-kiwi] [--no-pair] [--no-hf] [--precision auto]
 
 `--no-kiwi` splits words without Kiwi and does not snap spans to morphemes (for a machine
 without Kiwi's model); `--device cuda` runs the network on the GPU, waiting for it before each
-forward pass is timed.
+forward pass is timed (which also stops the pipeline's copies overlapping the next batch: the
+rates there are a lower bound).
 """
 from __future__ import annotations
 
@@ -23,7 +33,9 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -34,6 +46,8 @@ sys.path.insert(0, str(ROOT))
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
 from kold_span.data.example import Example  # noqa: E402
+from kold_span.inference.outputs import render_row  # noqa: E402
+from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.backbones import scratch_encoder, train_tokenizer  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
@@ -58,39 +72,129 @@ def load_comments(data_dir: Path, n: int) -> tuple[list[Example], str]:
 
 
 def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, max_length: int,
-                  snap: str = "morpheme", device: str = "cpu") -> Predictor:
+                  snap: str = "morpheme", device: str = "cpu", precision: str = "auto") -> Predictor:
     torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
-    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap=snap, device=device)
+    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap=snap, device=device,
+                     precision=precision)
 
 
-def timed_predict(predictor: Predictor, examples: list[Example], batch_size: int) -> tuple[float, float]:
-    """(total seconds, seconds inside the network) of predicting and writing JSONL."""
-    inside = 0.0
-    forward = predictor.model.forward
+def rss_bytes() -> int:
+    """This process's resident memory now (Linux), else 0."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
-    cuda = predictor.device.type == "cuda"
 
-    def timed_forward(*args, **kwargs):
-        nonlocal inside
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        out = forward(*args, **kwargs)
-        if cuda:
-            torch.cuda.synchronize()
-        inside += time.perf_counter() - start
-        return out
+@contextmanager
+def peak_memory(result: dict):
+    """Sample resident memory every 10 ms; `result["peak_mb"]` is the process's peak while inside."""
+    peak, stop = [rss_bytes()], threading.Event()
 
-    predictor.model.forward = timed_forward
+    def sample():
+        while not stop.wait(0.01):
+            peak[0] = max(peak[0], rss_bytes())
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        result["peak_mb"] = max(peak[0], rss_bytes()) / 2**20
+
+
+@contextmanager
+def timed_network(modules: list[torch.nn.Module], device: torch.device, result: dict):
+    """Time every forward pass of `modules` into `result["inside"]` (waiting for the GPU around each)."""
+    result["inside"] = 0.0
+    cuda = device.type == "cuda"
+    originals = [m.forward for m in modules]
+
+    def wrap(forward):
+        def timed_forward(*args, **kwargs):
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            out = forward(*args, **kwargs)
+            if cuda:
+                torch.cuda.synchronize()
+            result["inside"] += time.perf_counter() - start
+            return out
+        return timed_forward
+
+    for module, forward in zip(modules, originals):
+        module.forward = wrap(forward)
+    try:
+        yield
+    finally:
+        for module, forward in zip(modules, originals):
+            module.forward = forward
+
+
+def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: int):
+    """Today's way: one chunk after the other, CPU work and network in turn, JSON written after each."""
+    for chunk in chunks(examples, batch_size * CHUNK_BATCHES):
+        outputs = predictor.predict([e.text for e in chunk], [e.context for e in chunk], batch_size)
+        for example, output in zip(chunk, outputs):
+            yield render_row("jsonl", example, {"id": example.id, **output})
+
+
+def pipeline_rows(predictor: Predictor, examples: list[Example], batch_size: int):
+    """The overlapped pipeline, JSON rendered in its decoding thread."""
+    render = (lambda e, p: render_row("jsonl", e, p))
+    for _example, line in Pipeline(predictor, batch_size).run(examples, render):
+        yield line
+
+
+def timed(rows, modules: list[torch.nn.Module], device: torch.device) -> dict:
+    """Seconds, seconds inside the network and peak memory of writing every row of `rows()`."""
+    result: dict = {}
     clear_cache()  # every pass pays for its own Kiwi analyses
     sink = io.StringIO()
-    start = time.perf_counter()
-    for row in predictor.predict_examples(examples, batch_size=batch_size):
-        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    total = time.perf_counter() - start
-    predictor.model.forward = forward
-    return total, inside
+    with peak_memory(result), timed_network(modules, device, result):
+        start = time.perf_counter()
+        for line in rows():
+            sink.write(line)
+        result["total"] = time.perf_counter() - start
+    return result
+
+
+def hf_pipelines(joint: Predictor, max_length: int, device: str):
+    """Hugging Face's text- and token-classification pipelines over the joint model's encoder and heads.
+
+    The sequence classifier's pooler (a dense layer and tanh over the first token, which the joint
+    model does not have) is the one part left randomly initialised.
+    """
+    from transformers import BertForSequenceClassification, BertForTokenClassification, pipeline
+
+    config = joint.model.encoder.config.to_dict()
+    classifier = BertForSequenceClassification(type(joint.model.encoder.config)(
+        **{**config, "id2label": {0: "false", 1: "true"}, "label2id": {"false": 0, "true": 1}}))
+    tagger = BertForTokenClassification(type(joint.model.encoder.config)(
+        **{**config, "id2label": {0: "O", 1: "B-OFF", 2: "I-OFF"}, "label2id": {"O": 0, "B-OFF": 1, "I-OFF": 2}}))
+    state = joint.model.encoder.state_dict()
+    classifier.bert.load_state_dict(state, strict=False)
+    tagger.bert.load_state_dict(state)
+    classifier.classifier.load_state_dict(joint.model.heads["OFF"].state_dict())
+    tagger.classifier.load_state_dict(joint.model.heads["OFF_span"].state_dict())
+    tokenizer = joint.tokenizer
+    tokenizer.model_max_length = max_length
+    text_pipe = pipeline("text-classification", model=classifier.eval(), tokenizer=tokenizer, device=device)
+    token_pipe = pipeline("token-classification", model=tagger.eval(), tokenizer=tokenizer, device=device,
+                          aggregation_strategy="simple")
+    return text_pipe, token_pipe
+
+
+def hf_rows(text_pipe, token_pipe, examples: list[Example], batch_size: int, stride: int):
+    """Both Hugging Face pipelines over the comments, each writing its outputs as JSON lines."""
+    pairs = [{"text": e.text, "text_pair": e.context} if isinstance(e.context, str) else e.text for e in examples]
+    for out in text_pipe(pairs, batch_size=batch_size, truncation=True):
+        yield json.dumps(out, ensure_ascii=False) + "\n"
+    for out in token_pipe([e.text for e in examples], batch_size=batch_size, stride=stride):
+        yield json.dumps([{**o, "score": float(o["score"])} for o in out], ensure_ascii=False) + "\n"
 
 
 def main() -> int:
@@ -103,8 +207,11 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1, …")
+    parser.add_argument("--precision", default="auto", help="the network's: auto, bf16, fp16 or fp32")
     parser.add_argument("--no-kiwi", action="store_true",
                         help="split words without Kiwi and do not snap spans to morphemes")
+    parser.add_argument("--no-pair", action="store_true", help="leave out the classifier + tagger rows")
+    parser.add_argument("--no-hf", action="store_true", help="leave out the Hugging Face pipeline rows")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks/throughput.md")
     parser.add_argument("--section", default="throughput", help="section of docs/benchmarks/throughput.md to (re)write")
     args = parser.parse_args()
@@ -115,31 +222,46 @@ def main() -> int:
                                    max_position=512, morpheme_pretokenize=not args.no_kiwi)
     texts = [e.text for e in examples] + sorted({e.context for e in examples if isinstance(e.context, str)})
     tokenizer = train_tokenizer(texts, scratch)
-    setups = {"joint": [OFF, OFF_SPAN], "classifier": [OFF], "tagger": [OFF_SPAN]}
     snap = "none" if args.no_kiwi else "morpheme"
-    predictors = {name: predictor_for(tasks, tokenizer, scratch, args.max_length, snap, args.device)
-                  for name, tasks in setups.items()}
-    for predictor in predictors.values():  # warm-up
-        timed_predict(predictor, examples[:64], args.batch_size)
+    joint = predictor_for([OFF, OFF_SPAN], tokenizer, scratch, args.max_length, snap, args.device, args.precision)
+    device = joint.device
+    bs = args.batch_size
+    setups = {"sequential": (lambda ex: sequential_rows(joint, ex, bs), [joint.model]),
+              "pipeline": (lambda ex: pipeline_rows(joint, ex, bs), [joint.model])}
+    if not args.no_pair:
+        for name, tasks in (("classifier", [OFF]), ("tagger", [OFF_SPAN])):
+            single = predictor_for(tasks, tokenizer, scratch, args.max_length, snap, args.device, args.precision)
+            setups[name] = ((lambda p: lambda ex: sequential_rows(p, ex, bs))(single), [single.model])
+    if not args.no_hf:
+        text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
+        setups["hf"] = (lambda ex: hf_rows(text_pipe, token_pipe, ex, bs, 32), [text_pipe.model, token_pipe.model])
+    for rows, modules in setups.values():  # warm-up
+        timed(lambda: rows(examples[:64]), modules, device)
 
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in setups}
+    runs: dict[str, list[dict]] = {name: [] for name in setups}
     for _ in range(args.repeats):
-        for name, predictor in predictors.items():
-            runs[name].append(timed_predict(predictor, examples, args.batch_size))
-    median = {name: statistics.median(t for t, _ in r) for name, r in runs.items()}
-    joint_outside = statistics.median(1 - inside / total for total, inside in runs["joint"])
-    joint_rate = args.n / median["joint"]
-    pair_rate = args.n / (median["classifier"] + median["tagger"])
+        for name, (rows, modules) in setups.items():
+            runs[name].append(timed(lambda: rows(examples), modules, device))
+    rows_out = {}
+    for name, passes in runs.items():
+        seconds = statistics.median(p["total"] for p in passes)
+        rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
+                          "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
+                          "peak_mb": round(max(p["peak_mb"] for p in passes), 1)}
     result = {
-        "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": args.batch_size,
+        "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
         "encoder": {"hidden": args.hidden, "layers": args.layers, "max_length": args.max_length},
         "torch_threads": torch.get_num_threads(), "device": device_name(args.device), "kiwi": not args.no_kiwi,
-        "joint_comments_per_s": round(joint_rate, 1), "pair_comments_per_s": round(pair_rate, 1),
-        "speedup": round(joint_rate / pair_rate, 3),
-        "classifier_s": round(median["classifier"], 2), "tagger_s": round(median["tagger"], 2),
-        "joint_s": round(median["joint"], 2), "joint_outside_model_share": round(joint_outside, 3),
-        "machine": machine_line(),
+        "precision": joint.precision, "rows": rows_out, "machine": machine_line(),
     }
+    if "classifier" in rows_out:
+        pair_s = rows_out["classifier"]["s"] + rows_out["tagger"]["s"]
+        result["pair_comments_per_s"] = round(args.n / pair_s, 1)
+        result["pair_speedup"] = round(rows_out["sequential"]["comments_per_s"] / result["pair_comments_per_s"], 3)
+    if "hf" in rows_out:
+        result["hf_speedup"] = round(rows_out["pipeline"]["comments_per_s"] / rows_out["hf"]["comments_per_s"], 2)
+    result["pipeline_speedup"] = round(rows_out["pipeline"]["comments_per_s"]
+                                       / rows_out["sequential"]["comments_per_s"], 3)
     out = ROOT / "bench/results" / f"{args.section}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
@@ -157,30 +279,52 @@ def device_name(device: str) -> str:
     return f"{torch.cuda.get_device_name(torch.device(device))} (torch {torch.__version__}, CUDA {torch.version.cuda})"
 
 
+LABELS = {"sequential": "joint model, today's way (chunks in turn, no overlap)",
+          "pipeline": "joint model, overlapped pipeline",
+          "classifier": "sequence classifier (today's way)", "tagger": "token tagger (today's way)",
+          "hf": "Hugging Face text- + token-classification pipelines"}
+
+
 def render(r: dict, command: str) -> str:
+    """The docs section of one run: its conditions, one table row per setup, and the ratios.
+
+    Example:
+        >>> rows = {"sequential": {"s": 10.0, "comments_per_s": 100.0, "network_busy": 0.8, "peak_mb": 50.0},
+        ...         "pipeline": {"s": 8.0, "comments_per_s": 125.0, "network_busy": 0.95, "peak_mb": 60.0}}
+        >>> r = {"encoder": {"hidden": 256, "layers": 4, "max_length": 128}, "machine": "m", "torch_threads": 2,
+        ...      "comments": 1000, "source": "s", "batch_size": 64, "repeats": 1, "rows": rows,
+        ...      "pipeline_speedup": 1.25, "precision": "fp32"}
+        >>> print(render(r, "cmd").splitlines()[11])
+        | joint model, overlapped pipeline | 8.0 | 125.0 | 95.0% | 60.0 |
+    """
     device = r.get("device", "cpu")
     on_device = "" if device == "cpu" else f"; the network on {device}"
     words = ("Kiwi morphemes as pre-tokens, spans snapped to morphemes" if r.get("kiwi", True)
              else "no Kiwi (BERT word splitting, spans not snapped)")
-    return f"""## Throughput: one joint model vs a classifier + a tagger (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers)
+    table = "\n".join(f"| {LABELS[name]} | {row['s']} | {row['comments_per_s']} | {row['network_busy'] * 100:.1f}% | "
+                      f"{row['peak_mb']} |" for name, row in r["rows"].items())
+    notes = [f"- The overlapped pipeline against today's way: **{r['pipeline_speedup']}×**; the network busy "
+             f"{r['rows']['pipeline']['network_busy'] * 100:.1f}% of the wall time (time outside it "
+             f"{(1 - r['rows']['pipeline']['network_busy']) * 100:.1f}%, target ≤ 10% on 4 layers), against "
+             f"{r['rows']['sequential']['network_busy'] * 100:.1f}% today's way."]
+    if "pair_speedup" in r:
+        notes.append(f"- The joint model (today's way) against the classifier + tagger: **{r['pair_speedup']}×** "
+                     f"({r['pair_comments_per_s']} comments/s for the pair; target ≥ 1.8×, the limit is 2×).")
+    if "hf_speedup" in r:
+        notes.append(f"- The pipeline against the Hugging Face pipeline pair: **{r['hf_speedup']}×** (target ≥ 5×).")
+    return f"""## Throughput: the joint model, today's way and overlapped, against its peers (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers)
 
-Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads{on_device}.
+Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads{on_device}, network in {r['precision']}.
 Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: BERT,
 {r['encoder']['layers']} layers, hidden {r['encoder']['hidden']}, windows of {r['encoder']['max_length']} tokens,
 randomly initialised (speed does not depend on the weights); median of {r['repeats']} passes,
 each predicting and writing JSONL, {words}.
 
-| setup | seconds | comments / s |
-|---|---|---|
-| joint model (category + spans, one pass) | {r['joint_s']} | {r['joint_comments_per_s']} |
-| sequence classifier | {r['classifier_s']} | |
-| token tagger | {r['tagger_s']} | |
-| classifier + tagger (what a user would otherwise run) | {round(r['classifier_s'] + r['tagger_s'], 2)} | {r['pair_comments_per_s']} |
+| setup | seconds | comments / s | network busy | peak resident memory of the process (MB) |
+|---|---|---|---|---|
+{table}
 
-- Speed-up of the joint model: **{r['speedup']}×** (target ≥ 1.8×; the limit is 2×).
-- Share of the joint model's predict time spent outside the network (tokenization, window
-  merging, decoding, {'morpheme snapping, ' if r.get('kiwi', True) else ''}JSON writing): **{r['joint_outside_model_share'] * 100:.1f}%** (target ≤ 15%).
-"""
+""" + "\n".join(notes) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The GPU presets on a real GPU: bf16 training, data-loader workers, DDP, and CUDA prediction.
+"""The GPU presets on a real GPU: bf16 training, data-loader workers, DDP, and CUDA prediction (the pipeline too).
 
 Skipped where torch sees no CUDA device (CI has none); run on a GPU machine with
 `python -m pytest tests/test_gpu.py`. The tiny model here splits words without Kiwi
@@ -66,6 +66,30 @@ def test_cuda_prediction_matches_cpu(gpu_run):
             assert out["label"] == b["labels"][task]["label"]
             for label, p in out["probs"].items():
                 assert abs(p - b["labels"][task]["probs"][label]) < 1e-3
+
+
+def test_cuda_pipeline_copies_once_per_batch_and_keeps_spans_under_bf16(gpu_run):
+    """The overlapped pipeline on CUDA: pinned inputs, one non-blocking copy of all tasks per batch, bf16 autocast."""
+    from kold_span.data.example import Example
+
+    examples = [Example(id=str(i), text=ex.text, context=ex.context)
+                for i, ex in enumerate(corpora.read("kold", FIXTURE))]
+    full = Predictor.from_pretrained(gpu_run.model_dir, device="cuda", precision="fp32")
+    prepared = full.prepare([e.text for e in examples], [e.context for e in examples], 8)
+    assert all(t.is_pinned() for _rows, inputs in prepared.batches for t in inputs)
+    [host, *_] = full.run_network(prepared)
+    assert host.values.is_pinned() and host.ready is not None
+    assert [name for name, *_ in host.layout] == [t.name for t in full.tasks]
+    fp32 = list(full.predict_examples(examples, batch_size=8))
+    assert fp32 == [{"id": e.id, **p} for e, p in zip(examples, full.predict(
+        [e.text for e in examples], [e.context for e in examples], batch_size=8))]
+    bf16 = Predictor.from_pretrained(gpu_run.model_dir, device="cuda", precision="auto")
+    assert bf16.precision == "bf16"
+    for a, b in zip(fp32, bf16.predict_examples(examples, batch_size=8), strict=True):
+        assert [(s["start"], s["end"]) for s in a["spans"]] == [(s["start"], s["end"]) for s in b["spans"]]
+        for task, out in a["labels"].items():
+            for label, prob in out["probs"].items():
+                assert abs(prob - b["labels"][task]["probs"][label]) < 1e-3
 
 
 def test_predict_cli_on_cuda(gpu_run, tmp_path):

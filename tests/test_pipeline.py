@@ -132,8 +132,13 @@ def test_a_bad_row_is_raised_after_the_chunks_before_it_are_yielded():
 
 
 @pytest.fixture(scope="module")
-def predictor(tmp_path_factory):
-    return Predictor.from_pretrained(untrained_model(tmp_path_factory.mktemp("m") / "model", max_length=16))
+def model_dir(tmp_path_factory):
+    return untrained_model(tmp_path_factory.mktemp("m") / "model", max_length=16)
+
+
+@pytest.fixture(scope="module")
+def predictor(model_dir):
+    return Predictor.from_pretrained(model_dir)
 
 
 TEXTS = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "너 진짜 한심하다 정말로 한심하다 오늘 경기 정말 재밌었어요 " * 3,
@@ -161,3 +166,21 @@ def test_bf16_autocast_keeps_probabilities_close_and_spans(predictor):
     for a, b in zip(full.predict(TEXTS[:6]), reduced.predict(TEXTS[:6])):
         for label, p in a["labels"]["OFF"]["probs"].items():
             assert abs(p - b["labels"]["OFF"]["probs"][label]) < 1e-2
+
+
+def test_predict_writes_parquet_with_the_objects_of_its_jsonl(model_dir, tmp_path, capsys):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from kold_span.cli import main
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(TEXTS[:6]) + "\n", encoding="utf-8")
+    for name in ("out.jsonl", "out.parquet"):
+        assert main(["predict", "--model", str(model_dir), "--input", str(source), "--output", str(tmp_path / name),
+                     "--quiet", "--precision", "fp32"]) == 0
+    assert "wrote 6 predictions" in capsys.readouterr().out
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [{**row, "labels": json.loads(row["labels"])} for row in rows] == lines

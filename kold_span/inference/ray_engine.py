@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -59,12 +60,26 @@ class RayOptions:
 
 @dataclass
 class ShardSummary:
-    """What a run did: shards predicted and skipped (already complete), predictions written, bad rows skipped."""
+    """What a run did: shards predicted and skipped (already complete), predictions written, bad rows skipped.
+
+    `shard_seconds` adds up the time workers spent on their shards (not starting or loading the
+    model), so `predictions / shard_seconds` is the rate of one worker.
+
+    Example:
+        >>> ShardSummary(done=4, predictions=1000, shard_seconds=20.0).rate_per_worker
+        50.0
+    """
 
     done: int = 0
     skipped: int = 0
     predictions: int = 0
+    shard_seconds: float = 0.0
     bad_rows: list[str] = field(default_factory=list)
+
+    @property
+    def rate_per_worker(self) -> float:
+        """Predictions a second of one worker's time on shards (0 when nothing was predicted)."""
+        return self.predictions / self.shard_seconds if self.shard_seconds else 0.0
 
 
 def shard_paths(patterns: Sequence[str]) -> list[Path]:
@@ -129,23 +144,28 @@ class ShardPredictor:
         import torch
 
         from kold_span.inference.files import load_predictor
+        from kold_span.text import morphemes
 
         torch.set_num_threads(options.cpus_per_worker)
+        morphemes.KIWI_THREADS = options.cpus_per_worker  # not every core of a node its workers share
         self.options = options
         self.predictor = load_predictor(list(model_dirs), device=options.device, precision=options.precision)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         """Predict each shard of the batch; a user's error (a bad row) is returned, by class name and message."""
-        rows: dict[str, list] = {"shard": [], "count": [], "skipped": [], "error": [], "error_type": []}
+        rows: dict[str, list] = {"shard": [], "count": [], "skipped": [], "error": [], "error_type": [],
+                                 "seconds": []}
         for shard, output in zip(batch["shard"], batch["output"]):
             count, skipped, error, error_type = 0, [], "", ""
+            start = time.perf_counter()
             try:
                 count, skipped = predict_shard(self.predictor, Path(shard), Path(output), self.options)
             except KoldSpanError as err:
                 # Ray would hand the driver only its own wrapper with this error's traceback as text.
                 error, error_type = str(err), type(err).__name__
             for key, value in (("shard", str(shard)), ("count", count), ("skipped", "\n".join(skipped)),
-                               ("error", error), ("error_type", error_type)):
+                               ("error", error), ("error_type", error_type),
+                               ("seconds", time.perf_counter() - start)):
                 rows[key].append(value)
         return rows
 
@@ -197,6 +217,7 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
             continue
         summary.done += 1
         summary.predictions += int(row["count"])
+        summary.shard_seconds += float(row["seconds"])
         summary.bad_rows += [r for r in str(row["skipped"]).split("\n") if r]
     if errors:
         raise _user_error(errors[0], len(errors) - 1)

@@ -3,19 +3,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Iterable
+from typing import Iterable, Optional
 
 _KIWI = None
 _KIWI_LOCK = threading.Lock()
+# Threads of Kiwi's batch calls: None is every core; a process among many on one machine (a Ray
+# worker) sets its share before the first analysis.
+KIWI_THREADS: Optional[int] = None
 
 
 def kiwi():
-    """One Kiwi analyser per process (loading its model is slow); its batch calls use all cores by default."""
+    """One Kiwi analyser per process (loading its model is slow), its batch calls on `KIWI_THREADS` threads."""
     global _KIWI
     with _KIWI_LOCK:
         if _KIWI is None:
             from kiwipiepy import Kiwi
-            _KIWI = Kiwi()
+            _KIWI = Kiwi(num_workers=KIWI_THREADS)
     return _KIWI
 
 
@@ -32,8 +35,15 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _analyse(texts: list[str]) -> list[Morphemes]:
-    """Kiwi's analyses of texts in one batched call, as (start, end, tag) triples."""
-    return [tuple((t.start, t.start + t.len, t.tag) for t in tokens) for tokens in kiwi().tokenize(texts)]
+    """Kiwi's analyses of texts in one batched call, as (start, end, tag) triples.
+
+    One call at a time: Kiwi's batch call already uses its own threads, and a second caller (the
+    pipeline's decoding thread, on a rare cache miss) waits rather than relying on Kiwi being
+    safe to call from two threads at once.
+    """
+    analyser = kiwi()
+    with _KIWI_LOCK:
+        return [tuple((t.start, t.start + t.len, t.tag) for t in tokens) for tokens in analyser.tokenize(texts)]
 
 
 def _store(texts: list[str], analyses: list[Morphemes]) -> None:

@@ -249,7 +249,8 @@ def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: 
     return Predictor(model.cpu(), tokenizer, tasks, max_length=config.model.max_length,
                      stride=config.model.stride, context_mode=config.context.mode,
                      max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
-                     morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False), perspective=perspective)
+                     morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False), perspective=perspective,
+                     precision="fp32")  # dev scores and thresholds the same on every CPU
 
 
 def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
