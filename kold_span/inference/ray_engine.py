@@ -189,7 +189,11 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     Raises:
         DataError (or the worker's other `KoldSpanError`): a bad row, naming its shard and line.
     """
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise ArgumentError("--engine ray needs Ray Data: pip install 'kold-span[cluster]' "
+                            "(or 'ray[data]')") from None
 
     output_dir.mkdir(parents=True, exist_ok=True)
     outputs = output_shards(shards, output_dir, options.shard_format)
