@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
 from kold_span.data.example import Example  # noqa: E402
-from kold_span.inference.outputs import render_row  # noqa: E402
+from kold_span.inference.outputs import output_row  # noqa: E402
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.backbones import scratch_encoder, train_tokenizer  # noqa: E402
@@ -139,12 +139,12 @@ def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: i
     for chunk in chunks(examples, batch_size * CHUNK_BATCHES):
         outputs = predictor.predict([e.text for e in chunk], [e.context for e in chunk], batch_size)
         for example, output in zip(chunk, outputs):
-            yield render_row("jsonl", example, {"id": example.id, **output})
+            yield output_row(example, {"id": example.id, **output}) + "\n"
 
 
 def pipeline_rows(predictor: Predictor, examples: list[Example], batch_size: int):
     """The overlapped pipeline, JSON rendered in its decoding thread."""
-    render = (lambda e, p: render_row("jsonl", e, p))
+    render = (lambda e, p: output_row(e, p) + "\n")
     for _example, line in Pipeline(predictor, batch_size).run(examples, render):
         yield line
 

@@ -16,7 +16,8 @@ from kold_span.cli import main
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.outputs import complete_rows, write_predictions
-from kold_span.inference.predictor import CHUNK_BATCHES, Predictor
+from kold_span.inference.pipeline import CHUNK_BATCHES
+from kold_span.inference.predictor import Predictor
 
 from conftest import child_env, untrained_model
 

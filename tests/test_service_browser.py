@@ -6,7 +6,6 @@ to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy).
 """
 import json
 import os
-from pathlib import Path
 
 import pytest
 

@@ -27,7 +27,7 @@ from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
-from kold_span.inference.pipeline import (CHUNK_BATCHES, HostProbs, Pipeline, PreparedChunk, autocast,
+from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, autocast,
                                          check_batch_size, resolve_precision, to_host)
 
 CONFIG_NAME = "config.json"
