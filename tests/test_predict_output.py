@@ -297,8 +297,3 @@ def test_a_parquet_output_is_resumed_and_an_empty_one_has_its_columns(model, tmp
     assert write_predictions(Predictor.from_pretrained(model), examples, tmp_path / "empty.parquet").rows == 0
     assert pq.read_table(tmp_path / "empty.parquet").column_names == ["id", "text", "labels", "spans"]
 
-
-def test_an_unsupported_output_type_fails_before_the_model_loads(tmp_path, capsys):
-    source = write_jsonl(tmp_path / "in.jsonl", comments(2))
-    assert predict(tmp_path / "no-model", source, tmp_path / "out.csv") == 2
-    assert "out.csv: unsupported output type '.csv'; use .jsonl or .parquet" in capsys.readouterr().err

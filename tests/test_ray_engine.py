@@ -7,7 +7,8 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.errors import ArgumentError, DataError
-from kold_span.inference.ray_engine import RayOptions, output_shards, predict_shards, shard_paths
+from kold_span.inference.predictor import Predictor
+from kold_span.inference.ray_engine import RayOptions, output_shards, predict_shard, predict_shards, shard_paths
 
 from conftest import untrained_model
 
@@ -99,6 +100,25 @@ def test_a_bad_row_names_its_shard_and_line_and_leaves_no_partial_output(cluster
     err = capsys.readouterr().err
     assert "skipped 1 bad record(s)" in err and f"{bad}:7: no text column" in err
     assert len((out / "b.jsonl").read_text(encoding="utf-8").splitlines()) == len(COMMENTS)
+
+
+def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_path):
+    shards = write_shards(tmp_path / "shards")
+    predictor = Predictor.from_pretrained(model_dir)
+    options = RayOptions(batch_size=1)  # chunks of 8 rows: the 6 + 6 rows of a.txt and b.jsonl are 2 chunks
+    whole = tmp_path / "whole.jsonl"
+    big = shards / "ab.jsonl"
+    big.write_text("".join(json.dumps({"id": f"r{i}", "text": c}, ensure_ascii=False) + "\n"
+                           for i, c in enumerate(COMMENTS * 2)), encoding="utf-8")
+    assert predict_shard(predictor, big, whole, options) == (12, [])
+    out = tmp_path / "out" / "ab.jsonl"
+    out.parent.mkdir()
+    lines = whole.read_bytes().splitlines(keepends=True)
+    marked = json.dumps({**json.loads(lines[0]), "kept": True}, ensure_ascii=False).encode() + b"\n"
+    (out.parent / "ab.jsonl.partial").write_bytes(marked + b"".join(lines[1:10]) + lines[10][:7])  # killed in row 11
+    assert predict_shard(predictor, big, out, options) == (12, [])
+    assert out.read_bytes() == marked + b"".join(lines[1:])  # rows 1-8 kept, 9-12 predicted again
+    assert not (out.parent / "ab.jsonl.partial").exists()
 
 
 def test_shards_that_would_write_the_same_output_are_refused(tmp_path):

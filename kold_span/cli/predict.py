@@ -59,8 +59,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; with --engine ray, "
                              "the shards: a path or a glob such as 'shards/*.jsonl' (quoted)")
     parser.add_argument("--output", required=True,
-                        help=".jsonl or .parquet, one prediction per input row, in input order; with --engine ray, "
-                             "a folder that gets one output shard per input shard")
+                        help="JSONL (Parquet for a name ending in .parquet), one prediction per input row, in "
+                             "input order; with --engine ray, a folder that gets one output shard per input shard")
     parser.add_argument("--html", help="also write an HTML page with the spans highlighted")
     parser.add_argument("--resume", action="store_true",
                         help="continue the unfinished output of a killed or failed run (OUTPUT.partial), with the "
@@ -104,13 +104,12 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.data.atomic import add_note, partial_path
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.files import load_predictor
-    from kold_span.inference.outputs import UnfinishedOutputError, output_kind, write_predictions
+    from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
 
-    # Checked before the model loads and before any output is opened: a missing input, an unknown
-    # suffix or an unsupported output type costs nothing and touches nothing.
+    # Checked before the model loads and before any output is opened: a missing input or an unknown
+    # suffix costs nothing and touches nothing.
     examples, report = read_options(args).open(args.input)
     output, html = Path(args.output), Path(args.html) if args.html else None
-    output_kind(output)
     perspective = parse_perspective(args.perspective) if args.perspective else None
     predictor = load_predictor(args.model, device=args.device, precision=args.precision)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)

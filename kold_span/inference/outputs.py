@@ -1,6 +1,6 @@
 """`kold-span predict`'s output: one row per input row, in input order, written whole or resumed after a kill.
 
-The output is JSONL (one object a line) or Parquet, chosen by its suffix. Both hold, per input
+The output is Parquet for a name ending in .parquet, else JSONL (one object a line). Both hold, per input
 row, its id, text, labels and spans. Parquet stores `spans` as a list of typed structs (type,
 start, end, text, score) and `labels` as the JSON text of the labels object the JSONL line holds:
 a label's value is a boolean, string or list depending on the model's tasks, and a Parquet column
@@ -38,7 +38,6 @@ from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_si
 from kold_span.inference.predictor import Predictor
 
 log = logging.getLogger(__name__)
-OUTPUT_SUFFIXES = (".jsonl", ".parquet")
 PARQUET_GROUP_ROWS = 4096  # rows per Parquet row group: memory stays flat on any input size
 
 
@@ -55,20 +54,13 @@ class PredictionRun:
 
 
 def output_kind(path: Union[str, Path]) -> str:
-    """"jsonl" or "parquet", from an output file's suffix; a `DataError` for any other.
+    """"parquet" for an output file whose name ends in .parquet, else "jsonl" (any other name, as before Parquet).
 
     Example:
-        >>> output_kind("out/preds.parquet"), output_kind("preds.JSONL")
-        ('parquet', 'jsonl')
-        >>> output_kind("preds.csv")
-        Traceback (most recent call last):
-        ...
-        kold_span.errors.DataError: preds.csv: unsupported output type '.csv'; use .jsonl or .parquet
+        >>> output_kind("out/preds.parquet"), output_kind("preds.JSONL"), output_kind("preds.out")
+        ('parquet', 'jsonl', 'jsonl')
     """
-    suffix = Path(path).suffix.lower()
-    if suffix not in OUTPUT_SUFFIXES:
-        raise DataError(f"{path}: unsupported output type {suffix!r}; use .jsonl or .parquet")
-    return suffix[1:]
+    return "parquet" if Path(path).suffix.lower() == ".parquet" else "jsonl"
 
 
 def output_row(example: Example, prediction: dict[str, Any]) -> str:
