@@ -15,3 +15,35 @@ def add_config_options(parser: argparse.ArgumentParser, example_config: str, exa
     """
     parser.add_argument("config", help=f"e.g. {example_config}")
     parser.add_argument("--set", nargs="*", metavar="KEY=VALUE", help=f"override config keys, e.g. {example_set}")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1.
+
+    Example:
+        >>> positive_int("32")
+        32
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a number of at least 0.
+
+    Example:
+        >>> non_negative_float("0.25")
+        0.25
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value

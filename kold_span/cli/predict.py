@@ -10,35 +10,9 @@ import logging
 import sys
 from pathlib import Path
 
+from kold_span.cli.options import non_negative_float, positive_int
 from kold_span.config.choices import Precision
 from kold_span.errors import KoldSpanError
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse type: a number of at least 0.
-
-    Example:
-        >>> non_negative_float("0.25")
-        0.25
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-    return value
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -14,18 +14,8 @@ import argparse
 import logging
 import sys
 
+from kold_span.cli.options import non_negative_float, positive_int
 from kold_span.service.requests import Limits
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse type: a number of at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-    return value
 
 
 def port_number(text: str) -> int:
@@ -48,7 +38,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         >>> args.host, args.port, args.max_queue
         ('127.0.0.1', 0, 1024)
     """
-    from kold_span.cli.predict import positive_int
 
     limits = Limits()
     p = subparsers.add_parser("serve", help="serve a model over HTTP: predict, Perspective's analyze, a web page")
