@@ -34,3 +34,18 @@ def test_a_prefetch_larger_than_the_cache_still_gives_every_analysis(small_cache
 def test_empty_text_has_no_morphemes_and_is_not_cached(small_cache):
     assert morphemes.morpheme_tags("") == ()
     assert len(morphemes._CACHE) == 0
+
+
+def test_slices_cut_from_halves_keep_the_offsets_of_slices_cut_at_once(monkeypatch):
+    from tokenizers import PreTokenizedString
+
+    def split(leaf: int) -> list:
+        monkeypatch.setattr(morphemes, "SLICE_LEAF", leaf)
+        pretok = PreTokenizedString("머리말 가나 다라 마 바사아")
+        pretok.split(lambda _i, normalized: [normalized[0:3], normalized[4:]])  # the second split starts at 4
+        pretok.split(lambda i, normalized: morphemes._slices(normalized, [(0, 2), (3, 5), (6, 7), (8, 11)]) if i
+                     else [normalized])
+        return [(piece, offsets) for piece, offsets, _tokens in pretok.get_splits()]
+
+    expected = [("머리말", (0, 3)), ("가나", (4, 6)), ("다라", (7, 9)), ("마", (10, 11)), ("바사아", (12, 15))]
+    assert split(1) == split(64) == expected
