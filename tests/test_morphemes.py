@@ -34,3 +34,43 @@ def test_a_prefetch_larger_than_the_cache_still_gives_every_analysis(small_cache
 def test_empty_text_has_no_morphemes_and_is_not_cached(small_cache):
     assert morphemes.morpheme_tags("") == ()
     assert len(morphemes._CACHE) == 0
+
+
+# Kiwi on "기사를 읽었다. " (9 characters): 기사 0-2 NNG, 를 2-3 JKO, 읽 4-5 VV, 었 5-6 EP, 다 6-7 EF, . 7-8 SF.
+SENTENCE = "기사를 읽었다. "
+SENTENCE_TAGS = ((0, 2, "NNG"), (2, 3, "JKO"), (4, 5, "VV"), (5, 6, "EP"), (6, 7, "EF"), (7, 8, "SF"))
+
+
+def test_piece_bounds_cover_the_text_and_cut_after_a_sentence_end_first():
+    text = "가나다라마. 바사 아자차카 타파하거너더"  # a sentence ends at 7; spaces at 6, 9 and 14
+    assert morphemes.piece_bounds(text, 10) == [(0, 7), (7, 15), (15, 21)]  # not (0, 10): after ". " first
+    assert morphemes.piece_bounds(text, 100) == [(0, 21)]
+    assert morphemes.piece_bounds("가나다라마바", 4) == [(0, 4), (4, 6)]  # no space: cut at the bound
+
+
+def test_a_text_longer_than_a_piece_is_analysed_in_pieces_with_its_offsets_shifted_back(monkeypatch):
+    morphemes.clear_cache()
+    monkeypatch.setattr(morphemes, "KIWI_PIECE_CHARS", 12)  # one sentence a piece
+    text = SENTENCE * 3
+    assert morphemes.piece_bounds(text, 12) == [(0, 9), (9, 18), (18, 27)]
+    expected = tuple((shift + start, shift + end, tag) for shift in (0, 9, 18) for start, end, tag in SENTENCE_TAGS)
+    assert morphemes.morpheme_tags(text) == expected
+    morphemes.clear_cache()
+    monkeypatch.setattr(morphemes, "KIWI_PIECE_CHARS", 1000)  # the text whole: Kiwi finds the same morphemes
+    assert morphemes.morpheme_tags(text) == expected
+    morphemes.clear_cache()
+
+
+def test_slices_cut_from_halves_keep_the_offsets_of_slices_cut_at_once(monkeypatch):
+    from tokenizers import PreTokenizedString
+
+    def split(leaf: int) -> list:
+        monkeypatch.setattr(morphemes, "SLICE_LEAF", leaf)
+        pretok = PreTokenizedString("머리말 가나 다라 마 바사아")
+        pretok.split(lambda _i, normalized: [normalized[0:3], normalized[4:]])  # the second split starts at 4
+        pretok.split(lambda i, normalized: morphemes._slices(normalized, [(0, 2), (3, 5), (6, 7), (8, 11)]) if i
+                     else [normalized])
+        return [(piece, offsets) for piece, offsets, _tokens in pretok.get_splits()]
+
+    expected = [("머리말", (0, 3)), ("가나", (4, 6)), ("다라", (7, 9)), ("마", (10, 11)), ("바사아", (12, 15))]
+    assert split(1) == split(64) == expected

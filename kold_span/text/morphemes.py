@@ -1,6 +1,7 @@
 """Korean morphemes with character offsets (Kiwi), shared by tokenizers and alignment."""
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from typing import Iterable, Optional
@@ -34,16 +35,63 @@ _CACHE: OrderedDict[str, Morphemes] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
+# Texts longer than this are analysed in pieces of at most this many characters, cut where a sentence
+# ends (`piece_bounds`), all in one batched call: Kiwi's time per character grows with a text's length,
+# and it gives each text of a batch to one of its threads, so one long comment whole took longer than
+# the same characters as many comments (docs/benchmarks/memory.md). Texts up to this length, ordinary
+# comments among them, are analysed whole as they always were.
+KIWI_PIECE_CHARS = 1024
+# Where a piece may end: after a sentence's final punctuation and a space, or a line break.
+_SENTENCE_END = re.compile(r"[.!?…]\s|\n")
+_SPACE = re.compile(r"\s")
+
+
+def piece_bounds(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive pieces of at most `max_chars` characters that together make `text`.
+
+    A piece longer than `max_chars` is cut in its second half: after the last sentence end there
+    (`.`, `!`, `?` or `…` and a space, or a line break), else after its last space, else at
+    `max_chars` characters.
+
+    Example:
+        >>> piece_bounds("가나다라. 마 바사", 8)  # a sentence ends at 6, a space at 8
+        [(0, 6), (6, 10)]
+        >>> piece_bounds("가나다 라마바사", 6)
+        [(0, 4), (4, 8)]
+        >>> piece_bounds("가나다라마", 2), piece_bounds("가나", 4096)
+        ([(0, 2), (2, 4), (4, 5)], [(0, 2)])
+    """
+    bounds, start = [], 0
+    while len(text) - start > max_chars:
+        half, limit = start + max_chars // 2, start + max_chars
+        cut = ([m.end() for m in _SENTENCE_END.finditer(text, half, limit)]
+               or [m.end() for m in _SPACE.finditer(text, half, limit)] or [limit])[-1]
+        bounds.append((start, cut))
+        start = cut
+    bounds.append((start, len(text)))
+    return bounds
+
+
 def _analyse(texts: list[str]) -> list[Morphemes]:
     """Kiwi's analyses of texts in one batched call, as (start, end, tag) triples.
 
-    One call at a time: Kiwi's batch call already uses its own threads, and a second caller (the
-    pipeline's decoding thread, on a rare cache miss) waits rather than relying on Kiwi being
-    safe to call from two threads at once.
+    A text longer than `KIWI_PIECE_CHARS` is analysed in pieces (`piece_bounds`), their offsets
+    shifted back into the text, and a piece met twice is analysed once: a long text and its
+    lowercased form (`prefetch_for`) differ in few of their pieces. One call at a time: Kiwi's
+    batch call already uses its own threads, and a second caller (the pipeline's decoding thread,
+    on a rare cache miss) waits rather than relying on Kiwi being safe to call from two threads at once.
     """
+    pieces = [(i, start, text[start:end]) for i, text in enumerate(texts)
+              for start, end in piece_bounds(text, KIWI_PIECE_CHARS)]
+    distinct = list(dict.fromkeys(piece for _, _, piece in pieces))
     analyser = kiwi()
     with _KIWI_LOCK:
-        return [tuple((t.start, t.start + t.len, t.tag) for t in tokens) for tokens in analyser.tokenize(texts)]
+        found = {piece: [(t.start, t.start + t.len, t.tag) for t in tokens]
+                 for piece, tokens in zip(distinct, analyser.tokenize(distinct), strict=True)}
+    analyses: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+    for i, shift, piece in pieces:
+        analyses[i].extend((shift + start, shift + end, tag) for start, end, tag in found[piece])
+    return [tuple(a) for a in analyses]
 
 
 def _store(texts: list[str], analyses: list[Morphemes]) -> None:
@@ -129,12 +177,26 @@ def morpheme_pieces(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in zip(bounds, bounds[1:]) if text[s:e].strip()]
 
 
+# Slicing a `tokenizers.NormalizedString` takes time in proportion to where the slice ends (its offsets
+# are found by walking the string from its start), so cutting every piece of a long text straight
+# from it is quadratic in the text's length: `_slices` halves the string until few pieces are left.
+SLICE_LEAF = 64
+
+
+def _slices(normalized, pieces: list[tuple[int, int]], shift: int = 0) -> list:
+    """`normalized[start - shift:end - shift]` for every piece, each cut from a slice about its size."""
+    if len(pieces) <= SLICE_LEAF:
+        return [normalized[start - shift:end - shift] for start, end in pieces]
+    halves = pieces[:len(pieces) // 2], pieces[len(pieces) // 2:]
+    return [piece for half in halves
+            for piece in _slices(normalized[half[0][0] - shift:half[-1][1] - shift], half, half[0][0])]
+
+
 class MorphemePreTokenizer:
     """A `tokenizers` custom pre-tokenizer splitting text into Kiwi morphemes."""
 
     def _split(self, _index, normalized):
-        text = str(normalized)
-        return [normalized[s:e] for s, e in morpheme_pieces(text)]
+        return _slices(normalized, morpheme_pieces(str(normalized)))
 
     def pre_tokenize(self, pretok) -> None:
         pretok.split(self._split)
