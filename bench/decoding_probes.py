@@ -1,21 +1,27 @@
 """Decoding probes on finished bench/quality.py runs: other ways to turn the same outputs into predictions.
 
 Nothing trains here; each probe loads a run's model folder, predicts its dev and test splits, and
-prints one JSON line a run (docs/benchmarks/quality.md quotes them, "expected-F1 decoding" and "one
-decision threshold shared by the labels").
+prints one JSON line a run (docs/benchmarks/quality.md quotes them, "expected-F1 decoding", "one
+decision threshold shared by the labels" and "Word snapping on Toxic Spans").
 
     python bench/decoding_probes.py expected-f1 checkpoints/quality/runs/quality-toxic_spans/toxic_spans-seed13
     python bench/decoding_probes.py shared-threshold \\
         checkpoints/quality/runs/quality-unsmile/unsmile-e5-lr1e-4-3ep-mean-seed13
+    python bench/decoding_probes.py snap-modes checkpoints/quality/runs/quality-toxic_spans/toxic_spans-seed13
 
 `expected-f1` (a span task): each post's inside set is the one that maximises its expected
 char-F1 under the token probabilities, instead of one dev-tuned P(B) + P(I) threshold for all.
 `shared-threshold` (UnSmile's fused model): one decision threshold for every label, chosen on the
 fused dev probabilities, beside 0.5 and the per-label thresholds.
+`snap-modes` (a span task): the spans decoded under each `align.snap` mode that needs no Kiwi
+(none, eojeol, word), the P(B) + P(I) threshold re-tuned on dev under each, as a run trained
+with that mode would calibrate it (snapping is decode-time only, so the trained weights and the
+checkpoint chosen on the unsnapped dev char-F1 are the same).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -36,7 +42,7 @@ from kold_span.data.example import (
 )
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.evaluation.task_scores import predicted_offsets  # noqa: E402
+from kold_span.evaluation.task_scores import predicted_offsets, tune_span_threshold  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import tags_to_spans  # noqa: E402
@@ -116,6 +122,27 @@ def expected_f1(run: Path) -> dict:
     return out
 
 
+def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -> dict:
+    """Each snap mode's dev-tuned span threshold and its dev and test mean char-F1."""
+    _, predictor, splits = load_run(run)
+    task = next(t for t in predictor.tasks if t.kind is TaskKind.SPAN)
+    parts = {}
+    for split in ("dev", "test"):
+        examples = splits[split]
+        merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], 64)
+        parts[split] = examples, merged, [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
+    out = {"run": run.name, "saved_threshold": list(task.thresholds)}
+    for snap in snaps:
+        dev, dev_merged, _ = parts["dev"]
+        threshold = tune_span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
+        tuned = dataclasses.replace(task, thresholds=(threshold,))
+        out[snap] = {"threshold": threshold}
+        for split, (examples, merged, golds) in parts.items():
+            predicted = predicted_offsets(tuned, predictor.tasks, examples, merged, snap, predictor.trim)
+            out[snap][split] = round(metrics.mean_char_f1(predicted, golds), 4)
+    return out
+
+
 def shared_threshold(run: Path) -> dict:
     """The fusion of bench/quality.py's hybrid_row, decoded at one threshold for every label."""
     config, predictor, splits = load_run(run)
@@ -149,12 +176,15 @@ def shared_threshold(run: Path) -> dict:
             "test@per-label": macro(test, fused, per_label)}
 
 
+PROBES = {"expected-f1": expected_f1, "shared-threshold": shared_threshold, "snap-modes": snap_modes}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("probe", choices=["expected-f1", "shared-threshold"])
+    parser.add_argument("probe", choices=list(PROBES))
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of bench/quality.py (with model/)")
     args = parser.parse_args()
-    probe = expected_f1 if args.probe == "expected-f1" else shared_threshold
+    probe = PROBES[args.probe]
     for run in args.runs:
         print(json.dumps(probe(run)), flush=True)
     return 0

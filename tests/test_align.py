@@ -201,8 +201,8 @@ def test_tags_to_spans_snaps():
 
 
 def test_bad_snap_names_allowed_values():
-    with pytest.raises(ValueError, match="'none', 'morpheme', 'eojeol'"):
-        snap_spans([(0, 1)], KO_TEXT, "word")
+    with pytest.raises(ValueError, match="'none', 'morpheme', 'eojeol', 'word'"):
+        snap_spans([(0, 1)], KO_TEXT, "words")
     with pytest.raises(ValueError, match="morpheme"):
         tags_to_spans([], [], KO_TEXT, snap="syllable")
 

@@ -45,8 +45,9 @@ def test_choices_are_their_strings_on_disk_and_in_dicts():
 
 
 def test_parse_names_what_and_the_allowed_values():
-    with pytest.raises(ValueError, match=r"^snap must be one of \('none', 'morpheme', 'eojeol'\), got 'word'$"):
-        SnapMode.parse("word", "snap")
+    allowed = r"\('none', 'morpheme', 'eojeol', 'word'\)"
+    with pytest.raises(ValueError, match=rf"^snap must be one of {allowed}, got 'words'$"):
+        SnapMode.parse("words", "snap")
     with pytest.raises(ValueError, match=r"task 'x': kind must be one of \('sequence', 'span'\), got 'spam'"):
         Task("x", "spam", "OFF")
 
@@ -67,6 +68,7 @@ def test_facts_the_config_checks():
 
 
 def test_a_loaded_config_holds_members_and_gives_back_plain_strings():
+    assert load_config(DEMO, ["align.snap=word"]).align.snap is SnapMode.WORD
     config = load_config(DEMO, ["align.snap=eojeol"])
     assert config.tasks[1].kind is TaskKind.SPAN and config.align.snap is SnapMode.EOJEOL
     plain = config.to_dict()

@@ -1,11 +1,12 @@
-"""Tests for kold_span.text.words: Unicode word boundaries and spans snapped to whole words."""
+"""Tests for kold_span.text.words (Unicode word boundaries) and `align.snap_spans(..., "word")`."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kold_span.text.words import snap_spans_to_words, word_offsets
+from kold_span.text.align import snap_spans, tags_to_spans
+from kold_span.text.words import word_offsets
 
 
 def words_of(text: str) -> list[str]:
@@ -43,6 +44,8 @@ def test_word_offsets_are_end_exclusive_offsets_into_the_text():
     # The Toxic Spans cases: "ous traitor" of "treasonous traitor", the "s" of "Hitler's".
     ("treasonous traitor", [(7, 18)], [(0, 18)]),
     ("Hitler's fault", [(7, 8)], [(0, 8)]),
+    # A span on punctuation only touches no word and stays.
+    ("idiot!!! you", [(5, 8), (6, 7)], [(5, 8), (6, 7)]),
     # Edges already on boundaries, or in whitespace and punctuation, do not move.
     ("you racist , bigot,", [(4, 10), (3, 13), (11, 12)], [(4, 10), (3, 13), (11, 12)]),
     # Korean without Kiwi: a cut inside an eojeol grows to the whole eojeol.
@@ -52,8 +55,16 @@ def test_word_offsets_are_end_exclusive_offsets_into_the_text():
     # One for one and in order, not merged, even when they now overlap.
     ("stupid idiot", [(8, 12), (2, 3), (5, 9)], [(7, 12), (0, 6), (0, 12)]),
 ])
-def test_snap_spans_to_words(text, spans, snapped):
-    assert snap_spans_to_words(spans, text) == snapped
+def test_word_snap(text, spans, snapped):
+    assert snap_spans(spans, text, "word") == snapped
+
+
+def test_tags_to_spans_snaps_to_words():
+    text = "treasonous traitor, Hitler's"
+    offsets = [(0, 7), (7, 10), (11, 18), (18, 19), (20, 26), (26, 28)]  # treas·onous traitor , Hitler 's
+    tags = ["O", "B", "I", "I", "O", "I"]
+    assert tags_to_spans(tags, offsets, text, snap="word") == [(0, 19), (20, 28)]
+    assert tags_to_spans(tags, offsets, text, snap="none") == [(7, 19), (26, 28)]
 
 
 TEXTS = st.text(alphabet=st.sampled_from(list("ab'., -!\n") + ["가", "나", "中", "é", "\u0301", "3", "_", "👍"]),
@@ -81,9 +92,9 @@ def test_words_are_ordered_disjoint_and_hold_a_letter_or_digit(text):
 @given(text_and_spans())
 def test_snapped_spans_cover_the_input_start_and_end_on_no_word_inside_and_are_stable(case):
     text, spans = case
-    snapped = snap_spans_to_words(spans, text)
+    snapped = snap_spans(spans, text, "word")
     assert len(snapped) == len(spans)
     assert all(s2 <= s1 and e1 <= e2 for (s1, e1), (s2, e2) in zip(spans, snapped))
     for start, end in snapped:
         assert not any(s < start < e or s < end < e for s, e in word_offsets(text))
-    assert snap_spans_to_words(snapped, text) == snapped
+    assert snap_spans(snapped, text, "word") == snapped

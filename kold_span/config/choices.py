@@ -109,11 +109,12 @@ class TaskKind(Choice):
 
 
 class SnapMode(Choice):
-    """How predicted spans are widened: not at all, to whole morphemes (Kiwi), or to whole words (eojeol)."""
+    """How predicted spans are widened: not at all, or to whole morphemes (Kiwi), eojeol or words."""
 
     NONE = "none"
-    MORPHEME = "morpheme"
-    EOJEOL = "eojeol"
+    MORPHEME = "morpheme"  # Kiwi's morphemes (Korean)
+    EOJEOL = "eojeol"  # runs of non-space characters, punctuation included
+    WORD = "word"  # Unicode default word boundaries (UAX #29): any language, no Kiwi
 
     @property
     def uses_morphemes(self) -> bool:

@@ -117,7 +117,7 @@ class DataConfig:
 
 @dataclass
 class AlignConfig:
-    snap: SnapMode = SnapMode.MORPHEME  # how predicted spans are widened: morpheme, eojeol, none
+    snap: SnapMode = SnapMode.MORPHEME  # how predicted spans are widened: morpheme, eojeol, word, none
     trim: bool = True
 
 

@@ -3,7 +3,8 @@
 Encoding: `spans_to_tags` turns end-exclusive character spans into one tag per
 token of a fast tokenizer's `offset_mapping`. Decoding: `tags_to_spans` turns
 predicted tags back into character spans, optionally snapped to whole Korean
-morphemes (Kiwi) or whitespace-delimited words (eojeol).
+morphemes (Kiwi), whitespace-delimited words (eojeol) or words between Unicode word
+boundaries (`words.word_offsets`, any language).
 
 Token offsets are used as the tokenizer gives them, except that a leading
 whitespace character inside a token's offset (BPE/SentencePiece tokens such as
@@ -15,12 +16,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from kold_span.config.choices import SnapMode
 from kold_span.data.example import Span, merge_spans
 from kold_span.errors import ArgumentError
 from kold_span.text.morphemes import morpheme_offsets, morpheme_tags
+from kold_span.text.words import word_offsets
 
 # Grammatical morphemes (particles, endings, affixes, copula, auxiliaries, punctuation): a
 # predicted span made only of these marks no offensive word and is dropped when snapping.
@@ -139,7 +141,7 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
         tags: one tag per token ("O", "B", "I", "B-OFF", ...; None = ignored).
         offsets: the same token offsets that were tagged.
         text: the text the offsets point into (of the tagged segment).
-        snap: a `SnapMode` or its name ("none", "morpheme", "eojeol"); see `snap_spans`. With
+        snap: a `SnapMode` or its name ("none", "morpheme", "eojeol", "word"); see `snap_spans`. With
             "morpheme", spans made only of grammatical morphemes (a lone ending or particle) are dropped.
         trim: strip leading/trailing whitespace from each span.
         span_type: keep only tags of this type; None keeps every B/I tag.
@@ -215,21 +217,28 @@ def trim_span(span: Span, text: str) -> Optional[Span]:
 
 
 def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
-    """Widen each span to whole units of `text`: `snap` "morpheme" (Kiwi), "eojeol" (words) or "none".
+    """Widen each span to whole units of `text`: `snap` "morpheme", "eojeol", "word" or "none".
 
-    A span grows to the union of itself and every unit it overlaps. Kiwi gives
-    contracted syllables (할 = 하 + ㄹ) several morphemes with the same offsets;
-    the union rule handles them. Spans are returned one for one, in order
-    (not merged).
+    The units are Kiwi's morphemes, runs of non-space characters (eojeol, punctuation
+    included), or Unicode words (`words.word_offsets`: whitespace, punctuation and symbols
+    are no word). A span grows to the union of itself and every unit it overlaps, so it never
+    starts or ends inside one; an edge outside every unit stays. Kiwi gives contracted
+    syllables (할 = 하 + ㄹ) several morphemes with the same offsets; the union rule handles
+    them. Spans are returned one for one, in order (not merged: `merge_spans` does that).
 
     Example:
         >>> snap_spans([(3, 4)], "여성징병제에도 동의하라고", "eojeol")
         [(0, 7)]
+        >>> text = "treasonous traitor, Hitler's"  # "ous traitor" and the "s" of "Hitler's"
+        >>> snap_spans([(7, 18), (27, 28)], text, "word")
+        [(0, 18), (20, 28)]
+        >>> snap_spans([(3, 5), (8, 9)], "너 진짜바보냐 !!", "word")  # inside a word; on "!" (no word)
+        [(2, 7), (8, 9)]
     """
     snap = SnapMode.parse(snap, "snap")
     if snap is SnapMode.NONE:
         return list(spans)
-    units = morpheme_offsets(text) if snap is SnapMode.MORPHEME else eojeol_offsets(text)
+    units = SNAP_UNITS[snap](text)
     index = OverlapIndex(units)
     widened = []
     for start, end in spans:
@@ -241,6 +250,11 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
 def eojeol_offsets(text: str) -> tuple[Span, ...]:
     """End-exclusive offsets of the whitespace-delimited words (eojeol) of `text`."""
     return tuple(m.span() for m in re.finditer(r"\S+", text))
+
+
+# The units each snap mode widens spans to (offsets in text order).
+SNAP_UNITS: dict[SnapMode, Callable[[str], Sequence[Span]]] = {
+    SnapMode.MORPHEME: morpheme_offsets, SnapMode.EOJEOL: eojeol_offsets, SnapMode.WORD: word_offsets}
 
 
 def _parse_tag(tag: Optional[str]) -> tuple[Optional[str], Optional[str]]:

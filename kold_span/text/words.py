@@ -1,27 +1,24 @@
-"""Words of any script, from Unicode's default word boundaries, and spans widened to whole words.
+"""Words of any script, from Unicode's default word boundaries: the units of `align.snap: word`.
 
 A snap mode for languages without Kiwi: `word_offsets` cuts a text at the default word
 boundaries of Unicode (UAX #29, as the `regex` package implements them), so "treasonous",
 "Hitler's", "don’t", "3.14" and "먹다가" are one word each, while every Han or Thai character
 is a word of its own (UAX #29 does not segment those scripts into dictionary words, so a span
-there may end after any character). `snap_spans_to_words` widens each span to the whole words
-it overlaps, as `align.snap_spans` does with morphemes and eojeol: a span never starts or
-ends inside a word. An edge in whitespace or punctuation stays where it is; only words pull
-edges outward.
+there may end after any character). `align.snap_spans(spans, text, "word")` widens each span
+to the whole words it overlaps, as it does with morphemes and eojeol: a span never starts or
+ends inside a word. Whitespace, punctuation and symbols are no word, so an edge there stays
+where it is; only words pull edges outward.
 
 Example:
     >>> text = "treasonous traitor, Hitler's"
-    >>> snap_spans_to_words([(7, 18), (27, 28)], text)  # "ous traitor" and the "s" of "Hitler's"
-    [(0, 18), (20, 28)]
+    >>> [text[s:e] for s, e in word_offsets(text)]
+    ['treasonous', 'traitor', "Hitler's"]
 """
 from __future__ import annotations
-
-from typing import Iterable
 
 import regex
 
 from kold_span.data.example import Span
-from kold_span.text.align import OverlapIndex
 
 # (?w): \b follows Unicode's default word boundaries (UAX #29) rather than \w/\W changes.
 _BOUNDARY = regex.compile(r"(?w)\b")
@@ -49,25 +46,3 @@ def word_offsets(text: str) -> tuple[Span, ...]:
     return tuple((start, end) for start, end in zip(bounds, bounds[1:])
                  if _WORD_CHARACTER.search(text, start, end))
 
-
-def snap_spans_to_words(spans: Iterable[Span], text: str) -> list[Span]:
-    """Widen each span to the union of itself and every word of `text` it overlaps.
-
-    Args:
-        spans: end-exclusive character spans of `text`.
-        text: the text the spans point into.
-
-    Returns:
-        The widened spans, one for one and in order (not merged: `merge_spans` does that).
-
-    Example:
-        >>> snap_spans_to_words([(3, 5), (8, 9)], "너 진짜바보냐 !!")  # inside a word; on "!" (no word)
-        [(2, 7), (8, 9)]
-    """
-    words = word_offsets(text)
-    index = OverlapIndex(words)
-    widened = []
-    for start, end in spans:
-        hits = [words[i] for i in index.overlapping(start, end)]
-        widened.append((min([start] + [s for s, _ in hits]), max([end] + [e for _, e in hits])))
-    return widened
