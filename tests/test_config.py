@@ -76,7 +76,7 @@ def test_mistyped_key_in_a_part_file_names_that_file():
 
 @pytest.mark.parametrize("override, fragment", [
     ("trainer.max_epochs=many", "trainer.max_epochs' must be int"),
-    ("align.snap=word", "align.snap must be one of"),
+    ("align.snap=words", "align.snap must be one of"),
     ("context.mode=headline", "context.mode must be one of"),
     ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
     ("model.pooling=max", "model.pooling must be one of first, mean"),
