@@ -22,6 +22,13 @@ from kold_span.inference.predictor import Predictor
 from conftest import child_env, untrained_model
 
 BATCH = 2
+
+
+def torch_has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
 CHUNK = BATCH * CHUNK_BATCHES  # rows predicted (and flushed) together at --batch-size 2
 
 
@@ -297,3 +304,51 @@ def test_a_parquet_output_is_resumed_and_an_empty_one_has_its_columns(model, tmp
     assert write_predictions(Predictor.from_pretrained(model), examples, tmp_path / "empty.parquet").rows == 0
     assert pq.read_table(tmp_path / "empty.parquet").column_names == ["id", "text", "labels", "spans"]
 
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, where no file can be made")
+def test_an_output_that_cannot_be_written_is_named_not_its_temporary_file(model, tmp_path, capsys):
+    source = write_jsonl(tmp_path / "in.jsonl", comments(2))
+    assert predict(model, source, "/proc/kold-span-out.jsonl") == 2
+    assert "error: cannot write /proc/kold-span-out.jsonl: " in capsys.readouterr().err
+    assert predict(model, source, "/proc/kold-span-out.parquet") == 2
+    assert "error: cannot write /proc/kold-span-out.parquet: " in capsys.readouterr().err
+
+
+def test_ids_that_are_not_strings_are_written_as_their_json_text(model, tmp_path):
+    rows = [{"id": True, "text": "좋은 기사"}, {"id": 1.5, "text": "바보"}, {"id": 7, "text": "ㅋㅋ"},
+            {"id": {"a": 1}, "text": "너 진짜"}]
+    assert predict(model, write_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out.jsonl") == 0
+    out = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert out == ["true", "1.5", "7", '{"a": 1}']
+
+
+def test_a_pattern_as_the_input_points_to_the_ray_engine(model, tmp_path, capsys):
+    assert predict(model, tmp_path / "shards" / "*.jsonl", tmp_path / "out.jsonl") == 2
+    assert "a pattern of many files is for `kold-span predict --engine ray`" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch_has_cuda(), reason="a CUDA device is there")
+def test_a_cuda_device_without_cuda_is_an_error_not_a_traceback(model, tmp_path, capsys):
+    source = write_jsonl(tmp_path / "in.jsonl", comments(2))
+    assert predict(model, source, tmp_path / "out.jsonl", "--device", "cuda") == 2
+    assert "error: device cuda: torch sees no CUDA device here" in capsys.readouterr().err
+    assert predict(model, source, tmp_path / "out.jsonl", "--device", "gpu0") == 2
+    assert "device must be cpu, cuda or cuda:N, got 'gpu0'" in capsys.readouterr().err
+
+
+def test_resume_refuses_an_unfinished_output_of_other_options(model, tmp_path, capsys):
+    rows = comments(CHUNK + 3)
+    source = write_jsonl(tmp_path / "in.jsonl", rows, bad_line=CHUNK + 2)
+    out = tmp_path / "out.jsonl"
+    assert predict(model, source, out) == 2
+    assert listing(tmp_path) == ["in.jsonl", "out.jsonl.partial", "out.jsonl.partial.json"]
+    write_jsonl(source, rows)
+    capsys.readouterr()
+    assert main(["predict", "--model", str(model), "--input", str(source), "--output", str(out), "--quiet",
+                 "--batch-size", str(BATCH + 1), "--resume"]) == 2
+    assert f"batch_size {BATCH} then, {BATCH + 1} now" in capsys.readouterr().err
+    assert predict(model, source, out, "--resume") == 0
+    assert listing(tmp_path) == ["in.jsonl", "out.jsonl"]
+    assert predict(model, write_jsonl(tmp_path / "bad.jsonl", rows, bad_line=1), tmp_path / "o2.jsonl") == 2
+    assert "o2.jsonl.partial.json" not in listing(tmp_path)  # nothing written: nothing left behind

@@ -121,6 +121,15 @@ def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_p
     assert not (out.parent / "ab.jsonl.partial").exists()
 
 
+def test_an_output_named_as_a_file_is_refused_before_ray_starts(model_dir, tmp_path, capsys):
+    shards = write_shards(tmp_path / "shards")
+    for name in ("out.jsonl", "out.PARQUET"):
+        assert main(["predict", "--engine", "ray", "--model", str(model_dir), "--input", str(shards / "*"),
+                     "--output", str(tmp_path / name), "--quiet"]) == 2
+        assert "the Ray engine writes a folder, one output shard per input shard" in capsys.readouterr().err
+        assert not (tmp_path / name).exists()
+
+
 def test_shards_that_would_write_the_same_output_are_refused(tmp_path):
     with pytest.raises(ArgumentError, match="would both write"):
         output_shards([tmp_path / "x" / "a.csv", tmp_path / "y" / "a.jsonl"], tmp_path / "out", "jsonl")

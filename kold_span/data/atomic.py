@@ -115,8 +115,11 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
     # A fresh name opened with "x" (not mkstemp, whose files are private): the result gets the
     # permissions any new file of the user gets.
     temp = Path(partial) if partial is not None else path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    file = temp.open(mode if partial is not None else mode.replace("w", "x"),
-                     encoding=None if mode == "wb" else encoding, newline=newline)
+    try:
+        file = temp.open(mode if partial is not None else mode.replace("w", "x"),
+                         encoding=None if mode == "wb" else encoding, newline=newline)
+    except OSError as err:  # named by the target the user asked for, not the temporary file beside it
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from err
     try:
         with file:
             yield file

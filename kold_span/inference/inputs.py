@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -50,11 +51,28 @@ def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optiona
     if problem:
         raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings: {problem}")
     raw_id = row.get(icol) if icol else None
-    example_id = str(raw_id) if raw_id not in (None, "") else str(number)
+    example_id = id_text(raw_id) if raw_id not in (None, "") else str(number)
     problem = text_problem(example_id)
     if problem:
         raise DataError(f"{where}: field {icol!r}: {problem}")
     return Example(id=example_id, text=text, context=context or None)
+
+
+def id_text(value: Any) -> str:
+    """A row's id as text: a string as it is, an integer in digits, any other JSON value as its JSON text.
+
+    Example:
+        >>> id_text("a7"), id_text(7), id_text(True), id_text(1.5), id_text({"a": 1})
+        ('a7', '7', 'true', '1.5', '{"a": 1}')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say)
+        return str(value)
 
 
 def _check_header(header: list[str], where: str, text_col: Optional[str], context_col: Optional[str],
@@ -127,6 +145,9 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     if quoting not in QUOTING:
         raise ArgumentError(f"quoting must be one of {QUOTING}, got {quoting!r}")
     if not path.exists():
+        if any(mark in path.name for mark in "*?["):
+            raise FileNotFoundError(f"no such file: {path} (a pattern of many files is for "
+                                    "`kold-span predict --engine ray`, which reads each as a shard)")
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
     return _examples(path, suffix, text_column, context_column, id_column,
                      bad if bad is not None else bad_rows(path), quoting)

@@ -128,23 +128,46 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
     Raises:
         DataError: a bad input row; `output` and `html` are left as they were, the rows written so far
             stay in `.partial`.
-        UnfinishedOutputError: `resume` with an unfinished output that is not of this input.
+        UnfinishedOutputError: `resume` with an unfinished output that is not of this input, or that
+            was predicted with other options (`run_options`: batch size, precision, the model's tasks).
     """
     output = Path(output)
     kind = output_kind(output)
     check_batch_size(batch_size)
     partial = partial_path(output)
     chunk = batch_size * CHUNK_BATCHES
+    # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
+    options, options_file = run_options(predictor, batch_size, perspective), partial_options_path(output)
+    if resume and partial.exists():
+        _check_same_options(options_file, options)
     kept, end = _resume_point(output, partial, chunk, kind) if resume else (0, 0)
     if not resume and partial.exists():
         log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
     examples = iter(examples)
+    try:
+        rows = _write(predictor, examples, output, kind, partial, kept, end, html, batch_size, perspective, on_row,
+                      options, options_file)
+    except BaseException:
+        if not partial.exists():
+            options_file.unlink(missing_ok=True)  # nothing to resume: no file left behind
+        raise
+    options_file.unlink(missing_ok=True)
+    return PredictionRun(rows, kept)
+
+
+def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind: str, partial: Path, kept: int,
+           end: int, html: Optional[Path], batch_size: int, perspective: Optional[dict[str, Any]],
+           on_row: Callable[[], None], options: dict[str, Any], options_file: Path) -> int:
+    """The rows and page of `write_predictions`, after its resume point is found; returns the rows in the output."""
+    chunk = batch_size * CHUNK_BATCHES
     with ExitStack() as stack:
         mode = "a" if kept else "w"
         if kind == "jsonl":
             out = stack.enter_context(atomic_write(output, mode, partial=partial))
         else:
             out = stack.enter_context(_kept_partial(partial, mode, output))
+        if not kept:
+            options_file.write_text(json.dumps(options, ensure_ascii=False) + "\n", encoding="utf-8")
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
         span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
         page = stack.enter_context(html_page(html, span_types)) if html else None
@@ -167,14 +190,54 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
                 write_parquet(target, (row for _, row in complete_rows(partial)))
     if kind == "parquet":
         partial.unlink()
-    return PredictionRun(rows, kept)
+    return rows
+
+
+def partial_options_path(output: Path) -> Path:
+    """Where an unfinished output keeps the options it was predicted with: `<output>.partial.json`.
+
+    Example:
+        >>> partial_options_path(Path("out/p.jsonl")).as_posix()
+        'out/p.jsonl.partial.json'
+    """
+    partial = partial_path(output)
+    return partial.with_name(partial.name + ".json")
+
+
+def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """What a resumed run must share with the run it continues for the same bytes: batching, precision, model."""
+    return {"batch_size": batch_size, "precision": getattr(predictor, "precision", "fp32"),
+            "perspective": perspective, "tasks": [task.name for task in predictor.tasks],
+            "snap": str(getattr(predictor, "snap", ""))}
+
+
+def _check_same_options(options_file: Path, options: dict[str, Any]) -> None:
+    """An `UnfinishedOutputError` naming each option that differs from those the unfinished output was written with.
+
+    An unfinished output without its options file (written by an earlier version) is taken as it is.
+    """
+    try:
+        before = json.loads(options_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        before = {}
+    changed = [f"{key} {before.get(key)!r} then, {value!r} now" for key, value in options.items()
+               if before.get(key) != value]
+    if changed:
+        raise UnfinishedOutputError(f"{options_file.name[:-len('.json')]} was predicted with other options ("
+                                    f"{'; '.join(changed)}): resuming would not give the file an uninterrupted "
+                                    "run writes; resume with the same options, or predict without --resume")
 
 
 @contextmanager
 def _kept_partial(partial: Path, mode: str, output: Path) -> Iterator[IO[str]]:
     """The unfinished rows of a Parquet output, a file kept when the block fails (as `atomic_write` keeps it)."""
     partial.parent.mkdir(parents=True, exist_ok=True)
-    file = partial.open(mode, encoding="utf-8")
+    try:
+        file = partial.open(mode, encoding="utf-8")
+    except OSError as err:  # named by the target the user asked for, not the temporary file beside it
+        raise OSError(f"cannot write {output}: {err.strerror or err}") from err
     try:
         with file:
             yield file

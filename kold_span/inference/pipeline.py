@@ -19,6 +19,7 @@ on any input size.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,6 +38,7 @@ from kold_span.models.network import probabilities
 from kold_span.models.tasks import Task
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # A chunk is this many batches of examples: few enough to keep memory flat. A resumed `kold-span predict`
 # restarts at a chunk boundary, so that every text is padded with the same neighbours as in an uninterrupted run.
@@ -114,6 +116,9 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         kold_span.errors.ArgumentError: precision must be one of ('auto', 'bf16', 'fp16', 'fp32'), got 'half'
     """
     if Precision.parse(precision, "precision") is not Precision.AUTO:
+        if device.type == "cpu" and precision != "fp32" and not cpu_has_bf16():
+            log.warning("precision %s on a CPU without bf16 instructions: emulated, and usually slower than fp32",
+                        precision)
         return str(Precision(precision))
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"

@@ -123,6 +123,7 @@ class Predictor:
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
                  companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
                  precision: str = "auto"):
+        device = checked_device(device)
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
@@ -303,6 +304,28 @@ class Predictor:
         """
         for _example, prediction in Pipeline(self, batch_size, perspective).run(examples):
             yield prediction
+
+
+def checked_device(device: Union[str, torch.device]) -> torch.device:
+    """`device` as a torch device; an `ArgumentError` for a name torch does not know or a GPU it cannot see.
+
+    Example:
+        >>> checked_device("cpu")
+        device(type='cpu')
+        >>> checked_device("gpu0")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: device must be cpu, cuda or cuda:N, got 'gpu0'
+    """
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ArgumentError(f"device must be cpu, cuda or cuda:N, got {device!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        build = "built without CUDA" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise ArgumentError(f"device {device}: torch sees no CUDA device here (torch {torch.__version__}, "
+                            f"{build}); use cpu")
+    return device
 
 
 def checked_texts(texts: Iterable[str]) -> list[str]:

@@ -194,7 +194,9 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     except ImportError:
         raise ArgumentError("--engine ray needs Ray Data: pip install 'kold-span[cluster]' "
                             "(or 'ray[data]')") from None
-
+    if output_dir.suffix.lower() in (".jsonl", ".parquet") or output_dir.is_file():
+        raise ArgumentError(f"output {output_dir}: the Ray engine writes a folder, one output shard per input shard "
+                            "(choose their format with shard_format, --shard-format on the command line)")
     output_dir.mkdir(parents=True, exist_ok=True)
     outputs = output_shards(shards, output_dir, options.shard_format)
     for directory in model_dirs:
