@@ -76,7 +76,8 @@ def error_notes(err: BaseException) -> list[str]:
 
 @contextmanager
 def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[Path] = None,
-                 encoding: Optional[str] = "utf-8", newline: Optional[str] = None) -> Iterator[IO[Any]]:
+                 encoding: Optional[str] = "utf-8", newline: Optional[str] = None,
+                 rename: bool = True) -> Iterator[IO[Any]]:
     """A file to write `path` through: a temporary file beside it, flushed, synced and renamed over it on success.
 
     Args:
@@ -86,6 +87,8 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
             resume from it; default a fresh hidden file beside the target, removed when the block fails.
         encoding: of a text mode (ignored for "wb").
         newline: as for `open` (the CSV writer wants "").
+        rename: rename the temporary file over `path` on success; False keeps it (a `partial` the
+            caller turns into `path` itself, as a Parquet output is converted from its rows).
 
     Returns:
         A context manager giving the open temporary file.
@@ -110,8 +113,8 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
     if path.is_dir():  # found now, not by the rename after all the work
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    if partial is None and mode == "a":
-        raise ValueError("mode 'a' appends to a kept partial file: pass partial=")
+    if partial is None and (mode == "a" or not rename):
+        raise ValueError("mode 'a' and rename=False are for a kept partial file: pass partial=")
     # A fresh name opened with "x" (not mkstemp, whose files are private): the result gets the
     # permissions any new file of the user gets.
     temp = Path(partial) if partial is not None else path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -125,7 +128,8 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
             yield file
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temp, path)
+        if rename:
+            os.replace(temp, path)
     except BaseException as err:
         untouched = f"{path} left as it was" if path.exists() else f"{path} not written"
         if partial is None or not temp.exists() or temp.stat().st_size == 0:
@@ -134,7 +138,8 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
         else:
             add_note(err, f"{untouched}; what was written so far is kept in {temp}")
         raise
-    _sync_directory(path.parent)
+    if rename:
+        _sync_directory(path.parent)
 
 
 def write_text_atomic(path: Union[str, Path], text: str) -> Path:

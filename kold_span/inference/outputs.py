@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import TaskKind
-from kold_span.data.atomic import add_note, atomic_write, partial_path
+from kold_span.data.atomic import atomic_write, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import html_page
@@ -162,10 +161,8 @@ def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind
     chunk = batch_size * CHUNK_BATCHES
     with ExitStack() as stack:
         mode = "a" if kept else "w"
-        if kind == "jsonl":
-            out = stack.enter_context(atomic_write(output, mode, partial=partial))
-        else:
-            out = stack.enter_context(_kept_partial(partial, mode, output))
+        # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
+        out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind == "jsonl"))
         if not kept:
             options_file.write_text(json.dumps(options, ensure_ascii=False) + "\n", encoding="utf-8")
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
@@ -228,29 +225,6 @@ def _check_same_options(options_file: Path, options: dict[str, Any]) -> None:
         raise UnfinishedOutputError(f"{options_file.name[:-len('.json')]} was predicted with other options ("
                                     f"{'; '.join(changed)}): resuming would not give the file an uninterrupted "
                                     "run writes; resume with the same options, or predict without --resume")
-
-
-@contextmanager
-def _kept_partial(partial: Path, mode: str, output: Path) -> Iterator[IO[str]]:
-    """The unfinished rows of a Parquet output, a file kept when the block fails (as `atomic_write` keeps it)."""
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        file = partial.open(mode, encoding="utf-8")
-    except OSError as err:  # named by the target the user asked for, not the temporary file beside it
-        raise OSError(f"cannot write {output}: {err.strerror or err}") from err
-    try:
-        with file:
-            yield file
-            file.flush()
-            os.fsync(file.fileno())
-    except BaseException as err:
-        untouched = f"{output} left as it was" if output.exists() else f"{output} not written"
-        if partial.stat().st_size == 0:
-            partial.unlink(missing_ok=True)
-            add_note(err, untouched)
-        else:
-            add_note(err, f"{untouched}; what was written so far is kept in {partial}")
-        raise
 
 
 def parquet_schema():
