@@ -62,3 +62,48 @@ def untrained_model(directory: Path, snap: str = "none", max_length: int = 32) -
     torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
     return Predictor(model, tokenizer, tasks, max_length=max_length, stride=8, snap=snap).save_pretrained(directory)
+
+
+# How far a probability or span score recorded on one machine may move on another: float kernels differ between
+# CPUs (AVX2, AVX-512, AVX-512 VNNI/BF16) and between torch's dispatch levels, in the sixth decimal (seen: 1e-6);
+# predictions are written with six. Everything else in a prediction (ids, keys, labels, span offsets, types and
+# texts) is compared exactly. docs/PREDICTING.md states the same tolerance to users.
+PROB_ATOL = 1e-4
+
+
+def json_difference(actual, expected, where: str = "", atol: float = PROB_ATOL):
+    """Where two parsed JSON values differ (a message), or None: floats within `atol`, all else exact, keys in order.
+
+    >>> json_difference({"a": [1, 0.5]}, {"a": [1, 0.50004]}) is None
+    True
+    >>> json_difference({"a": 0.5}, {"a": 0.6})
+    'a: 0.5 != 0.6 (more than 0.0001 apart)'
+    """
+    name = where or "(the row)"
+    if isinstance(expected, float) and isinstance(actual, (int, float)) and not isinstance(actual, bool):
+        return None if abs(actual - expected) <= atol else f"{name}: {actual!r} != {expected!r} (more than {atol} apart)"
+    if type(actual) is not type(expected):
+        return f"{name}: {actual!r} != {expected!r}"
+    if isinstance(expected, dict):
+        if list(actual) != list(expected):
+            return f"{name}: keys {list(actual)} != {list(expected)}"
+        found = (json_difference(actual[k], expected[k], f"{where}.{k}".lstrip("."), atol) for k in expected)
+        return next(filter(None, found), None)
+    if isinstance(expected, list):
+        if len(actual) != len(expected):
+            return f"{name}: {len(actual)} items != {len(expected)}"
+        found = (json_difference(a, e, f"{where}[{i}]", atol) for i, (a, e) in enumerate(zip(actual, expected)))
+        return next(filter(None, found), None)
+    return None if actual == expected else f"{name}: {actual!r} != {expected!r}"
+
+
+def assert_same_predictions(actual: Path, expected: Path, atol: float = PROB_ATOL) -> None:
+    """Two JSONL prediction files agree row by row: exactly but for floats, which may differ by `atol`."""
+    import json
+
+    got = actual.read_text(encoding="utf-8").splitlines()
+    want = expected.read_text(encoding="utf-8").splitlines()
+    assert len(got) == len(want), f"{actual}: {len(got)} rows, {expected} has {len(want)}"
+    for number, (line, reference) in enumerate(zip(got, want), 1):
+        difference = json_difference(json.loads(line), json.loads(reference), atol=atol)
+        assert difference is None, f"{actual}:{number} against {expected}: {difference}"

@@ -66,12 +66,17 @@ def test_one_host_array_holds_every_task_and_splits_back_into_each_task_shape():
     assert second["OFF_span"][0].tolist() == pytest.approx([0.107, 0.107, 0.787], abs=1e-3)
 
 
-def test_precision_auto_is_bf16_only_on_devices_that_have_it(monkeypatch):
+def test_precision_auto_is_fp32_on_every_cpu_and_bf16_is_asked_for(monkeypatch, caplog):
+    """bf16 changes labels and spans (docs/PREDICTING.md), so a CPU's bf16 instructions never choose it."""
     assert cpu_has_bf16("fpu avx2 amx_bf16") and not cpu_has_bf16("fpu avx2 avx512f")
+    for has_bf16 in (False, True):
+        monkeypatch.setattr("kold_span.inference.pipeline.cpu_has_bf16", lambda: has_bf16)
+        assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+        assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
     monkeypatch.setattr("kold_span.inference.pipeline.cpu_has_bf16", lambda: False)
-    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
-    monkeypatch.setattr("kold_span.inference.pipeline.cpu_has_bf16", lambda: True)
-    assert resolve_precision("auto", torch.device("cpu")) == "bf16"
+    with caplog.at_level("WARNING"):
+        resolve_precision("bf16", torch.device("cpu"))
+    assert "emulated" in caplog.text
     assert resolve_precision("fp16", torch.device("cpu")) == "fp16"
     with pytest.raises(ArgumentError, match="precision must be one of"):
         resolve_precision("float8", torch.device("cpu"))
@@ -80,21 +85,35 @@ def test_precision_auto_is_bf16_only_on_devices_that_have_it(monkeypatch):
 
 
 class Stages:
-    """Stands in for a predictor: records when each stage starts and ends, per chunk."""
+    """Stands in for a predictor: records when each stage starts and ends, per chunk.
 
-    def __init__(self):
+    With `chunks` given, the network waits (a few seconds at most) until the next chunk is being prepared, so that
+    the overlap is checked by what happened, not by how fast a loaded machine ran a thread.
+    """
+
+    def __init__(self, chunks=None):
         self.log = []
+        self.chunks = chunks
+        self.changed = threading.Condition()
 
     def contexts_for(self, contexts, perspective):
         return list(contexts)
 
     def prepare(self, texts, contexts, batch_size):
-        self.log.append(("prepare", texts[0]))
+        with self.changed:
+            self.log.append(("prepare", texts[0]))
+            self.changed.notify_all()
         return list(texts)
 
+    def prepared(self):
+        return sum(1 for stage, _ in self.log if stage == "prepare")
+
     def run_network(self, prepared):
-        self.log.append(("network", prepared[0]))
-        time.sleep(0.05)  # the next chunk is prepared meanwhile
+        with self.changed:
+            self.log.append(("network", prepared[0]))
+            networks = sum(1 for stage, _ in self.log if stage == "network")
+            if self.chunks:  # the next chunk's first batch, unless this is the last chunk
+                self.changed.wait_for(lambda: self.prepared() >= min(networks + 1, self.chunks), timeout=10)
         return [len(t) for t in prepared]
 
     def merge(self, prepared, outputs):
@@ -110,7 +129,7 @@ def test_the_next_chunk_is_prepared_while_the_network_runs_and_outputs_keep_inpu
     out = list(Pipeline(stages, batch_size=1).run(examples, lambda e, p: (e.id, p["length"])))
     assert [row for _e, row in out] == [(str(i), i + 1) for i in range(8)]
     # chunks of CHUNK_BATCHES (8) examples: one chunk here; with batch_size=1 and 2 examples a chunk, four
-    stages = Stages()
+    stages = Stages(chunks=4)
     examples = [Example(id=str(i), text=f"t{i}") for i in range(4 * 8)]
     list(Pipeline(stages, batch_size=1).run(examples))
     network_at = [i for i, (stage, _) in enumerate(stages.log) if stage == "network"]

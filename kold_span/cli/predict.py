@@ -52,8 +52,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help='annotator-conditioned models: predict for an annotator, e.g. "gender=Female,age=23"')
     parser.add_argument("--device", default="cpu", help="where the network runs (local engine): cpu, cuda, cuda:1")
     parser.add_argument("--precision", choices=Precision.values(), default="auto",
-                        help="the network's precision: auto is bf16 on a GPU or a CPU with bf16 instructions, "
-                             "else fp32 (outputs then identical to float32's)")
+                        help="the network's precision: auto is bf16 on a GPU and fp32 on any CPU; bf16 on a CPU "
+                             "with bf16 instructions is faster but changes some labels and spans "
+                             "(docs/PREDICTING.md)")
     ray = parser.add_argument_group("--engine ray: shards over a Ray cluster (docs/SCALE.md)")
     ray.add_argument("--engine", choices=("local", "ray"), default="local",
                      help="local: this process; ray: a pool of Ray workers, one output shard per input shard")

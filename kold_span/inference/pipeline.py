@@ -95,10 +95,13 @@ def cpu_has_bf16(flags: Optional[str] = None) -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision the network runs in: `precision`, or for "auto" bf16 where the device has it, else fp32.
+    """The precision the network runs in: `precision`, or for "auto" bf16 on a GPU and fp32 on a CPU.
 
-    "auto" gives bf16 on a CUDA device that supports it (fp16 on older ones) and on a CPU with bf16
-    instructions, and fp32 on other CPUs, where bf16 is emulated and many times slower.
+    "auto" gives bf16 on a CUDA device that supports it (fp16 on older ones) and fp32 on every CPU, so
+    that one model gives the same labels and spans on every machine of a kind: bf16 on a CPU with
+    bf16 instructions is faster but changes labels and spans (docs/PREDICTING.md), so it is the
+    user's choice ("bf16"), never a default. On a CPU without bf16 instructions it is emulated and
+    many times slower, and a warning says so.
 
     Args:
         precision: a `Precision` value.
@@ -110,6 +113,8 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     Example:
         >>> resolve_precision("fp32", torch.device("cuda")), resolve_precision("bf16", torch.device("cpu"))
         ('fp32', 'bf16')
+        >>> resolve_precision("auto", torch.device("cpu"))
+        'fp32'
         >>> resolve_precision("half", torch.device("cpu"))
         Traceback (most recent call last):
         ...
@@ -122,8 +127,6 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         return str(Precision(precision))
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    if device.type == "cpu" and cpu_has_bf16():
-        return "bf16"
     return "fp32"
 
 

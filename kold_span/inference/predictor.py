@@ -165,8 +165,9 @@ class Predictor:
     def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto") -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
 
-        `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU or
-        a CPU with bf16 instructions, else fp32); the weights stay float32.
+        `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU and
+        fp32 on any CPU; "bf16" on a CPU is faster where it has bf16 instructions, and changes some
+        labels and spans); the weights stay float32.
 
         Example:
             >>> Predictor.from_pretrained("no/such/model")

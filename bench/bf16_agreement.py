@@ -1,0 +1,148 @@
+"""How many labels and span characters change when a trained model predicts in bf16 instead of float32.
+
+For each finished run (a folder with `config.json` and `model/`, as `kold-span train` writes it), the
+run's own dev side is read again (same reader, filter and seeded carving) and predicted twice on the
+CPU, once per precision. Counted: examples whose label changes, per sequence task; span characters
+predicted by one precision and not the other (the symmetric difference), per span type, against the
+characters float32 marks; the dev score of each; and the time each took.
+
+    python bench/bf16_agreement.py checkpoints/prec/quality-toxic_spans/ts checkpoints/prec/quality-beep/beep
+
+Results: bench/results/bf16-vs-fp32.json and docs/benchmarks/bf16-vs-fp32.md (with the CPU's vector
+extensions: on a CPU without bf16 instructions bf16 is emulated, slow, and its numbers still show what
+such a CPU would compute).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from report import machine_line, write_section  # noqa: E402
+
+from kold_span.config import config_from_dict  # noqa: E402
+from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.evaluation.files import evaluate_examples, read_predictions  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def span_chars(prediction: dict[str, Any]) -> dict[str, set[int]]:
+    """The characters each span type marks in one prediction row.
+
+    Example:
+        >>> span_chars({"spans": [{"type": "OFF", "start": 1, "end": 3}, {"type": "OFF", "start": 5, "end": 6}]})
+        {'OFF': {1, 2, 5}}
+    """
+    marked: dict[str, set[int]] = {}
+    for span in prediction["spans"]:
+        marked.setdefault(span["type"], set()).update(range(span["start"], span["end"]))
+    return marked
+
+
+def changes(fp32: list[dict[str, Any]], bf16: list[dict[str, Any]]) -> dict[str, Any]:
+    """Labels and span characters that differ between two precisions' rows of the same examples.
+
+    Example:
+        >>> a = [{"labels": {"OFF": {"label": True}}, "spans": [{"type": "OFF", "start": 0, "end": 4}]}]
+        >>> b = [{"labels": {"OFF": {"label": False}}, "spans": [{"type": "OFF", "start": 2, "end": 5}]}]
+        >>> changes(a, b)["labels"]["OFF"], changes(a, b)["spans"]["OFF"]
+        ({'changed': 1, 'of': 1}, {'changed_chars': 3, 'fp32_chars': 4, 'rows_changed': 1, 'of': 1})
+    """
+    labels: dict[str, dict[str, int]] = {}
+    spans: dict[str, dict[str, int]] = {}
+    for a, b in zip(fp32, bf16, strict=True):
+        for task, value in a["labels"].items():
+            row = labels.setdefault(task, {"changed": 0, "of": 0})
+            row["of"] += 1
+            row["changed"] += value["label"] != b["labels"][task]["label"]
+        marked_a, marked_b = span_chars(a), span_chars(b)
+        for span_type in sorted(set(marked_a) | set(marked_b) | set(spans)):
+            row = spans.setdefault(span_type, {"changed_chars": 0, "fp32_chars": 0, "rows_changed": 0, "of": 0})
+            chars_a, chars_b = marked_a.get(span_type, set()), marked_b.get(span_type, set())
+            row["of"] += 1
+            row["fp32_chars"] += len(chars_a)
+            row["changed_chars"] += len(chars_a ^ chars_b)
+            row["rows_changed"] += chars_a != chars_b
+    return {"labels": labels, "spans": spans}
+
+
+def dev_scores(dev: list, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The scores `kold-span evaluate` gives these prediction rows against the dev examples."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "predictions.jsonl"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        return evaluate_examples(dev, read_predictions(path))
+
+
+def measure(run_dir: Path, batch_size: int) -> dict[str, Any]:
+    """Predict a run's dev side in each precision; the changes, dev scores and seconds."""
+    config = config_from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")),
+                              str(run_dir / "config.json"))
+    dev = load_splits(config)["dev"]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    seconds: dict[str, float] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for precision in PRECISIONS:
+        predictor = Predictor.from_pretrained(run_dir / "model", precision=precision)
+        start = time.perf_counter()
+        rows[precision] = list(predictor.predict_examples(dev, batch_size=batch_size))
+        seconds[precision] = time.perf_counter() - start
+        scores[precision] = dev_scores(dev, rows[precision])
+    return {"run": str(run_dir), "experiment": config.experiment, "dev": len(dev), "seconds": seconds,
+            "scores": scores, **changes(rows["fp32"], rows["bf16"])}
+
+
+def render(results: list[dict[str, Any]], command: str) -> str:
+    """The Markdown section: one line per task or span type of each run."""
+    lines = [f"Command: `{command}` — {machine_line()}, {os.environ.get('OMP_NUM_THREADS', 'all')} thread(s).", "",
+             "| run | dev | what | changed by bf16 | fp32 dev score | bf16 dev score | fp32 s | bf16 s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        fp32, bf16 = r["scores"]["fp32"], r["scores"]["bf16"]
+        timing = f"{r['seconds']['fp32']:.1f} | {r['seconds']['bf16']:.1f}"
+        for task, c in r["labels"].items():
+            key = next((k for k in (f"label/{task}/macro_f1", f"label/{task}/micro_f1") if k in fp32), None)
+            score = f"{fp32[key]:.4f} | {bf16[key]:.4f}" if key else "— | —"
+            lines.append(f"| {r['experiment']} | {r['dev']} | label {task} | {c['changed']} of {c['of']} "
+                         f"({100 * c['changed'] / max(c['of'], 1):.2f}%) | {score} | {timing} |")
+        for span_type, c in r["spans"].items():
+            key = f"span/{span_type}/char_f1"
+            score = f"{fp32[key]:.4f} | {bf16[key]:.4f}" if key in fp32 else "— | —"
+            lines.append(f"| {r['experiment']} | {r['dev']} | span {span_type} | {c['changed_chars']} characters "
+                         f"({100 * c['changed_chars'] / max(c['fp32_chars'], 1):.2f}% of fp32's {c['fp32_chars']}), "
+                         f"{c['rows_changed']} of {c['of']} rows | {score} | {timing} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="finished run folders (config.json and model/)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--section", default="bf16-vs-fp32")
+    parser.add_argument("--no-docs", action="store_true", help="print the section instead of writing docs")
+    args = parser.parse_args(argv)
+    results = [measure(run, args.batch_size) for run in args.runs]
+    command = "python bench/bf16_agreement.py " + " ".join(shlex.quote(str(r)) for r in args.runs)
+    body = render(results, command)
+    print(body)
+    if not args.no_docs:
+        out = ROOT / "bench" / "results" / f"{args.section}.json"
+        out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        write_section(args.section, body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
