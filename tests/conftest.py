@@ -38,8 +38,12 @@ def shared_data(relative: str) -> Path:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for a child Python process: this checkout first on its path, the caller's kept after it."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    """The environment for a child Python process: this checkout first on its path, the caller's kept after it.
+
+    UTF-8 mode, so that a child prints Korean text the same under any locale (LANG=C, a Latin-1 one).
+    """
+    return {**os.environ, "PYTHONUTF8": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 def untrained_model(directory: Path, snap: str = "none", max_length: int = 32) -> Path:

@@ -72,7 +72,7 @@ class Server:
     log: Path
 
     def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
+        return self.log.read_text(encoding="utf-8")
 
 
 @contextmanager
@@ -103,7 +103,7 @@ def running_server(models: list[Path], *options: str, log_dir: Path, ready: bool
 def _wait_for_url(log: Path, process: subprocess.Popen, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in log.read_text(encoding="utf-8").splitlines():
             if line.startswith("kold-span serve: http://"):
                 return line.split()[2]
         if process.poll() is not None:

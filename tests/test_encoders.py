@@ -31,7 +31,7 @@ def test_hub_id_without_network_does_not_hang(tmp_path):
             "try:\n    load_pretrained('klue/roberta-base')\nexcept EncoderLoadError as e:\n    print('CLEAR', e)\n")
     env = {k: v for k, v in child_env().items() if k != "HF_HUB_OFFLINE"}
     env["HF_HOME"] = str(tmp_path)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, encoding="utf-8", timeout=180, env=env)
     assert "CLEAR" in proc.stdout, proc.stderr[-2000:]
 
 
@@ -108,7 +108,7 @@ def test_wordpiece_training_gives_one_vocabulary_in_every_process():
             "vocab = train_tokenizer(texts, ScratchEncoderConfig(vocab_size=400)).get_vocab(); "
             "print(hashlib.md5(json.dumps(sorted(vocab.items())).encode()).hexdigest())")
     digests = {subprocess.run([sys.executable, "-c", code, str(FIXTURE)], env=child_env(), capture_output=True,
-                              text=True, check=True, timeout=300).stdout.strip() for _ in range(4)}
+                              encoding="utf-8", check=True, timeout=300).stdout.strip() for _ in range(4)}
     assert len(digests) == 1, digests
 
 

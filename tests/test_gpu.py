@@ -98,7 +98,7 @@ def test_predict_cli_on_cuda(gpu_run, tmp_path):
     source.write_text("진짜 한심하다\n오늘 경기 재밌었어요\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "kold_span.cli", "predict", "--model", str(gpu_run.model_dir),
            "--input", str(source), "--output", str(tmp_path / "out.jsonl"), "--device", "cuda"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, encoding="utf-8", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 2
@@ -110,7 +110,7 @@ def test_ddp_preset_on_every_gpu(tmp_path):
     cmd = [sys.executable, "-m", "kold_span.cli", "train", str(TINY), "--set", f"output_dir={tmp_path}",
            f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=2", "trainer.batch_size=4",
            "data.dev_fraction=0.25", NO_KIWI, *preset("ddp")]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, encoding="utf-8", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())

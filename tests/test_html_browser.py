@@ -112,7 +112,7 @@ def run_chromium(*args: str) -> subprocess.CompletedProcess:
                                "--no-first-run", "--disable-background-networking", "--disable-component-update",
                                "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}",
                                f"--window-size={WINDOW[0]},{WINDOW[1]}", *args],
-                              capture_output=True, text=True, timeout=180)
+                              capture_output=True, encoding="utf-8", timeout=180)
 
 
 def screenshot(page: Path, png: Path) -> None:

@@ -263,7 +263,7 @@ def test_a_run_killed_midway_resumes_to_the_bytes_of_an_uninterrupted_run(model,
     done = len(list(complete_rows(partial)))
     assert 32 <= done < len(rows) and not out.exists()
     resumed = subprocess.run(argv + ["--output", str(out), "--resume"], env=child_env(), check=True,
-                             capture_output=True, text=True)
+                             capture_output=True, encoding="utf-8")
     assert f"wrote 400 predictions ({done - done % 32} kept from the unfinished run)" in resumed.stdout
     subprocess.run(argv + ["--output", str(whole)], env=child_env(), check=True, capture_output=True)
     assert out.read_bytes() == whole.read_bytes()

@@ -36,7 +36,7 @@ def test_quick_start_runs_as_written(tmp_path):
     assert [c.split()[1] for c in commands] == ["train", "convert", "predict", "evaluate", "agreement"]
     for command in commands:
         args = [sys.executable, "-m", "kold_span.cli", *shlex.split(command)[1:]]
-        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, encoding="utf-8", timeout=900)
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
     sample = [json.loads(line) for line in (tmp_path / "checkpoints/sample.jsonl").read_text().splitlines()]
     predictions = [json.loads(line) for line in (tmp_path / "checkpoints/predictions.jsonl").read_text().splitlines()]

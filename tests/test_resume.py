@@ -33,7 +33,7 @@ def first_checkpoint_epoch(path: Path) -> int:
 def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
     env = child_env()
     whole, broken = tmp_path / "whole", tmp_path / "broken"
-    done = subprocess.run(train_command(whole), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(train_command(whole), cwd=ROOT, env=env, capture_output=True, encoding="utf-8", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
     process = subprocess.Popen(train_command(broken), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -50,7 +50,7 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
     assert not (broken / "tiny" / "r" / "metrics.json").exists()
 
     resumed = subprocess.run(train_command(broken, "--resume"), cwd=ROOT, env=env, capture_output=True,
-                             text=True, timeout=600)
+                             encoding="utf-8", timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     weights = [load_file(str(d / "tiny" / "r" / "model" / "model.safetensors")) for d in (whole, broken)]
     assert weights[0].keys() == weights[1].keys()

@@ -19,7 +19,7 @@ def test_regenerating_into_another_folder_gives_the_committed_bytes(name, tmp_pa
     script, files = GENERATORS[name]
     out = tmp_path / "out"
     # Another working directory and no bytecode left beside the scripts; a fresh hash seed per run.
-    proc = subprocess.run([sys.executable, str(script), str(out)], cwd=tmp_path, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, str(script), str(out)], cwd=tmp_path, capture_output=True, encoding="utf-8",
                           timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == files

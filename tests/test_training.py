@@ -295,7 +295,7 @@ def test_ddp_with_two_cpu_processes(tmp_path, group_by_length):
            f"data.train={FIXTURE}", "run=ddp", "trainer.max_epochs=1", "trainer.devices=2",
            "trainer.strategy=ddp", "trainer.batch_size=4", "data.dev_fraction=0.25",
            f"trainer.group_by_length={group_by_length}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, encoding="utf-8", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "tiny" / "ddp" / "model" / "model.safetensors").exists()
     metrics = json.loads((tmp_path / "tiny" / "ddp" / "metrics.json").read_text())
