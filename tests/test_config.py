@@ -1,4 +1,5 @@
 """Configs: split by concern, validated before any work, overrides."""
+import re
 from typing import Optional
 
 import pytest
@@ -137,3 +138,14 @@ def test_build_dataclass_names_a_missing_key_without_a_default():
         build_dataclass(Entry, {"aim": 0.5}, "t.yaml", "corpora.beep.")
     with pytest.raises(ConfigError, match=r"t.yaml: unknown key 'corpora.beep.aims'; allowed keys here: reader, aim"):
         build_dataclass(Entry, {"reader": "beep", "aims": 0.5}, "t.yaml", "corpora.beep.")
+
+
+@pytest.mark.parametrize("negatives, message", [
+    ("{reader: jsonl}", "data.negatives needs a reader and a path"),
+    ("{reader: jsonl, path: x.jsonl}", "data.negatives.labels is empty"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, holdout_fraction: 1.0}", "holdout_fraction is a share"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, limit: 0}", "data.negatives.limit must be at least 1"),
+])
+def test_bad_negatives_are_named(negatives, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(DEMO, [f"data.negatives={negatives}"])

@@ -385,3 +385,24 @@ def test_one_class_in_training_fails_before_training_when_the_ngram_is_fused(tmp
     with pytest.raises(ValueError, match=r"task 'OFF': every training example has the label 'true'"):
         train(tiny_config(tmp_path, *fused), quiet=True)
     assert not (tmp_path / "tiny" / "r" / "checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_negatives_are_trained_on_and_the_held_out_ones_scored_as_benign(tmp_path):
+    """data.negatives: benign texts of another file join train with the given labels; a held-out share is
+    predicted after training and counted in metrics.json's `benign`."""
+    from kold_span.data import Example, write_jsonl
+
+    benign = [Example(id=str(i), text=f"오늘 날씨가 정말 좋네요 {i}", labels={"lang": "ko" if i < 10 else "en"})
+              for i in range(12)]
+    path = tmp_path / "benign.jsonl"
+    write_jsonl(benign, path)
+    config = tiny_config(tmp_path, "trainer.max_epochs=1", "data.limit=8",
+                         f"data.negatives={{reader: jsonl, path: {path}, labels: {{OFF: false}}, "
+                         "filter: {lang: ko}, holdout_fraction: 0.4}")
+    result = train(config, quiet=True)
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["sizes"]["train"] == 8 + 6 and metrics["sizes"]["benign"] == 4  # 10 Korean texts: 6 + 4
+    assert metrics["benign"]["examples"] == 4
+    assert set(metrics["benign"]) == {"examples", "flagged", "with_span", "other_label"}
+    assert 0.0 <= metrics["benign"]["with_span"] <= metrics["benign"]["flagged"] <= 1.0

@@ -97,6 +97,20 @@ class PerspectiveConfig:
 
 
 @dataclass
+class NegativesConfig:
+    """Benign texts from another corpus: trained on with `labels` and no span, a held-out share kept to count
+    how many benign texts the model flags (the `benign` scores of metrics.json)."""
+
+    reader: str = ""  # a corpus reader, as data.reader
+    path: str = ""
+    labels: dict[str, Any] = field(default_factory=dict)  # every negative gets these labels, e.g. {toxic: false}
+    filter: dict[str, Any] = field(default_factory=dict)  # keep texts whose labels (or meta.KEY) match, as data.filter
+    reader_options: dict[str, Any] = field(default_factory=dict)
+    limit: Optional[int] = None  # read at most N texts (after the filter)
+    holdout_fraction: float = 0.3  # share never trained on, scored as `benign` after training
+
+
+@dataclass
 class DataConfig:
     reader: str = "kold"
     train: str = ""
@@ -113,6 +127,7 @@ class DataConfig:
     # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
     speaker_swap: float = 0.0
     perspective: Optional[PerspectiveConfig] = None
+    negatives: Optional[NegativesConfig] = None  # benign texts from another corpus (a corpus without them)
 
 
 @dataclass

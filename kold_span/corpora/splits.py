@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import partial
 
 from kold_span import corpora
-from kold_span.config.schema import Config
+from kold_span.config.schema import Config, NegativesConfig
 from kold_span.data.example import Example
 from kold_span.data.jsonl import require_path
 from kold_span.data.perspectives import expand_by_annotator
@@ -13,6 +13,7 @@ from kold_span.data.transforms import swap_share
 from kold_span.errors import ConfigError
 
 SPLITS = ("train", "dev", "test")
+BENIGN = "benign"  # the held-out negatives (data.negatives), present only when the config has some
 
 
 def load_splits(config: Config) -> dict[str, list[Example]]:
@@ -51,6 +52,9 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
             splits[name] = []
     if not splits["train"]:
         raise ConfigError(f"no training examples left in {data.train} after data.filter={data.filter}")
+    if data.negatives is not None:
+        trained_on, splits[BENIGN] = read_negatives(data.negatives, data.split_seed)
+        splits["train"] = splits["train"] + trained_on
     if data.speaker_swap:
         splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
     if data.perspective is not None:
@@ -60,3 +64,36 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
         if not splits["train"]:
             raise ConfigError(f"data.perspective: no annotation carries the label {data.perspective.label!r}")
     return splits
+
+
+def read_negatives(negatives: NegativesConfig, seed: int) -> tuple[list[Example], list[Example]]:
+    """Benign texts of another corpus, relabelled, split (seeded) into those trained on and those held out.
+
+    Each keeps its text, loses its context (the main corpus decides what context means) and its own
+    labels and spans, and gets `negatives.labels` with no span; its id is prefixed "negative:" so that it
+    never collides with an id of the main corpus.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kold_span.data.jsonl import write_jsonl
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = Path(folder.name) / "benign.jsonl"
+        >>> _ = write_jsonl([Example(id=str(i), text=f"a fine day {i}", labels={"lang": "en" if i < 8 else "es"})
+        ...                  for i in range(10)], path)
+        >>> train, held_out = read_negatives(NegativesConfig(reader="jsonl", path=str(path), labels={"toxic": False},
+        ...                                                  filter={"lang": "en"}, holdout_fraction=0.25), seed=13)
+        >>> len(train), len(held_out), held_out[0].labels, held_out[0].spans, held_out[0].id.startswith("negative:")
+        (6, 2, {'toxic': False}, {}, True)
+        >>> folder.cleanup()
+    """
+    require_path(negatives.path, "data.negatives.path")
+    read = partial(corpora.read, negatives.reader, **negatives.reader_options)
+    kept = [ex for ex in read(negatives.path) if keep_example(ex, negatives.filter)][:negatives.limit]
+    if not kept:
+        raise ConfigError(f"data.negatives: no text left in {negatives.path} after filter={negatives.filter}")
+    benign = [Example(id=f"negative:{ex.id}", text=ex.text, labels=dict(negatives.labels), meta=ex.meta)
+              for ex in kept]
+    if not negatives.holdout_fraction:
+        return benign, []
+    return carve(benign, negatives.holdout_fraction, seed, None)

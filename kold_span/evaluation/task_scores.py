@@ -120,6 +120,42 @@ SCORERS: dict[TaskKind, TaskScorer] = {TaskKind.SEQUENCE: SequenceScorer(), Task
 Pairs = Sequence[tuple[Example, np.ndarray]]  # each example with its probabilities of one task
 
 
+def benign_scores(tasks: Sequence[Task], examples: Sequence[Example],
+                  predictions: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """How often a model flags texts known to be benign: a span, or a label other than the benign one given.
+
+    `predictions` are rows as `Predictor.predict` gives them, one per example; an example's labels hold
+    the benign value of each task's source (tasks whose source it lacks are not judged).
+
+    Example:
+        >>> tasks = [Task("toxic", "sequence", "toxic", labels=("false", "true")), Task("OFF_span", "span", "OFF")]
+        >>> examples = [Example(id=str(i), text="fine", labels={"toxic": False}) for i in range(4)]
+        >>> rows = [{"labels": {"toxic": {"label": False}}, "spans": []},
+        ...         {"labels": {"toxic": {"label": True}}, "spans": []},
+        ...         {"labels": {"toxic": {"label": False}}, "spans": [{"type": "OFF", "start": 0, "end": 4}]},
+        ...         {"labels": {"toxic": {"label": True}}, "spans": [{"type": "OFF", "start": 0, "end": 2}]}]
+        >>> benign_scores(tasks, examples, rows)
+        {'examples': 4, 'flagged': 0.75, 'with_span': 0.5, 'other_label': 0.5}
+    """
+    judged = [t for t in tasks if t.kind is TaskKind.SEQUENCE and t.problem is not Problem.SOFT]
+    with_span = other_label = flagged = 0
+    for example, row in zip(examples, predictions, strict=True):
+        spanned = bool(row["spans"])
+        relabelled = any(_label_key(row["labels"][t.name]["label"]) != _label_key(example.labels[t.source])
+                         for t in judged if t.source in example.labels and t.name in row["labels"])
+        with_span += spanned
+        other_label += relabelled
+        flagged += spanned or relabelled
+    n = max(len(examples), 1)
+    return {"examples": len(examples), "flagged": flagged / n, "with_span": with_span / n,
+            "other_label": other_label / n}
+
+
+def _label_key(value: Any) -> Any:
+    """A label comparable across spellings: a set of strings for label lists, else its string."""
+    return frozenset(label_set(value)) if isinstance(value, (list, tuple, set)) else label_str(value)
+
+
 def single_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
     """accuracy, macro/weighted F1, balanced accuracy; precision, recall, F1 of "true" for a true/false task."""
     labelled = [(ex.labels[task.source], p) for ex, p in pairs if ex.labels.get(task.source) is not None]

@@ -23,7 +23,7 @@ from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.perspectives import trait_phrase
 from kold_span.errors import ConfigError, DataError
-from kold_span.evaluation.task_scores import score
+from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.tasks import Task, build_tasks
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra
@@ -261,6 +261,8 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     on train + dev first, they would make the fused dev scores look perfect. Test is scored with
     the model as saved.
     """
+    from kold_span.corpora.splits import BENIGN
+
     config, splits, run_dir = built.config, built.splits, built.run_dir
     tc = config.trainer
     results: dict[str, Any] = {"experiment": config.experiment, "run": run_dir.name,
@@ -274,6 +276,10 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     model_dir = predictor.save_pretrained(run_dir / "model")
     if splits["test"]:
         results["test"] = evaluate_predictor(predictor, splits["test"], tc.eval_batch_size)
+    if splits.get(BENIGN):  # held-out negatives (data.negatives): how many the saved model flags
+        benign = splits[BENIGN]
+        rows = predictor.predict([e.text for e in benign], [e.context for e in benign], tc.eval_batch_size)
+        results[BENIGN] = benign_scores(predictor.tasks, benign, rows)
     if config.data.perspective and splits["test"]:
         results["test_by_trait"] = scores_by_trait(predictor, splits["test"], config.data.perspective.traits,
                                                    tc.eval_batch_size)
