@@ -183,3 +183,17 @@ def test_an_imported_encoder_loads_and_embeds(site, tmp_path):
         original.eval()
         expected = original(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     assert hidden.shape == (1, 6, 16) and torch.equal(hidden, expected)
+
+
+def test_the_mpnet_experiment_is_the_minilm_one_with_the_imported_encoder():
+    """What bench/quality.py trains as the `mpnet` tag (the MiniLM file, the encoder overridden) is this file."""
+    from conftest import CONFIGS
+
+    from kold_span.config.loading import load_config
+
+    quality = CONFIGS / "experiment" / "quality"
+    mpnet = load_config(quality / "toxic_spans_mpnet.yaml").to_dict()
+    minilm = load_config(quality / "toxic_spans_minilm.yaml",
+                         ["model.encoder.name_or_path=checkpoints/encoders/all-mpnet-base-v2"]).to_dict()
+    assert mpnet["model"]["encoder"]["name_or_path"] == "checkpoints/encoders/all-mpnet-base-v2"
+    assert mpnet == minilm
