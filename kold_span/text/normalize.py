@@ -51,6 +51,7 @@ Example:
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import unicodedata
@@ -60,6 +61,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
+from kold_span.data.example import Context, Example, Span
 from kold_span.text.aligned import AlignedText, Replacement
 
 STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators")
@@ -456,3 +458,46 @@ def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
 _STEPS: dict[str, Step] = {"nfc": _nfc, "width": _width, "invisible": _invisible, "confusables": _confusables,
                            "elongation": _elongation, "leet": _leet, "keyboard": _keyboard, "jamo": _jamo,
                            "separators": _separators}
+
+
+# -- inputs and examples ------------------------------------------------------------------
+def normalize_context(context: Context, steps: Sequence[str]) -> Context:
+    """A context (None, a string or turns) with each string normalized (contexts carry no spans).
+
+    Example:
+        >>> normalize_context(["ｔｉｔｌｅ", "씨.발"], ("width", "separators"))
+        ['title', '씨발']
+    """
+    if isinstance(context, str):
+        return normalize(context, steps).text.text
+    if isinstance(context, list):
+        return [normalize(turn, steps).text.text if isinstance(turn, str) else turn for turn in context]
+    return context
+
+
+def normalize_example(example: Example, steps: Sequence[str]) -> Example:
+    """A gold example as the model trained with `steps` reads it: text and context normalized,
+    every span (the example's and each annotator's) moved onto the normalized text (`from_original`).
+
+    A span whose characters were all removed (only invisible characters) is dropped.
+
+    Example:
+        >>> gold = Example(id="1", text="너 씨.발", spans={"OFF": [(2, 5)]})
+        >>> normalize_example(gold, ("separators",)).spans
+        {'OFF': [(2, 4)]}
+    """
+    aligned = normalize(example.text, steps).text
+    context = normalize_context(example.context, steps)
+    if not aligned.changed and context == example.context:
+        return example
+
+    def moved(spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
+        out = {}
+        for name, pairs in spans.items():
+            mapped = [aligned.from_original(start, end) for start, end in pairs]
+            out[name] = [(s, e) for s, e in mapped if s < e]
+        return out
+
+    annotations = [dataclasses.replace(a, spans=moved(a.spans)) for a in example.annotations]
+    return dataclasses.replace(example, text=aligned.text, context=context, spans=moved(example.spans),
+                               annotations=annotations)

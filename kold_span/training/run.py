@@ -26,6 +26,7 @@ from kold_span.errors import ConfigError, DataError
 from kold_span.evaluation.task_scores import score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.tasks import Task, build_tasks
+from kold_span.text.normalize import normalize_example
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def build(config: Config, resume: bool = False) -> Built:
     run_dir = run_directory(config, resume)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    splits = load_splits(config)
+    splits = normalized_splits(load_splits(config), config.normalize.steps())
     extra = ngram_extra(config, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
@@ -134,6 +135,19 @@ def build(config: Config, resume: bool = False) -> Built:
     model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     return Built(config, run_dir, splits, extra, tasks, tokenizer, datamodule,
                  MultiTaskModule(model, tasks, tc, evaluator))
+
+
+def normalized_splits(splits: dict[str, list[Example]], steps: Optional[Sequence[str]]
+                      ) -> dict[str, list[Example]]:
+    """Every split as the model reads it (`normalize.enabled`): texts normalized, gold spans moved onto them.
+
+    Dev and test are then scored on the normalized text; the exported model normalizes its inputs
+    with the same steps and maps its spans back to the text it was given.
+    """
+    if steps is None:
+        return splits
+    return {name: [normalize_example(e, steps) for e in examples] if examples else examples
+            for name, examples in splits.items()}
 
 
 def check_label_variety(config: Config, tasks: Sequence[Task], train: Sequence[Example]) -> None:
@@ -250,7 +264,8 @@ def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: 
                      stride=config.model.stride, context_mode=config.context.mode,
                      max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                      morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False), perspective=perspective,
-                     precision="fp32")  # dev scores and thresholds the same on every CPU
+                     precision="fp32",  # dev scores and thresholds the same on every CPU
+                     normalize=config.normalize.steps())
 
 
 def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
