@@ -29,14 +29,16 @@ The steps, in the order they run (`STEPS`):
   whichever spells the more frequent English or Spanish word (`stuuuupid` → `stupid`,
   `cooool` → `cool`), else two.
 - `leet`: digits and symbols inside an otherwise alphabetic Latin word (`1d10t`, `$tupid`,
-  `sh!t`, `f*ck`) read as the letters they stand for, only where that spells a common English
-  or Spanish word and the word as written is none.
+  `sh!t`, `f*ck`: a mask stands for a vowel) read as the letters they stand for, only where that
+  spells a common English or Spanish word and the word as written is none (`tod@s` stays).
 - `keyboard`: Korean typed on an English keyboard (2-set layout: `tlqkf` → `시발`), only where
-  the Latin word is no English or Spanish word and its keys spell two or more whole syllables.
+  the Latin word is in no English or Spanish list at all, is not capitalized like a name, is not
+  part of a URL or handle, and its keys spell two or more whole syllables.
 - `jamo`: a run of compatibility jamo that spells whole syllables is recomposed (`ㅅㅣ발` →
   `시발`); a run that does not (`ㅋㅋ`, `ㅅㅂ`, `ㅠㅠ`) is an abbreviation and stays.
 - `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) and a space
-  between single syllables (`씨 발`) removed, only where the joined word is a common Korean word.
+  between single syllables (`씨 발`) removed, only where the joined word is a common Korean word;
+  never sentence punctuation, quotes or brackets, nor the digits of an ordinal (`제2의`).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
 Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
@@ -277,6 +279,7 @@ def _words_of_length(length: int) -> tuple[str, ...]:
 # -- elongation ---------------------------------------------------------------------------
 _LATIN_WORD = regex.compile(r"(?<![\p{L}\p{N}])\p{Latin}+(?![\p{L}\p{N}])")
 _RUN = regex.compile(r"(\p{Latin})\1{2,}")
+_ROMAN = regex.compile(r"[IVXLCDM]+")  # XXIII is a number
 
 
 def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
@@ -285,7 +288,7 @@ def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
     count = 0
     for word in _LATIN_WORD.finditer(t.text):
         runs = list(_RUN.finditer(word.group()))
-        if not runs or len({c.lower() for c in word.group()}) == 1 or len(runs) > 4:
+        if not runs or len({c.lower() for c in word.group()}) == 1 or len(runs) > 4 or _ROMAN.fullmatch(word.group()):
             continue
         scored = [(_zipf(_squeezed(word.group(), runs, choice).lower(), ("en", "es")), choice)
                   for choice in product((1, 2), repeat=len(runs))]
@@ -308,9 +311,11 @@ def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
 
 # -- leet ---------------------------------------------------------------------------------
 _LEET = {"0": "o", "1": "il", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
-         "@": "a", "$": "s", "!": "i", "|": "li", "*": "abcdefghijklmnopqrstuvwxyz"}
+         "@": "a", "$": "s", "!": "i", "|": "li", "*": "aeiouy"}  # a mask hides a vowel: f*ck, sh*t
 _LEET_TOKEN = regex.compile(r"(?<![\p{L}\p{N}@$!|*])[A-Za-z0-9@$!|*]*[A-Za-z][A-Za-z0-9@$!|*]*(?![\p{L}\p{N}])")
 _NUMBER_AND_UNIT = regex.compile(r"\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+")
+# Spanish writes both genders with a final @ (tod@s, amig@): not a leet a.
+_INCLUSIVE_AT = regex.compile(r"@s?$")
 
 
 def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
@@ -319,7 +324,7 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
     count = 0
     for token in _LEET_TOKEN.finditer(t.text):
         word = token.group().rstrip("!")
-        if word.startswith("@") or not any(c in _LEET for c in word) or len(word) < 3:
+        if word.startswith("@") or _INCLUSIVE_AT.search(word) or not any(c in _LEET for c in word) or len(word) < 3:
             continue
         if sum(c.isalpha() for c in word) < 2 or _NUMBER_AND_UNIT.fullmatch(word) or is_word(word):
             continue
@@ -402,7 +407,8 @@ def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, {"jamo": len(edits)}
 
 
-_KEYBOARD_WORD = regex.compile(r"(?<![\p{L}\p{N}])[A-Za-z]{3,}(?![\p{L}\p{N}])")
+# Not inside a URL, a path, an e-mail address or a handle (`watch?v=dowO`, `@forofa`).
+_KEYBOARD_WORD = regex.compile(r"(?<![\p{L}\p{N}/=?&#@._-])[A-Za-z]{3,}(?![\p{L}\p{N}/=&@_-])")
 
 
 def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
@@ -412,7 +418,8 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
     for word in _KEYBOARD_WORD.finditer(t.text):
         keys = word.group()
         # Any word of the lists at all, however rare, stays: only strings no one writes in English are read.
-        if any(c.isupper() and c not in "QWERTOP" for c in keys) or _zipf(keys.lower(), ("en", "es")) > 0:
+        if any(c.isupper() and c not in "QWERTOP" for c in keys) or keys.istitle() \
+                or _zipf(keys.lower(), ("en", "es")) > 0:
             continue
         parsed = syllables("".join(_KEYBOARD[c] for c in keys))
         if not parsed or len(parsed) < 2:
@@ -424,8 +431,10 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 # -- separators inside Hangul words ---------------------------------------------------------
 _SYLLABLES = r"[\uac00-\ud7a3]+"
-# Hangul runs joined by separators: 1-3 punctuation marks, symbols or digits, or one space.
-_CHAIN = regex.compile(_SYLLABLES + r"(?:(?:[\p{P}\p{S}0-9]{1,3}| )" + _SYLLABLES + ")+")
+# Hangul runs joined by separators: 1-3 punctuation marks, symbols or digits, or one space. Not
+# sentence punctuation, quotes or brackets, which stand between words in ordinary text (아!내, 런닝'맨').
+_SEPARATOR = r"(?:(?![!?,;:'\"`\p{Pi}\p{Pf}\p{Ps}\p{Pe}])[\p{P}\p{S}0-9])"
+_CHAIN = regex.compile(_SYLLABLES + r"(?:(?:" + _SEPARATOR + r"{1,3}| )" + _SYLLABLES + ")+")
 _PIECE = regex.compile(_SYLLABLES)
 
 
@@ -445,6 +454,8 @@ def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
             spaced = gap == " "
             candidate = joined + piece.group()
             ok = is_word(candidate, ("ko",)) and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+            # 제2의, 제3장: an ordinal, not a word cut by a digit.
+            ok = ok and not (joined.endswith("제") and any(c.isdigit() for c in gap))
             if ok:
                 edits.append((current.end(), piece.start(), ""))
                 counts["spaced" if spaced else "separators"] += 1
