@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 import unicodedata
 
 import pytest
@@ -133,3 +134,32 @@ def test_a_model_trained_with_normalization_predicts_nfd_like_nfc(tmp_path):
     [row] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert row["signals"]["nfc"] > 0
     assert [(s["start"], s["end"]) for s in row["spans"]] == [(s["start"], s["end"]) for s in out_nfd["spans"]]
+
+
+def test_the_service_answers_with_signals_and_spans_on_the_text_as_sent(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from kold_span.inference.ensemble import load_predictor
+    from kold_span.service.app import Settings, create_app
+
+    model = normalizing_model(tmp_path / "m")
+    comments = [{"id": "nfd", "text": NFD_TEXT}, {"id": "zw", "text": "바\u200b보 멍청이 꺼져라"}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in comments), encoding="utf-8")
+    assert main(["predict", "--model", str(model), "--input", str(source), "--output", str(tmp_path / "out.jsonl"),
+                 "--quiet"]) == 0
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    with TestClient(create_app(Settings(models=(str(model),)), lambda: load_predictor([model]))) as client:
+        for _ in range(600):
+            if client.get("/health").status_code == 200:
+                break
+            time.sleep(0.1)
+        response = client.post("/v1/predict", json={"comments": comments})
+    assert response.status_code == 200
+    answered = response.json()["predictions"]
+    assert answered == written
+    assert [p["signals"] for p in answered] == [{"nfc": 18}, {"invisible": 1}]
+    zw = answered[1]
+    assert zw["spans"][0]["text"] == "바\u200b보"  # the span over 바보 covers the zero-width space inside it
+    for p, c in zip(answered, comments):
+        assert all(c["text"][s["start"]:s["end"]] == s["text"] for s in p["spans"])

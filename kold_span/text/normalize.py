@@ -178,6 +178,8 @@ def _invisible(t: AlignedText) -> tuple[list[Replacement], Counts]:
     counts = {"invisible": 0, "bidi": 0}
     edits: list[Replacement] = []
     text = t.text
+    if not _BIDI.search(text) and not _INVISIBLE.search(text):
+        return edits, counts
     for cluster in _GRAPHEME.finditer(text):
         emoji = _EMOJI.search(cluster.group()) is not None
         for i in range(cluster.start(), cluster.end()):
@@ -206,6 +208,7 @@ def _between_plain(text: str, i: int) -> bool:
 # -- look-alike letters -------------------------------------------------------------------
 _LETTERS = regex.compile(r"[\p{L}\p{M}]+")
 _LATIN = regex.compile(r"\p{Latin}")
+_NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -231,6 +234,8 @@ def _latin_lookalike(char: str) -> Optional[str]:
 def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Look-alike letters folded to Latin inside words that are Latin once folded."""
     edits: list[Replacement] = []
+    if not _LATIN.search(t.text) or not _NON_LATIN_LETTER.search(t.text):
+        return edits, {}
     for word in _LETTERS.finditer(t.text):
         folds = [(i, _latin_lookalike(c)) for i, c in enumerate(word.group()) if not _LATIN.match(c)]
         if not folds or len(folds) == len(word.group()) or any(f is None for _, f in folds):
@@ -265,15 +270,15 @@ def is_word(word: str, langs: Sequence[str] = ("en", "es")) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _words_of_length(length: int) -> tuple[str, ...]:
-    """The common English and Spanish words of a length, most frequent first."""
+def _words_of_length(length: int) -> str:
+    """The common English and Spanish words of a length, most frequent first, one per line."""
     scores: dict[str, float] = {}
     for lang in ("en", "es"):
         for word, freq in _frequencies(lang).items():
             if len(word) == length and word.isalpha() and word.isascii():
                 scores[word] = max(scores.get(word, 0.0), freq)
     floor = 10 ** (WORD_ZIPF - 9)
-    return tuple(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
+    return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
 
 
 # -- elongation ---------------------------------------------------------------------------
@@ -341,10 +346,12 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, {"leet": count}
 
 
+@functools.lru_cache(maxsize=4096)
 def _leet_reading(word: str) -> Optional[str]:
     """The most frequent common word that `word` spells with its leet characters read as letters."""
-    pattern = regex.compile("".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word))
-    return next((w for w in _words_of_length(len(word)) if pattern.fullmatch(w)), None)
+    pattern = "".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word)
+    found = regex.search(f"^{pattern}$", _words_of_length(len(word)), regex.MULTILINE)
+    return found.group() if found else None
 
 
 # -- Hangul: jamo, keyboard ---------------------------------------------------------------
