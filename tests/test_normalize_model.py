@@ -163,3 +163,28 @@ def test_the_service_answers_with_signals_and_spans_on_the_text_as_sent(tmp_path
     assert zw["spans"][0]["text"] == "바\u200b보"  # the span over 바보 covers the zero-width space inside it
     for p, c in zip(answered, comments):
         assert all(c["text"][s["start"]:s["end"]] == s["text"] for s in p["spans"])
+
+
+def test_the_config_section_switches_steps_and_names_a_mistyped_one(tmp_path):
+    from kold_span.errors import ConfigError
+
+    base = [f"output_dir={tmp_path}", f"data.train={FIXTURE}"]
+    assert load_config(TINY, base).normalize.steps() is None
+    config = load_config(TINY, [*base, "normalize.enabled=true", "normalize.keyboard=false"])
+    assert config.normalize.steps() == tuple(s for s in STEPS if s != "keyboard")
+    with pytest.raises(ConfigError, match="keybord"):
+        load_config(TINY, [*base, "normalize.keybord=false"])
+
+
+def test_the_predictions_page_shows_hidden_characters_and_keeps_the_text():
+    import html
+    import re
+
+    from kold_span.inference.html import render_prediction_html
+
+    text = "너 바\u200b보 \u202e꺼져라\u202c \U0001F468\u200d\U0001F469"
+    fragment = render_prediction_html(text, {"labels": {}, "spans": [{"type": "OFF", "start": 2, "end": 5,
+                                                                      "score": 0.9}]})
+    assert re.findall(r'data-name="([^"]+)"', fragment) == ["ZWSP", "RLO", "PDF"]  # the emoji's joiner is its own
+    block = fragment.split('<div class="ks-text"', 1)[1].split(">", 1)[1].rsplit("</div></div>", 1)[0]
+    assert html.unescape(re.sub(r"<[^>]+>", "", block)) == text  # badges are CSS: the text is the input

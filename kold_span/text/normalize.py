@@ -199,6 +199,24 @@ def _invisible(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, counts
 
 
+# Short names for the hidden characters people use most (the others are shown by code point).
+_HIDDEN_NAMES = {"\u00ad": "SHY", "\u061c": "ALM", "\u200b": "ZWSP", "\u200c": "ZWNJ", "\u200d": "ZWJ",
+                 "\u200e": "LRM", "\u200f": "RLM", "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF",
+                 "\u202d": "LRO", "\u202e": "RLO", "\u2060": "WJ", "\u2066": "LRI", "\u2067": "RLI",
+                 "\u2068": "FSI", "\u2069": "PDI", "\u3164": "HF", "\ufeff": "BOM"}
+
+
+def hidden_characters(text: str) -> list[tuple[int, str]]:
+    """The characters the `invisible` step would remove, as (offset, short name), for showing them.
+
+    Example:
+        >>> hidden_characters("a\u200bb\u202ec \U0001F468\u200d\U0001F469 \ufe01")
+        [(1, 'ZWSP'), (3, 'RLO'), (10, 'U+FE01')]
+    """
+    edits, _ = _invisible(AlignedText.identity(text))
+    return [(start, _HIDDEN_NAMES.get(text[start], f"U+{ord(text[start]):04X}")) for start, _end, _new in edits]
+
+
 def _between_plain(text: str, i: int) -> bool:
     """Whether the nearest visible characters around position i are of scripts that need no joiner."""
     neighbours = [text[j] for j in (i - 1, i + 1) if 0 <= j < len(text)]
