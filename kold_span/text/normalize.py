@@ -69,6 +69,7 @@ from kold_span.text.aligned import AlignedText, Replacement
 STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
+MAX_PASSES = 3
 
 Counts = dict[str, int]
 Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
@@ -108,13 +109,19 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
     steps = check_steps(steps)
     aligned = AlignedText.identity(text)
     signals: Counts = {}
-    for name in steps + (("nfc",) if "nfc" in steps and len(steps) > 1 else ()):
-        replacements, counts = _STEPS[name](aligned)
-        if replacements:
-            aligned = aligned.edit(replacements)
-        for kind, count in counts.items():
-            if count:
-                signals[kind] = signals.get(kind, 0) + count
+    # A step can open a case for an earlier one (a joined word to read again): a text that changed
+    # goes through again until nothing changes, so normalizing twice changes nothing.
+    for _ in range(MAX_PASSES):
+        before = aligned.text
+        for name in steps + (("nfc",) if "nfc" in steps and len(steps) > 1 else ()):
+            replacements, counts = _STEPS[name](aligned)
+            if replacements:
+                aligned = aligned.edit(replacements)
+            for kind, count in counts.items():
+                if count:
+                    signals[kind] = signals.get(kind, 0) + count
+        if aligned.text == before:
+            break
     return Normalized(aligned, signals)
 
 
