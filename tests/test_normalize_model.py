@@ -188,3 +188,20 @@ def test_the_predictions_page_shows_hidden_characters_and_keeps_the_text():
     assert re.findall(r'data-name="([^"]+)"', fragment) == ["ZWSP", "RLO", "PDF"]  # the emoji's joiner is its own
     block = fragment.split('<div class="ks-text"', 1)[1].split(">", 1)[1].rsplit("</div></div>", 1)[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", block)) == text  # badges are CSS: the text is the input
+
+
+def test_the_spacy_component_puts_the_spans_on_the_doc_as_written(tmp_path):
+    import spacy
+
+    import kold_span.integrations.spacy_component  # noqa: F401  (registers the factory)
+
+    model = normalizing_model(tmp_path / "m")
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("kold_span", config={"model": str(model)})
+    doc = nlp(NFD_TEXT)
+    prediction = doc._.kold_prediction
+    assert prediction == without_signals(Predictor.from_pretrained(model).predict([NFD_TEXT])[0]) | \
+        {"signals": {"nfc": 18}}
+    assert [NFD_TEXT[s["start"]:s["end"]] for s in prediction["spans"]] == [s["text"] for s in prediction["spans"]]
+    assert len(prediction["spans"]) == 3
+    assert [span.text for span in doc.spans["sc"]] == [s["text"] for s in prediction["spans"]]
