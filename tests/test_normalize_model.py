@@ -99,10 +99,12 @@ def test_gold_spans_move_onto_the_normalized_training_text():
                      labels=gold.labels, spans={"OFF": [(len(unicodedata.normalize("NFD", gold.text[:s])),
                                                          len(unicodedata.normalize("NFD", gold.text[:e])))
                                                         for s, e in gold.spans["OFF"]]})
-    [moved] = normalized_splits({"train": [nfd]}, STEPS)["train"]
+    splits, extra = normalized_splits({"train": [nfd]}, {"OFF": ([nfd], 2)}, STEPS)
+    [moved] = splits["train"]
     assert moved.text == gold.text
     assert moved.spans["OFF"] == gold.spans["OFF"]
-    assert normalized_splits({"train": [nfd]}, None)["train"][0] is nfd
+    assert extra == {"OFF": ([moved], 2)}
+    assert normalized_splits({"train": [nfd]}, {}, None)[0]["train"][0] is nfd
 
 
 @pytest.mark.slow

@@ -114,8 +114,9 @@ def build(config: Config, resume: bool = False) -> Built:
     run_dir = run_directory(config, resume)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    splits = normalized_splits(load_splits(config), config.normalize.steps())
-    extra = ngram_extra(config, splits)
+    splits = load_splits(config)
+    extra = ngram_extra(config, splits)  # held out by the texts as read
+    splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
@@ -137,17 +138,20 @@ def build(config: Config, resume: bool = False) -> Built:
                  MultiTaskModule(model, tasks, tc, evaluator))
 
 
-def normalized_splits(splits: dict[str, list[Example]], steps: Optional[Sequence[str]]
-                      ) -> dict[str, list[Example]]:
-    """Every split as the model reads it (`normalize.enabled`): texts normalized, gold spans moved onto them.
+def normalized_splits(splits: dict[str, list[Example]], extra: NgramExtra, steps: Optional[Sequence[str]]
+                      ) -> tuple[dict[str, list[Example]], NgramExtra]:
+    """Every split and extra n-gram file as the model reads them (`normalize.enabled`): texts
+    normalized, gold spans moved onto them.
 
     Dev and test are then scored on the normalized text; the exported model normalizes its inputs
     with the same steps and maps its spans back to the text it was given.
     """
     if steps is None:
-        return splits
-    return {name: [normalize_example(e, steps) for e in examples] if examples else examples
-            for name, examples in splits.items()}
+        return splits, extra
+    splits = {name: [normalize_example(e, steps) for e in examples] if examples else examples
+              for name, examples in splits.items()}
+    extra = {task: ([normalize_example(e, steps) for e in kept], left_out) for task, (kept, left_out) in extra.items()}
+    return splits, extra
 
 
 def check_label_variety(config: Config, tasks: Sequence[Task], train: Sequence[Example]) -> None:
