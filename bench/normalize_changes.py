@@ -51,7 +51,7 @@ def measure(texts: list[str]) -> tuple[int, int, Counter, float]:
         seconds += time.perf_counter() - started
         nfc = unicodedata.normalize("NFC", text)
         nfc_changed += nfc != text
-        if result.text.text != nfc:
+        if result.aligned.text != nfc:
             beyond += 1
             kinds.update(k for k in result.signals if k != "nfc")
     return nfc_changed, beyond, kinds, seconds

@@ -42,7 +42,7 @@ def test_docstring_examples():
 ])
 def test_evasions_from_the_issue(written, normalized, signals):
     result = normalize(written)
-    assert (result.text.text, result.signals) == (normalized, signals)
+    assert (result.aligned.text, result.signals) == (normalized, signals)
 
 
 @pytest.mark.parametrize("ordinary", [
@@ -58,34 +58,34 @@ def test_evasions_from_the_issue(written, normalized, signals):
 ])
 def test_ordinary_text_is_unchanged(ordinary):
     result = normalize(ordinary)
-    assert (result.text.text, result.signals) == (ordinary, {})
+    assert (result.aligned.text, result.signals) == (ordinary, {})
 
 
 def test_spans_map_back_over_what_was_removed_or_folded():
     result = normalize("너 씨.발 놈")
-    assert result.text.text == "너 씨발 놈"
-    assert result.text.to_original(2, 4) == (2, 5)   # the dot is inside
+    assert result.aligned.text == "너 씨발 놈"
+    assert result.aligned.to_original(2, 4) == (2, 5)   # the dot is inside
     zw = normalize("you i\u200bdiot")
-    assert zw.text.to_original(4, 9) == (4, 10)
+    assert zw.aligned.to_original(4, 9) == (4, 10)
     key = normalize("야 tlqkf")
-    assert key.text.to_original(2, 3) == (2, 4)      # 시 came from "tl"
-    assert key.text.to_original(3, 4) == (4, 7)      # 발 from "qkf"
+    assert key.aligned.to_original(2, 3) == (2, 4)      # 시 came from "tl"
+    assert key.aligned.to_original(3, 4) == (4, 7)      # 발 from "qkf"
     nfd = normalize(NFD_TEXT)
-    assert nfd.text.to_original(0, 2) == (0, 4)      # 바보 from four conjoining jamo
+    assert nfd.aligned.to_original(0, 2) == (0, 4)      # 바보 from four conjoining jamo
 
 
 def test_gold_spans_map_onto_the_normalized_text():
     result = normalize("씨.발 \u0456d\u0456ot")
-    assert result.text.text == "씨발 idiot"
-    assert result.text.from_original(0, 3) == (0, 2)
-    assert result.text.from_original(4, 9) == (3, 8)
+    assert result.aligned.text == "씨발 idiot"
+    assert result.aligned.from_original(0, 3) == (0, 2)
+    assert result.aligned.from_original(4, 9) == (3, 8)
 
 
 def test_steps_switch_separately():
     text = "ｉｄｉｏｔ 씨.발"
-    assert normalize(text, ("width",)).text.text == "idiot 씨.발"
-    assert normalize(text, ("separators",)).text.text == "ｉｄｉｏｔ 씨발"
-    assert normalize(text, ()).text.text == text
+    assert normalize(text, ("width",)).aligned.text == "idiot 씨.발"
+    assert normalize(text, ("separators",)).aligned.text == "ｉｄｉｏｔ 씨발"
+    assert normalize(text, ()).aligned.text == text
     assert check_steps(["leet", "nfc"]) == ("nfc", "leet")
     with pytest.raises(ValueError, match="unknown normalization step"):
         check_steps(["nfkc"])
@@ -109,7 +109,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(TEXTS)
 def test_map_is_monotone_and_covers_every_original_character(text):
-    aligned = normalize(text).text
+    aligned = normalize(text).aligned
     assert aligned.original == text
     for (s1, e1), (s2, e2) in zip(aligned.sources, aligned.sources[1:]):
         assert s1 <= s2 and e1 <= e2
@@ -120,15 +120,15 @@ def test_map_is_monotone_and_covers_every_original_character(text):
 @SETTINGS
 @given(TEXTS)
 def test_normalizing_twice_changes_nothing(text):
-    once = normalize(text).text.text
+    once = normalize(text).aligned.text
     twice = normalize(once)
-    assert twice.text.text == once, twice.signals
+    assert twice.aligned.text == once, twice.signals
 
 
 @SETTINGS
 @given(TEXTS, st.data())
 def test_a_span_mapped_back_lies_on_graphemes_and_holds_its_characters(text, data):
-    aligned = normalize(text).text
+    aligned = normalize(text).aligned
     start = data.draw(st.integers(0, len(aligned.text)))
     end = data.draw(st.integers(start, len(aligned.text)))
     o_start, o_end = aligned.to_original(start, end)
@@ -150,13 +150,13 @@ SEPARATORS = st.sampled_from([" ", ", ", ". ", "! ", "\n"])
 def test_nfc_text_without_evasions_is_returned_unchanged(pairs):
     text = "".join(word + sep for word, sep in pairs)
     result = normalize(text)
-    assert result.text.text == text and result.signals == {}
-    assert result.text.sources == tuple((i, i + 1) for i in range(len(text)))
+    assert result.aligned.text == text and result.signals == {}
+    assert result.aligned.sources == tuple((i, i + 1) for i in range(len(text)))
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_each_step_alone_keeps_the_alignment_consistent(step):
     text = "ｉ\u200bd\u0456ooot " + NFD_TEXT + " 씨.발 tlqkf ㅅㅣ발 1d10t"
-    aligned = normalize(text, (step,)).text
+    aligned = normalize(text, (step,)).aligned
     assert len(aligned.sources) == len(aligned.text)
     assert regex.sub(r"\s", "", aligned.text) != ""

@@ -84,8 +84,8 @@ def test_a_bad_normalize_key_names_the_file(tmp_path, section, message):
 def test_spans_found_on_the_normalized_text_cover_what_was_removed_on_the_original():
     original = "너 씨.발 i\u200bd\u0456ot e\u0301h"
     n = normalize(original)
-    assert n.text.text == "너 씨발 idiot éh"
-    spans = [{"type": "OFF", "start": s, "end": e, "text": n.text.text[s:e], "score": 0.9}
+    assert n.aligned.text == "너 씨발 idiot éh"
+    spans = [{"type": "OFF", "start": s, "end": e, "text": n.aligned.text[s:e], "score": 0.9}
              for s, e in ((2, 4), (5, 10), (11, 12))]
     out = on_original({"labels": {}, "spans": spans}, n)
     assert [(s["start"], s["end"], s["text"]) for s in out["spans"]] == [

@@ -218,7 +218,7 @@ class Predictor:
         if self.normalize is None:
             return None, texts, contexts
         normalized = [normalize(text, self.normalize) for text in texts]
-        return (normalized, [n.text.text for n in normalized],
+        return (normalized, [n.aligned.text for n in normalized],
                 [normalize_context(c, self.normalize) for c in contexts])
 
     def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
@@ -294,7 +294,7 @@ class Predictor:
         """
         if merged.normalized is None:
             return prediction(self.tasks, merged, text, self.snap, self.trim)
-        return on_original(prediction(self.tasks, merged, merged.normalized.text.text, self.snap, self.trim),
+        return on_original(prediction(self.tasks, merged, merged.normalized.aligned.text, self.snap, self.trim),
                            merged.normalized)
 
     def predict(self, texts: Iterable[str], contexts: Optional[Iterable[Context]] = None,
@@ -343,7 +343,7 @@ def on_original(predicted: dict[str, Any], normalized: Normalized) -> dict[str, 
         ...                                      "score": 0.9}]}, n)
         {'labels': {}, 'spans': [{'type': 'OFF', 'start': 2, 'end': 5, 'text': '씨.발', 'score': 0.9}], 'signals': {'separators': 1}}
     """
-    aligned = normalized.text
+    aligned = normalized.aligned
     spans = []
     for span in predicted["spans"]:
         start, end = aligned.to_original(span["start"], span["end"])

@@ -3,9 +3,9 @@
 People who want a comment past a filter write `시1발`, `씨.발`, `ㅅㅣ발`, `씨 발`, `tlqkf`, `f*ck`,
 `1d10t`, Cyrillic look-alikes (`іdіot`), fullwidth letters, zero-width characters inside words,
 bidi overrides and decomposed Hangul. `normalize(text, steps)` undoes those, step by named step
-(each switchable), and returns a `Normalized`: an `AlignedText` (the normalized text, with every
-character's source range in the original) and `signals`, how many edits each kind made, so a
-moderator sees the obfuscation itself. Spans found on the normalized text go back to the original
+(each switchable), and returns a `Normalized`: `aligned`, an `AlignedText` (the normalized text
+with every character's source range in the original), and `signals`, how many edits each kind
+made, so a moderator sees the obfuscation itself. Spans found on the normalized text go back to the original
 with `AlignedText.to_original`, which covers removed characters inside them and never cuts a
 grapheme cluster.
 
@@ -46,9 +46,9 @@ how many ordinary texts each step changes.
 
 Example:
     >>> result = normalize("너 씨.발 \\u200b바보", ("invisible", "separators"))
-    >>> result.text.text, result.signals
+    >>> result.aligned.text, result.signals
     ('너 씨발 바보', {'invisible': 1, 'separators': 1})
-    >>> result.text.to_original(2, 4)
+    >>> result.aligned.to_original(2, 4)
     (2, 5)
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
 class Normalized:
     """A normalized text aligned with the original, and how many edits of each kind made it."""
 
-    text: AlignedText
+    aligned: AlignedText
     signals: dict[str, int] = field(default_factory=dict)
 
 
@@ -103,7 +103,7 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
         A `Normalized`; `signals` holds only the kinds that made an edit.
 
     Example:
-        >>> normalize("ｉｄｉｏｔ").text.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
+        >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
         ('idiot', {})
     """
     steps = check_steps(steps)
@@ -512,9 +512,9 @@ def normalize_context(context: Context, steps: Sequence[str]) -> Context:
         ['title', '씨발']
     """
     if isinstance(context, str):
-        return normalize(context, steps).text.text
+        return normalize(context, steps).aligned.text
     if isinstance(context, list):
-        return [normalize(turn, steps).text.text if isinstance(turn, str) else turn for turn in context]
+        return [normalize(turn, steps).aligned.text if isinstance(turn, str) else turn for turn in context]
     return context
 
 
@@ -529,7 +529,7 @@ def normalize_example(example: Example, steps: Sequence[str]) -> Example:
         >>> normalize_example(gold, ("separators",)).spans
         {'OFF': [(2, 4)]}
     """
-    aligned = normalize(example.text, steps).text
+    aligned = normalize(example.text, steps).aligned
     context = normalize_context(example.context, steps)
     if not aligned.changed and context == example.context:
         return example
