@@ -190,6 +190,8 @@ def test_the_predictions_page_shows_hidden_characters_and_keeps_the_text():
     assert re.findall(r'data-name="([^"]+)"', fragment) == ["ZWSP", "RLO", "PDF"]  # the emoji's joiner is its own
     block = fragment.split('<div class="ks-text"', 1)[1].split(">", 1)[1].rsplit("</div></div>", 1)[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", block)) == text  # badges are CSS: the text is the input
+    signalled = render_prediction_html(text, {"labels": {}, "spans": [], "signals": {"invisible": 1, "bidi": 2}})
+    assert ">invisible 1 · bidi 2</span>" in signalled and "ks-signals" not in fragment
 
 
 def test_the_spacy_component_puts_the_spans_on_the_doc_as_written(tmp_path):

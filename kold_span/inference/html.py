@@ -16,6 +16,7 @@ How a fragment reads:
   attribute (``::after``), so it is not part of the text: selecting or copying gives the input.
 - A hidden character (a zero-width space, a bidi override: what `text.normalize` removes) is
   kept but shown by a small named badge, and a bidi control cannot reverse the text around it.
+- A normalizing model's `signals` (what it removed or folded) follow the labels.
 - Each label shows its probability; hovering over it shows every label's probability, and
   hovering over marked text lists the spans covering it.
 
@@ -66,6 +67,7 @@ body { font-family: system-ui, "Noto Sans", "Noto Sans CJK KR", sans-serif; max-
 .ks-hidden { unicode-bidi: isolate; }
 .ks-hidden::after { content: attr(data-name); font-size: .6em; font-weight: 700; color: #fff; background: #7a1f1f;
                     border-radius: .25em; padding: 0 .2em; margin: 0 .1em; vertical-align: .15em; }
+.ks-signals { font-size: .8em; color: #7a1f1f; background: #fbeaea; border-radius: .3em; padding: 0 .4em; }
 .ks-tag::after { content: attr(data-tag); color: var(--ks-c); font-size: .62em; font-weight: 700;
                  vertical-align: .7em; line-height: 1; margin: 0 .2em 0 .1em; white-space: nowrap; }
 """
@@ -119,6 +121,7 @@ def render_prediction_html(text: str, prediction: Mapping[str, Any],
     colours = {**span_colours(sorted({s["type"] for s in spans})), **(colours or {})}
     lanes = span_lanes(spans)
     labels = "".join(_label_html(task, value) for task, value in prediction.get("labels", {}).items())
+    labels += _signals_html(prediction.get("signals") or {})
     lane_count = max(lanes, default=-1) + 1
     return (f'<div class="ks-prediction"><div class="ks-labels">{labels}</div>'
             f'<div class="ks-text" style="--ks-lanes:{lane_count}">{_text_html(text, spans, lanes, colours)}'
@@ -217,6 +220,19 @@ def _visible(text: str) -> str:
                   f'<span class="ks-hidden" data-name="{name}">{text[offset]}</span>']
         done = offset + 1
     return "".join(parts) + _escape(text[done:])
+
+
+def _signals_html(signals: Mapping[str, int]) -> str:
+    """What a normalizing model removed or folded (`signals`), after the labels; nothing when none.
+
+    Example:
+        >>> _signals_html({"invisible": 3, "bidi": 1})
+        '<span class="ks-signals" title="normalization signals">invisible 3 · bidi 1</span>'
+    """
+    if not signals:
+        return ""
+    listed = " · ".join(f"{_escape(kind)} {count}" for kind, count in signals.items())
+    return f'<span class="ks-signals" title="normalization signals">{listed}</span>'
 
 
 def _escape(text: str) -> str:
