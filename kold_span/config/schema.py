@@ -137,6 +137,37 @@ class AlignConfig:
 
 
 @dataclass
+class NormalizeConfig:
+    """Evasion-robust normalization (`kold_span.text.normalize`) of every text the model reads.
+
+    Off unless `enabled`; then each step runs unless switched off. Saved in the model directory,
+    so training, predict, serve, the spaCy component and Ray normalize alike (docs/ROBUSTNESS.md).
+    """
+
+    enabled: bool = False
+    nfc: bool = True  # canonical composition: decomposed Hangul (NFD) to syllables
+    width: bool = True  # fullwidth, halfwidth and mathematical letters and digits
+    invisible: bool = True  # zero-width, bidi and other invisible characters removed
+    confusables: bool = True  # look-alike letters inside Latin words folded (Unicode TR39)
+    elongation: bool = True  # stuuuupid -> stupid
+    leet: bool = True  # 1d10t, $tupid, f*ck
+    keyboard: bool = True  # tlqkf -> 시발 (Korean typed on an English keyboard)
+    jamo: bool = True  # ㅅㅣ발 -> 시발
+    separators: bool = True  # 씨.발, 시1발, 씨 발
+
+    def steps(self) -> Optional[tuple[str, ...]]:
+        """The names of the steps switched on, or None when normalization is off.
+
+        Example:
+            >>> NormalizeConfig().steps(), NormalizeConfig(enabled=True, leet=False).steps()[:4]
+            (None, ('nfc', 'width', 'invisible', 'confusables'))
+        """
+        if not self.enabled:
+            return None
+        return tuple(f.name for f in dataclasses.fields(self) if f.name != "enabled" and getattr(self, f.name))
+
+
+@dataclass
 class TrainerConfig:
     accelerator: str = "auto"
     devices: Union[int, str, list[int]] = "auto"  # a count, "auto", or which GPUs: [0, 2]
@@ -188,6 +219,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     tasks: list[TaskConfig] = field(default_factory=list)
     align: AlignConfig = field(default_factory=AlignConfig)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
 
     def to_dict(self) -> dict[str, Any]:

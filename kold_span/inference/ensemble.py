@@ -55,6 +55,10 @@ class Ensemble(Predictor):
             if member.perspective != first.perspective:
                 raise ArgumentError(f"{name} and {names[0]} differ in data.perspective; "
                                     "an ensemble's members need the same one")
+            steps, first_steps = getattr(member, "normalize", None), getattr(first, "normalize", None)
+            if steps != first_steps:
+                raise ArgumentError(f"{name} and {names[0]} normalize differently ({steps} vs {first_steps}); "
+                                    "an ensemble's members need the same normalize steps")
         self.members, self.names = members, names
         self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
             task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
@@ -63,6 +67,7 @@ class Ensemble(Predictor):
         self.snap, self.trim = first.snap, first.trim
         self.morpheme_pretokenize = first.morpheme_pretokenize
         self.perspective = first.perspective
+        self.normalize = getattr(first, "normalize", None)  # each member normalizes its own inputs, all alike
         self.companions = {}  # each member fuses its own
         self.device = first.device
         self.precision = getattr(first, "precision", "fp32")  # each member runs its network in its own
@@ -100,7 +105,7 @@ class Ensemble(Predictor):
         """Per example, the mean of the members' probabilities (span tasks: members must share tokens)."""
         merged = []
         for i, group in enumerate(zip(*outputs)):
-            out = MergedExample(token_offsets=list(group[0].token_offsets))
+            out = MergedExample(token_offsets=list(group[0].token_offsets), normalized=group[0].normalized)
             for task in self.tasks:
                 kind = kind_of(task)
                 if kind.token_level:

@@ -14,6 +14,9 @@ How a fragment reads:
   and nested spans can each be followed; its characters get a light tint of its colour.
 - A small badge after a span's last character gives its type and score. CSS draws it from an
   attribute (``::after``), so it is not part of the text: selecting or copying gives the input.
+- A hidden character (a zero-width space, a bidi override: what `text.normalize` removes) is
+  kept but shown by a small named badge, and a bidi control cannot reverse the text around it.
+- A normalizing model's `signals` (what it removed or folded) follow the labels.
 - Each label shows its probability; hovering over it shows every label's probability, and
   hovering over marked text lists the spans covering it.
 
@@ -34,6 +37,7 @@ from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Sequence, Uni
 from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.errors import DataError
+from kold_span.text.normalize import hidden_characters
 
 # Distinct on white and for the common colour-vision deficiencies (Okabe & Ito), then two more.
 PALETTE = ("#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
@@ -60,6 +64,10 @@ body { font-family: system-ui, "Noto Sans", "Noto Sans CJK KR", sans-serif; max-
            line-height: calc(1.7em + 2 * var(--ks-lanes, 0) * 4px); }
 .ks-span { background: color-mix(in srgb, var(--ks-c) 14%, transparent);
            -webkit-box-decoration-break: clone; box-decoration-break: clone; }
+.ks-hidden { unicode-bidi: isolate; }
+.ks-hidden::after { content: attr(data-name); font-size: .6em; font-weight: 700; color: #fff; background: #7a1f1f;
+                    border-radius: .25em; padding: 0 .2em; margin: 0 .1em; vertical-align: .15em; }
+.ks-signals { font-size: .8em; color: #7a1f1f; background: #fbeaea; border-radius: .3em; padding: 0 .4em; }
 .ks-tag::after { content: attr(data-tag); color: var(--ks-c); font-size: .62em; font-weight: 700;
                  vertical-align: .7em; line-height: 1; margin: 0 .2em 0 .1em; white-space: nowrap; }
 """
@@ -113,6 +121,7 @@ def render_prediction_html(text: str, prediction: Mapping[str, Any],
     colours = {**span_colours(sorted({s["type"] for s in spans})), **(colours or {})}
     lanes = span_lanes(spans)
     labels = "".join(_label_html(task, value) for task, value in prediction.get("labels", {}).items())
+    labels += _signals_html(prediction.get("signals") or {})
     lane_count = max(lanes, default=-1) + 1
     return (f'<div class="ks-prediction"><div class="ks-labels">{labels}</div>'
             f'<div class="ks-text" style="--ks-lanes:{lane_count}">{_text_html(text, spans, lanes, colours)}'
@@ -145,7 +154,7 @@ def _text_html(text: str, spans: Sequence[Mapping[str, Any]], lanes: Sequence[in
     order = sorted(range(len(spans)), key=lambda i: lanes[i])
     parts = []
     for a, b in zip(cuts, cuts[1:]):
-        piece = _escape(text[a:b])
+        piece = _visible(text[a:b])
         covering = [i for i in order if spans[i]["start"] <= a and b <= spans[i]["end"]]
         if covering:
             first = colours[spans[covering[0]]["type"]]
@@ -193,6 +202,37 @@ def _label_html(task: str, value: Mapping[str, Any]) -> str:
     values = ", ".join(shown) or '<span class="ks-value">none</span>'
     return (f'<span class="ks-label" title="{html.escape(title)}"><span class="ks-task">{_escape(task)}</span> '
             f'{values}</span>')
+
+
+def _visible(text: str) -> str:
+    """Text escaped, each hidden character (zero-width, bidi control) kept but shown by a named badge.
+
+    The character stays, so copying gives the input; its own isolated box keeps a bidi override
+    from reversing the text after it on the page.
+
+    Example:
+        >>> _visible("a\u202eb")
+        'a<span class="ks-hidden" data-name="RLO">\u202e</span>b'
+    """
+    parts, done = [], 0
+    for offset, name in hidden_characters(text):
+        parts += [_escape(text[done:offset]),
+                  f'<span class="ks-hidden" data-name="{name}">{text[offset]}</span>']
+        done = offset + 1
+    return "".join(parts) + _escape(text[done:])
+
+
+def _signals_html(signals: Mapping[str, int]) -> str:
+    """What a normalizing model removed or folded (`signals`), after the labels; nothing when none.
+
+    Example:
+        >>> _signals_html({"invisible": 3, "bidi": 1})
+        '<span class="ks-signals" title="normalization signals">invisible 3 · bidi 1</span>'
+    """
+    if not signals:
+        return ""
+    listed = " · ".join(f"{_escape(kind)} {count}" for kind, count in signals.items())
+    return f'<span class="ks-signals" title="normalization signals">{listed}</span>'
 
 
 def _escape(text: str) -> str:

@@ -205,6 +205,7 @@ class PreparedChunk:
     windows: list[dict[str, Any]] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)  # the text of each window
     batches: list[tuple[list[int], tuple[torch.Tensor, ...]]] = field(default_factory=list)  # (windows, inputs)
+    normalized: Optional[list[Any]] = None  # each text's `Normalized` when the model normalizes; texts are its text
 
 
 _END = object()

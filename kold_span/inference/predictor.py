@@ -27,6 +27,7 @@ from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
+from kold_span.text.normalize import Normalized, check_steps, normalize, normalize_context
 from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, autocast,
                                          check_batch_size, resolve_precision, to_host)
 
@@ -122,7 +123,7 @@ class Predictor:
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
                  companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
-                 precision: str = "auto"):
+                 precision: str = "auto", normalize: Optional[Sequence[str]] = None):
         device = checked_device(device)
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
@@ -134,6 +135,8 @@ class Predictor:
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
         self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
+        # The normalization steps every input goes through (text.normalize), or None: read as written.
+        self.normalize = None if normalize is None else check_steps(normalize)
 
     # -- saving and loading -------------------------------------------------------------
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
@@ -154,6 +157,8 @@ class Predictor:
             "ngram": sorted(self.companions),
             "encoder": self.model.encoder.config.to_dict(),
         }
+        if self.normalize is not None:  # absent: a model that reads text as written, as before the key
+            config["normalize"] = {"steps": list(self.normalize)}
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
         state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
         save_file(state, str(directory / WEIGHTS_NAME))
@@ -202,14 +207,27 @@ class Predictor:
                    morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
                    perspective=config.get("perspective"),
                    companions=load_companions(directory, config.get("ngram", [])), device=device,
-                   precision=precision)
+                   precision=precision, normalize=_normalize_steps(config, directory))
 
     # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
+    def normalized(self, texts: Sequence[str], contexts: Sequence[Context]
+                   ) -> tuple[Optional[list[Normalized]], Sequence[str], Sequence[Context]]:
+        """The inputs as the model reads them: normalized by its steps (text.normalize), or as given.
+
+        The one place where text enters the model, for predict, serve, the spaCy component and Ray.
+        """
+        if self.normalize is None:
+            return None, texts, contexts
+        normalized = [normalize(text, self.normalize) for text in texts]
+        return (normalized, [n.aligned.text for n in normalized],
+                [normalize_context(c, self.normalize) for c in contexts])
+
     def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
-        """The CPU work before the network: morphemes, windows, and length-sorted batches collated into tensors."""
+        """The CPU work before the network: normalization, morphemes, windows, and length-sorted batches."""
+        normalized, texts, contexts = self.normalized(texts, contexts)
         prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
                      snap=self.snap.uses_morphemes)
-        prepared = PreparedChunk(list(texts), list(contexts))
+        prepared = PreparedChunk(list(texts), list(contexts), normalized=normalized)
         for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
             for window in example_windows:
                 prepared.windows.append(window)
@@ -247,6 +265,8 @@ class Predictor:
         windows = prepared.windows
         merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
         self._fuse_companions(prepared.texts, prepared.contexts, merged)
+        for m, n in zip(merged, prepared.normalized or ()):
+            m.normalized = n
         return merged
 
     def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
@@ -267,8 +287,16 @@ class Predictor:
                 m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
 
     def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
-        """Labels with probabilities and spans `{type, start, end, text, score}`."""
-        return prediction(self.tasks, merged, text, self.snap, self.trim)
+        """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.
+
+        A normalizing model decodes spans on the normalized text and maps them back to `text`
+        (`AlignedText.to_original`: removed characters inside a span are in it, grapheme clusters
+        stay whole), and adds `signals`: what normalization removed or folded, by kind.
+        """
+        if merged.normalized is None:
+            return prediction(self.tasks, merged, text, self.snap, self.trim)
+        return on_original(prediction(self.tasks, merged, merged.normalized.aligned.text, self.snap, self.trim),
+                           merged.normalized)
 
     def predict(self, texts: Iterable[str], contexts: Optional[Iterable[Context]] = None,
                 batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -305,6 +333,38 @@ class Predictor:
         """
         for _example, prediction in Pipeline(self, batch_size, perspective).run(examples):
             yield prediction
+
+
+def on_original(predicted: dict[str, Any], normalized: Normalized) -> dict[str, Any]:
+    """A prediction decoded on a normalized text, its spans moved onto the original, with `signals`.
+
+    Example:
+        >>> n = normalize("너 씨.발", ("separators",))
+        >>> on_original({"labels": {}, "spans": [{"type": "OFF", "start": 2, "end": 4, "text": "씨발",
+        ...                                      "score": 0.9}]}, n)
+        {'labels': {}, 'spans': [{'type': 'OFF', 'start': 2, 'end': 5, 'text': '씨.발', 'score': 0.9}], 'signals': {'separators': 1}}
+    """
+    aligned = normalized.aligned
+    spans = []
+    for span in predicted["spans"]:
+        start, end = aligned.to_original(span["start"], span["end"])
+        spans.append({**span, "start": start, "end": end, "text": aligned.original[start:end]})
+    return {**predicted, "spans": spans, "signals": dict(normalized.signals)}
+
+
+def _normalize_steps(config: dict[str, Any], directory: Path) -> Optional[tuple[str, ...]]:
+    """The normalization steps config.json names (key `normalize.steps`), None without the key."""
+    section = config.get("normalize")
+    if section is None:
+        return None
+    steps = section.get("steps") if isinstance(section, dict) else None
+    if not isinstance(steps, list):
+        raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'normalize' must be an object with a list "
+                               f"'steps', got {section!r}")
+    try:
+        return check_steps(steps)
+    except ValueError as err:
+        raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'normalize.steps': {err}") from None
 
 
 def checked_device(device: Union[str, torch.device]) -> torch.device:

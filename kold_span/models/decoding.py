@@ -23,6 +23,9 @@ class MergedExample:
     sequence_probs: dict[str, np.ndarray] = field(default_factory=dict)
     token_offsets: list[tuple[int, int]] = field(default_factory=list)
     token_probs: dict[str, np.ndarray] = field(default_factory=dict)  # task → [tokens, 3]
+    # The input's normalization (text.normalize.Normalized) when the model normalizes: the offsets
+    # above are on its normalized text, and predictions map spans back to the original.
+    normalized: Any = None
 
 
 def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],

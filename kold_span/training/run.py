@@ -26,6 +26,7 @@ from kold_span.errors import ConfigError, DataError
 from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.tasks import Task, build_tasks
+from kold_span.text.normalize import normalize_example
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def build(config: Config, resume: bool = False) -> Built:
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     splits = load_splits(config)
-    extra = ngram_extra(config, splits)
+    extra = ngram_extra(config, splits)  # held out by the texts as read
+    splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
@@ -134,6 +136,22 @@ def build(config: Config, resume: bool = False) -> Built:
     model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     return Built(config, run_dir, splits, extra, tasks, tokenizer, datamodule,
                  MultiTaskModule(model, tasks, tc, evaluator))
+
+
+def normalized_splits(splits: dict[str, list[Example]], extra: NgramExtra, steps: Optional[Sequence[str]]
+                      ) -> tuple[dict[str, list[Example]], NgramExtra]:
+    """Every split and extra n-gram file as the model reads them (`normalize.enabled`): texts
+    normalized, gold spans moved onto them.
+
+    Dev and test are then scored on the normalized text; the exported model normalizes its inputs
+    with the same steps and maps its spans back to the text it was given.
+    """
+    if steps is None:
+        return splits, extra
+    splits = {name: [normalize_example(e, steps) for e in examples] if examples else examples
+              for name, examples in splits.items()}
+    extra = {task: ([normalize_example(e, steps) for e in kept], left_out) for task, (kept, left_out) in extra.items()}
+    return splits, extra
 
 
 def check_label_variety(config: Config, tasks: Sequence[Task], train: Sequence[Example]) -> None:
@@ -250,7 +268,8 @@ def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: 
                      stride=config.model.stride, context_mode=config.context.mode,
                      max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
                      morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False), perspective=perspective,
-                     precision="fp32")  # dev scores and thresholds the same on every CPU
+                     precision="fp32",  # dev scores and thresholds the same on every CPU
+                     normalize=config.normalize.steps())
 
 
 def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,

@@ -1,0 +1,90 @@
+"""How many ordinary texts evasion-robust normalization changes: its false positives.
+
+The dev split of each corpus (as its shipped config carves it) is clean, ordinary text. Every
+change normalization makes there beyond NFC is a false positive of some step (or an evasion the
+corpus really holds: counted alike). Writes the section `normalize-changes` of docs/ROBUSTNESS.md.
+
+    python bench/normalize_changes.py [--data ../shared/data] [--write]
+
+No excerpt of a corpus is printed or written: only counts.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kold_span.config.loading import load_config  # noqa: E402
+from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.text.normalize import STEPS, _words_of_length, normalize  # noqa: E402
+
+CONFIGS = {"Toxic Spans (en)": "toxic_spans_minilm", "BEEP! (ko)": "beep_e5", "KoCoSa (ko)": "kocosa_e5",
+           "UnSmile (ko)": "unsmile_e5", "IroSvA es (es)": "irosva_e5"}
+KINDS = ("width", "invisible", "bidi", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
+         "spaced")
+
+
+def dev_texts(config_name: str, data: Path) -> list[str]:
+    """The dev split's texts (and string contexts) of a shipped config, its data under `data`."""
+    path = ROOT / "configs" / "experiment" / "quality" / f"{config_name}.yaml"
+    config = load_config(path)
+    config.data.train = str(data / Path(config.data.train).relative_to("../shared/data"))
+    texts = []
+    for example in load_splits(config)["dev"]:
+        texts.append(example.text)
+    return texts
+
+
+def measure(texts: list[str]) -> tuple[int, int, Counter, float]:
+    """Texts NFC changes, texts changed beyond NFC, per kind the texts it edited, and seconds spent normalizing."""
+    nfc_changed, beyond, kinds, seconds = 0, 0, Counter(), 0.0
+    for text in texts:
+        started = time.perf_counter()
+        result = normalize(text, STEPS)
+        seconds += time.perf_counter() - started
+        nfc = unicodedata.normalize("NFC", text)
+        nfc_changed += nfc != text
+        if result.aligned.text != nfc:
+            beyond += 1
+            kinds.update(k for k in result.signals if k != "nfc")
+    return nfc_changed, beyond, kinds, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--write", action="store_true", help="write the section into docs/ROBUSTNESS.md")
+    args = parser.parse_args()
+    rows = []
+    for length in range(3, 16):  # the word lists and leet's per-length index, built once per process
+        _words_of_length(length)
+    normalize("tlqkf 씨.발 stuuupid")
+    for name, config_name in CONFIGS.items():
+        texts = dev_texts(config_name, args.data)
+        nfc_changed, beyond, kinds, seconds = measure(texts)
+        per_kind = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k]) or "none"
+        chars = sum(map(len, texts))
+        rows.append(f"| {name} | {len(texts)} | {nfc_changed} | {beyond} ({100 * beyond / max(len(texts), 1):.1f}%) "
+                    f"| {per_kind} | {1e3 * seconds / max(len(texts), 1):.2f} ms ({chars / max(seconds, 1e-9) / 1e3:.0f}k chars/s) |")
+        print(rows[-1], flush=True)
+    from report import machine_line, write_section
+
+    body = "\n".join([
+        "Command: `python bench/normalize_changes.py --write` (all steps on; dev splits carved by the shipped "
+        f"configs; one process on {machine_line()}; the time is normalization's alone, word lists loaded).", "",
+        "| corpus (dev) | texts | changed by NFC | changed beyond NFC | texts edited, by kind | time per text |",
+        "|---|---|---|---|---|---|", *rows])
+    if args.write:
+        write_section("normalize-changes", body, ROOT / "docs" / "ROBUSTNESS.md")
+    print(body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,546 @@
+"""Evasion-robust normalization that keeps an exact map back to the original characters.
+
+People who want a comment past a filter write `시1발`, `씨.발`, `ㅅㅣ발`, `씨 발`, `tlqkf`, `f*ck`,
+`1d10t`, Cyrillic look-alikes (`іdіot`), fullwidth letters, zero-width characters inside words,
+bidi overrides and decomposed Hangul. `normalize(text, steps)` undoes those, step by named step
+(each switchable), and returns a `Normalized`: `aligned`, an `AlignedText` (the normalized text
+with every character's source range in the original), and `signals`, how many edits each kind
+made, so a moderator sees the obfuscation itself. Spans found on the normalized text go back to the original
+with `AlignedText.to_original`, which covers removed characters inside them and never cuts a
+grapheme cluster.
+
+The steps, in the order they run (`STEPS`):
+
+- `nfc`: canonical composition (NFC), per grapheme cluster; decomposed Hangul (NFD, from macOS
+  and some keyboards) becomes syllables. It runs again after the other steps, which may leave
+  a letter beside a combining mark that the removed character had separated.
+- `width`: compatibility forms of letters and digits (fullwidth `ｉｄｉｏｔ`, halfwidth Hangul,
+  mathematical alphanumerics `𝐢𝐝𝐢𝐨𝐭`) to their plain letter (that character's compatibility
+  decomposition; other compatibility characters such as `²`, `①`, `…` are text and stay).
+- `invisible`: zero-width space/non-joiner/joiner, word joiner, invisible operators, BOM, soft
+  hyphen, variation selectors, Hangul fillers, tags and control characters removed, and bidi
+  embeddings, overrides, isolates and marks (`signals["bidi"]`). Inside an emoji cluster the
+  joiner, variation selectors and tags are the emoji's own and stay; so does a joiner or
+  non-joiner beside a letter of a script that writes with them (Arabic, Indic...).
+- `confusables`: a non-Latin letter that Unicode's confusables data (TR39, through the
+  `confusable-homoglyphs` package) lists as a look-alike of a Latin letter is folded to it,
+  only inside a word that already holds Latin letters and is all Latin once folded (`іdіot`).
+- `elongation`: a Latin letter repeated three times or more is squeezed to one or two,
+  whichever spells the more frequent English or Spanish word (`stuuuupid` → `stupid`,
+  `cooool` → `cool`), else two.
+- `leet`: digits and symbols inside an otherwise alphabetic Latin word (`1d10t`, `$tupid`,
+  `sh!t`, `f*ck`: a mask stands for a vowel) read as the letters they stand for, only where that
+  spells a common English or Spanish word and the word as written is none (`tod@s` stays).
+- `keyboard`: Korean typed on an English keyboard (2-set layout: `tlqkf` → `시발`), only where
+  the Latin word is in no English or Spanish list at all, is not capitalized like a name, is not
+  part of a URL or handle, and its keys spell two or more whole syllables.
+- `jamo`: a run of compatibility jamo that spells whole syllables is recomposed (`ㅅㅣ발` →
+  `시발`); a run that does not (`ㅋㅋ`, `ㅅㅂ`, `ㅠㅠ`) is an abbreviation and stays.
+- `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) and a space
+  between single syllables (`씨 발`) removed, only where the joined word is a common Korean word;
+  never sentence punctuation, quotes or brackets, nor the digits of an ordinal (`제2의`).
+
+The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
+Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
+how many ordinary texts each step changes.
+
+Example:
+    >>> result = normalize("너 씨.발 \\u200b바보", ("invisible", "separators"))
+    >>> result.aligned.text, result.signals
+    ('너 씨발 바보', {'invisible': 1, 'separators': 1})
+    >>> result.aligned.to_original(2, 4)
+    (2, 5)
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import unicodedata
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Callable, Iterable, Optional, Sequence
+
+import regex
+
+from kold_span.data.example import Context, Example, Span
+from kold_span.text.aligned import AlignedText, Replacement
+
+STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators")
+# A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
+WORD_ZIPF = 3.0
+MAX_PASSES = 3
+
+Counts = dict[str, int]
+Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A normalized text aligned with the original, and how many edits of each kind made it."""
+
+    aligned: AlignedText
+    signals: dict[str, int] = field(default_factory=dict)
+
+
+def check_steps(steps: Iterable[str]) -> tuple[str, ...]:
+    """The steps in the order they run; a ValueError names an unknown one."""
+    steps = tuple(steps)
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        raise ValueError(f"unknown normalization step(s) {', '.join(map(repr, unknown))}; known: {', '.join(STEPS)}")
+    return tuple(s for s in STEPS if s in steps)
+
+
+def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
+    """`text` normalized by `steps` (names from `STEPS`, run in that order), with its alignment and signals.
+
+    Args:
+        text: any text.
+        steps: which steps to run.
+
+    Returns:
+        A `Normalized`; `signals` holds only the kinds that made an edit.
+
+    Example:
+        >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
+        ('idiot', {})
+    """
+    steps = check_steps(steps)
+    aligned = AlignedText.identity(text)
+    signals: Counts = {}
+    # A step can open a case for an earlier one (a joined word to read again): a text that changed
+    # goes through again until nothing changes, so normalizing twice changes nothing.
+    for _ in range(MAX_PASSES):
+        before = aligned.text
+        for name in steps + (("nfc",) if "nfc" in steps and len(steps) > 1 else ()):
+            replacements, counts = _STEPS[name](aligned)
+            if replacements:
+                aligned = aligned.edit(replacements)
+            for kind, count in counts.items():
+                if count:
+                    signals[kind] = signals.get(kind, 0) + count
+        if aligned.text == before:
+            break
+    return Normalized(aligned, signals)
+
+
+# -- nfc and width ------------------------------------------------------------------------
+_GRAPHEME = regex.compile(r"\X")
+
+
+def _nfc(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Each grapheme cluster that NFC changes, composed (NFC never crosses a cluster boundary)."""
+    if unicodedata.is_normalized("NFC", t.text):
+        return [], {}
+    edits = [(m.start(), m.end(), unicodedata.normalize("NFC", m.group())) for m in _GRAPHEME.finditer(t.text)
+             if not unicodedata.is_normalized("NFC", m.group())]
+    if "".join(_apply(t.text, edits)) != unicodedata.normalize("NFC", t.text):
+        edits = [(0, len(t.text), unicodedata.normalize("NFC", t.text))]  # a composition across clusters
+    return edits, {"nfc": len(edits)}
+
+
+def _apply(text: str, edits: list[Replacement]) -> list[str]:
+    """The pieces of `text` with `edits` applied."""
+    pieces, done = [], 0
+    for start, end, new in edits:
+        pieces += [text[done:start], new]
+        done = end
+    return pieces + [text[done:]]
+
+
+_WIDTH_TAGS = ("<wide>", "<narrow>", "<font>")
+
+
+@functools.lru_cache(maxsize=4096)
+def _width_fold(char: str) -> Optional[str]:
+    """The plain letter or digit a fullwidth, halfwidth or mathematical one stands for, else None."""
+    tag, *code = unicodedata.decomposition(char).split() or [""]
+    if tag not in _WIDTH_TAGS or len(code) != 1:
+        return None
+    # The decomposition itself, not NFKC: halfwidth Hangul letters stay compatibility jamo.
+    folded = chr(int(code[0], 16))
+    return folded if folded.isalnum() else None
+
+
+def _width(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Fullwidth, halfwidth and mathematical letters and digits to plain ones."""
+    edits = [(i, i + 1, folded) for i, c in enumerate(t.text) if ord(c) > 0x2000 and (folded := _width_fold(c))]
+    return edits, {"width": len(edits)}
+
+
+# -- invisible characters -----------------------------------------------------------------
+_BIDI = regex.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE = regex.compile(r"[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064"
+                           r"\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+                           r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_EMOJI = regex.compile(r"\p{Extended_Pictographic}|\p{Regional_Indicator}")
+_JOINERS = "\u200c\u200d"
+# Scripts that need no joiners: a joiner between letters of these (or digits, spaces) hides a word.
+_PLAIN_SCRIPT = regex.compile(r"[\p{Latin}\p{Hangul}\p{Common}\p{Inherited}\p{Han}\p{Cyrillic}\p{Greek}]")
+
+
+def _invisible(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Invisible and control characters removed, bidi controls counted apart; emoji sequences kept whole."""
+    counts = {"invisible": 0, "bidi": 0}
+    edits: list[Replacement] = []
+    text = t.text
+    if not _BIDI.search(text) and not _INVISIBLE.search(text):
+        return edits, counts
+    for cluster in _GRAPHEME.finditer(text):
+        emoji = _EMOJI.search(cluster.group()) is not None
+        for i in range(cluster.start(), cluster.end()):
+            char = text[i]
+            if _BIDI.match(char):
+                kind = "bidi"
+            elif _INVISIBLE.match(char):
+                if emoji and (char in _JOINERS or "\ufe00" <= char <= "\ufe0f" or char >= "\U000e0000"):
+                    continue
+                if char in _JOINERS and not _between_plain(text, i):
+                    continue
+                kind = "invisible"
+            else:
+                continue
+            counts[kind] += 1
+            edits.append((i, i + 1, ""))
+    return edits, counts
+
+
+# Short names for the hidden characters people use most (the others are shown by code point).
+_HIDDEN_NAMES = {"\u00ad": "SHY", "\u061c": "ALM", "\u200b": "ZWSP", "\u200c": "ZWNJ", "\u200d": "ZWJ",
+                 "\u200e": "LRM", "\u200f": "RLM", "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF",
+                 "\u202d": "LRO", "\u202e": "RLO", "\u2060": "WJ", "\u2066": "LRI", "\u2067": "RLI",
+                 "\u2068": "FSI", "\u2069": "PDI", "\u3164": "HF", "\ufeff": "BOM"}
+
+
+def hidden_characters(text: str) -> list[tuple[int, str]]:
+    """The characters the `invisible` step would remove, as (offset, short name), for showing them.
+
+    Example:
+        >>> hidden_characters("a\u200bb\u202ec \U0001F468\u200d\U0001F469 \ufe01")
+        [(1, 'ZWSP'), (3, 'RLO'), (10, 'U+FE01')]
+    """
+    edits, _ = _invisible(AlignedText.identity(text))
+    return [(start, _HIDDEN_NAMES.get(text[start], f"U+{ord(text[start]):04X}")) for start, _end, _new in edits]
+
+
+def _between_plain(text: str, i: int) -> bool:
+    """Whether the nearest visible characters around position i are of scripts that need no joiner."""
+    neighbours = [text[j] for j in (i - 1, i + 1) if 0 <= j < len(text)]
+    return all(_PLAIN_SCRIPT.match(c) for c in neighbours)
+
+
+# -- look-alike letters -------------------------------------------------------------------
+_LETTERS = regex.compile(r"[\p{L}\p{M}]+")
+_LATIN = regex.compile(r"\p{Latin}")
+_NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
+
+
+@functools.lru_cache(maxsize=1)
+def _confusables_data() -> dict:
+    """Unicode's confusables (TR39), as the confusable-homoglyphs package ships them."""
+    from confusable_homoglyphs import confusables
+
+    return confusables.confusables_data
+
+
+@functools.lru_cache(maxsize=8192)
+def _latin_lookalike(char: str) -> Optional[str]:
+    """The ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None."""
+    if _LATIN.match(char) or not char.isalpha():
+        return None
+    for entry in _confusables_data().get(char, ()):
+        target = entry["c"]
+        if len(target) == 1 and target.isascii() and target.isalpha():
+            return target
+    return None
+
+
+def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Look-alike letters folded to Latin inside words that are Latin once folded."""
+    edits: list[Replacement] = []
+    if not _LATIN.search(t.text) or not _NON_LATIN_LETTER.search(t.text):
+        return edits, {}
+    for word in _LETTERS.finditer(t.text):
+        folds = [(i, _latin_lookalike(c)) for i, c in enumerate(word.group()) if not _LATIN.match(c)]
+        if not folds or len(folds) == len(word.group()) or any(f is None for _, f in folds):
+            continue
+        edits += [(word.start() + i, word.start() + i + 1, f) for i, f in folds]
+    return edits, {"confusables": len(edits)}
+
+
+# -- word lists ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _frequencies(lang: str) -> dict[str, float]:
+    """wordfreq's frequency list of a language (word → frequency), loaded once."""
+    from wordfreq import get_frequency_dict
+
+    return get_frequency_dict(lang)
+
+
+def _zipf(word: str, langs: Sequence[str]) -> float:
+    """The word's highest Zipf frequency in `langs` (0 for a word in none)."""
+    freq = max(_frequencies(lang).get(word, 0.0) for lang in langs)
+    return math.log10(freq) + 9 if freq > 0 else 0.0
+
+
+def is_word(word: str, langs: Sequence[str] = ("en", "es")) -> bool:
+    """Whether `word` (lowercased) is a common word of the word lists of `langs`.
+
+    Example:
+        >>> is_word("Idiot"), is_word("tlqkf"), is_word("씨발", ("ko",))
+        (True, False, True)
+    """
+    return _zipf(word.lower(), langs) >= WORD_ZIPF
+
+
+@functools.lru_cache(maxsize=64)
+def _words_of_length(length: int) -> str:
+    """The common English and Spanish words of a length, most frequent first, one per line."""
+    scores: dict[str, float] = {}
+    for lang in ("en", "es"):
+        for word, freq in _frequencies(lang).items():
+            if len(word) == length and word.isalpha() and word.isascii():
+                scores[word] = max(scores.get(word, 0.0), freq)
+    floor = 10 ** (WORD_ZIPF - 9)
+    return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
+
+
+# -- elongation ---------------------------------------------------------------------------
+_LATIN_WORD = regex.compile(r"(?<![\p{L}\p{N}])\p{Latin}+(?![\p{L}\p{N}])")
+_RUN = regex.compile(r"(\p{Latin})\1{2,}")
+_ROMAN = regex.compile(r"[IVXLCDM]+")  # XXIII is a number
+
+
+def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Letters repeated three times or more squeezed to one or two, whichever spells a word, else two."""
+    edits: list[Replacement] = []
+    count = 0
+    for word in _LATIN_WORD.finditer(t.text):
+        runs = list(_RUN.finditer(word.group()))
+        if not runs or len({c.lower() for c in word.group()}) == 1 or len(runs) > 4 or _ROMAN.fullmatch(word.group()):
+            continue
+        scored = [(_zipf(_squeezed(word.group(), runs, choice).lower(), ("en", "es")), choice)
+                  for choice in product((1, 2), repeat=len(runs))]
+        best, choice = max(scored, key=lambda pair: pair[0])
+        keep = choice if best >= WORD_ZIPF else (2,) * len(runs)
+        for run, kept in zip(runs, keep):
+            edits.append((word.start() + run.start() + kept, word.start() + run.end(), ""))
+        count += 1
+    return edits, {"elongation": count}
+
+
+def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
+    """`word` with each run cut to its number of letters in `keep`."""
+    pieces, done = [], 0
+    for run, kept in zip(runs, keep):
+        pieces += [word[done:run.start() + kept]]
+        done = run.end()
+    return "".join(pieces) + word[done:]
+
+
+# -- leet ---------------------------------------------------------------------------------
+_LEET = {"0": "o", "1": "il", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
+         "@": "a", "$": "s", "!": "i", "|": "li", "*": "aeiouy"}  # a mask hides a vowel: f*ck, sh*t
+_LEET_TOKEN = regex.compile(r"(?<![\p{L}\p{N}@$!|*])[A-Za-z0-9@$!|*]*[A-Za-z][A-Za-z0-9@$!|*]*(?![\p{L}\p{N}])")
+_NUMBER_AND_UNIT = regex.compile(r"\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+")
+# Spanish writes both genders with a final @ (tod@s, amig@): not a leet a.
+_INCLUSIVE_AT = regex.compile(r"@s?$")
+
+
+def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Digits and symbols inside a Latin word read as letters where that spells a common word."""
+    edits: list[Replacement] = []
+    count = 0
+    for token in _LEET_TOKEN.finditer(t.text):
+        word = token.group().rstrip("!")
+        if word.startswith("@") or _INCLUSIVE_AT.search(word) or not any(c in _LEET for c in word) or len(word) < 3:
+            continue
+        if sum(c.isalpha() for c in word) < 2 or _NUMBER_AND_UNIT.fullmatch(word) or is_word(word):
+            continue
+        if any(c.isdigit() and c not in _LEET for c in word):
+            continue
+        reading = _leet_reading(word)
+        if reading is None:
+            continue
+        upper = word.upper() == word and any(c.isalpha() for c in word)
+        for i, (old, new) in enumerate(zip(word, reading)):
+            if old != new and not old.isalpha():
+                edits.append((token.start() + i, token.start() + i + 1, new.upper() if upper else new))
+        count += 1
+    return edits, {"leet": count}
+
+
+@functools.lru_cache(maxsize=4096)
+def _leet_reading(word: str) -> Optional[str]:
+    """The most frequent common word that `word` spells with its leet characters read as letters."""
+    pattern = "".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word)
+    found = regex.search(f"^{pattern}$", _words_of_length(len(word)), regex.MULTILINE)
+    return found.group() if found else None
+
+
+# -- Hangul: jamo, keyboard ---------------------------------------------------------------
+def _hangul_tables():
+    """hangul-jamo's compatibility jamo: leading consonants, vowels and trailing consonants."""
+    import hangul_jamo
+
+    return hangul_jamo.LEADING_CONSONANTS, hangul_jamo.VOWELS, hangul_jamo.TRAILING_CONSONANTS
+
+
+# Two jamo that one syllable writes as one (Hangul orthography): vowels and final clusters.
+_DOUBLE_VOWELS = {"ㅗㅏ": "ㅘ", "ㅗㅐ": "ㅙ", "ㅗㅣ": "ㅚ", "ㅜㅓ": "ㅝ", "ㅜㅔ": "ㅞ", "ㅜㅣ": "ㅟ", "ㅡㅣ": "ㅢ"}
+_DOUBLE_FINALS = {"ㄱㅅ": "ㄳ", "ㄴㅈ": "ㄵ", "ㄴㅎ": "ㄶ", "ㄹㄱ": "ㄺ", "ㄹㅁ": "ㄻ", "ㄹㅂ": "ㄼ", "ㄹㅅ": "ㄽ",
+                  "ㄹㅌ": "ㄾ", "ㄹㅍ": "ㄿ", "ㄹㅎ": "ㅀ", "ㅂㅅ": "ㅄ"}
+# The standard Korean 2-set keyboard (KS X 5002): the jamo on each key, shifted where it differs.
+_KEYBOARD = dict(zip("qwertyuiopasdfghjklzxcvbnm", "ㅂㅈㄷㄱㅅㅛㅕㅑㅐㅔㅁㄴㅇㄹㅎㅗㅓㅏㅣㅋㅌㅊㅍㅠㅜㅡ"))
+_KEYBOARD.update(zip("QWERTOP", "ㅃㅉㄸㄲㅆㅒㅖ"))
+
+
+def syllables(jamo: str) -> Optional[list[tuple[int, int, str]]]:
+    """A run of compatibility jamo as whole syllables `(start, end, syllable)`, or None if any is left over.
+
+    Example:
+        >>> syllables("ㅅㅣㅂㅏㄹ"), syllables("ㅋㅋ")
+        ([(0, 2, '시'), (2, 5, '발')], None)
+        >>> syllables("ㅇㅗㅏㄴㅈ")
+        [(0, 5, '왅')]
+    """
+    import hangul_jamo
+
+    leading, vowels, trailing = _hangul_tables()
+    out, i, n = [], 0, len(jamo)
+    while i < n:
+        start = i
+        if jamo[i] not in leading or i + 1 >= n or jamo[i + 1] not in vowels:
+            return None
+        vowel, i = jamo[i + 1], i + 2
+        if i < n and vowel + jamo[i] in _DOUBLE_VOWELS:
+            vowel, i = _DOUBLE_VOWELS[vowel + jamo[i]], i + 1
+        final = None
+        if i < n and jamo[i] in trailing and not (i + 1 < n and jamo[i + 1] in vowels):
+            final, i = jamo[i], i + 1
+            pair = final + jamo[i] if i < n else ""
+            if pair in _DOUBLE_FINALS and not (i + 1 < n and jamo[i + 1] in vowels):
+                final, i = _DOUBLE_FINALS[pair], i + 1
+        out.append((start, i, hangul_jamo.compose_jamo_characters(jamo[start], vowel, final)))
+    return out
+
+
+_COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
+
+
+def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Runs of compatibility jamo that spell whole syllables recomposed; abbreviations (ㅋㅋ, ㅅㅂ) stay."""
+    edits: list[Replacement] = []
+    for run in _COMPAT_JAMO.finditer(t.text):
+        parsed = syllables(run.group())
+        if parsed:
+            edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
+    return edits, {"jamo": len(edits)}
+
+
+# Not inside a URL, a path, an e-mail address or a handle (`watch?v=dowO`, `@forofa`).
+_KEYBOARD_WORD = regex.compile(r"(?<![\p{L}\p{N}/=?&#@._-])[A-Za-z]{3,}(?![\p{L}\p{N}/=&@_-])")
+
+
+def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Latin words that are no English or Spanish word but Korean typed on the 2-set layout, as Hangul."""
+    edits: list[Replacement] = []
+    count = 0
+    for word in _KEYBOARD_WORD.finditer(t.text):
+        keys = word.group()
+        # Any word of the lists at all, however rare, stays: only strings no one writes in English are read.
+        if any(c.isupper() and c not in "QWERTOP" for c in keys) or keys.istitle() \
+                or _zipf(keys.lower(), ("en", "es")) > 0:
+            continue
+        parsed = syllables("".join(_KEYBOARD[c] for c in keys))
+        if not parsed or len(parsed) < 2:
+            continue
+        edits += [(word.start() + s, word.start() + e, syllable) for s, e, syllable in parsed]
+        count += 1
+    return edits, {"keyboard": count}
+
+
+# -- separators inside Hangul words ---------------------------------------------------------
+_SYLLABLES = r"[\uac00-\ud7a3]+"
+# Hangul runs joined by separators: 1-3 punctuation marks, symbols or digits, or one space. Not
+# sentence punctuation, quotes or brackets, which stand between words in ordinary text (아!내, 런닝'맨').
+_SEPARATOR = r"(?:(?![!?,;:'\"`\p{Pi}\p{Pf}\p{Ps}\p{Pe}])[\p{P}\p{S}0-9])"
+_CHAIN = regex.compile(_SYLLABLES + r"(?:(?:" + _SEPARATOR + r"{1,3}| )" + _SYLLABLES + ")+")
+_PIECE = regex.compile(_SYLLABLES)
+
+
+def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Separators between Hangul removed where the joined word is a common Korean word.
+
+    A space joins only two single syllables (`씨 발`), counted as `spaced`.
+    """
+    edits: list[Replacement] = []
+    counts = {"separators": 0, "spaced": 0}
+    for chain in _CHAIN.finditer(t.text):
+        pieces = list(_PIECE.finditer(t.text, chain.start(), chain.end()))
+        current = pieces[0]
+        joined = current.group()
+        for piece in pieces[1:]:
+            gap = t.text[current.end():piece.start()]
+            spaced = gap == " "
+            candidate = joined + piece.group()
+            ok = is_word(candidate, ("ko",)) and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+            # 제2의, 제3장: an ordinal, not a word cut by a digit.
+            ok = ok and not (joined.endswith("제") and any(c.isdigit() for c in gap))
+            if ok:
+                edits.append((current.end(), piece.start(), ""))
+                counts["spaced" if spaced else "separators"] += 1
+                joined = candidate
+            else:
+                joined = piece.group()
+            current = piece
+    return edits, counts
+
+
+_STEPS: dict[str, Step] = {"nfc": _nfc, "width": _width, "invisible": _invisible, "confusables": _confusables,
+                           "elongation": _elongation, "leet": _leet, "keyboard": _keyboard, "jamo": _jamo,
+                           "separators": _separators}
+
+
+# -- inputs and examples ------------------------------------------------------------------
+def normalize_context(context: Context, steps: Sequence[str]) -> Context:
+    """A context (None, a string or turns) with each string normalized (contexts carry no spans).
+
+    Example:
+        >>> normalize_context(["ｔｉｔｌｅ", "씨.발"], ("width", "separators"))
+        ['title', '씨발']
+    """
+    if isinstance(context, str):
+        return normalize(context, steps).aligned.text
+    if isinstance(context, list):
+        return [normalize(turn, steps).aligned.text if isinstance(turn, str) else turn for turn in context]
+    return context
+
+
+def normalize_example(example: Example, steps: Sequence[str]) -> Example:
+    """A gold example as the model trained with `steps` reads it: text and context normalized,
+    every span (the example's and each annotator's) moved onto the normalized text (`from_original`).
+
+    A span whose characters were all removed (only invisible characters) is dropped.
+
+    Example:
+        >>> gold = Example(id="1", text="너 씨.발", spans={"OFF": [(2, 5)]})
+        >>> normalize_example(gold, ("separators",)).spans
+        {'OFF': [(2, 4)]}
+    """
+    aligned = normalize(example.text, steps).aligned
+    context = normalize_context(example.context, steps)
+    if not aligned.changed and context == example.context:
+        return example
+
+    def moved(spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
+        out = {}
+        for name, pairs in spans.items():
+            mapped = [aligned.from_original(start, end) for start, end in pairs]
+            out[name] = [(s, e) for s, e in mapped if s < e]
+        return out
+
+    annotations = [dataclasses.replace(a, spans=moved(a.spans)) for a in example.annotations]
+    return dataclasses.replace(example, text=aligned.text, context=context, spans=moved(example.spans),
+                               annotations=annotations)
