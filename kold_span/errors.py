@@ -40,3 +40,7 @@ class ModelFormatError(KoldSpanError, ValueError):
 
 class ArgumentError(KoldSpanError, ValueError):
     """A bad argument to the Python API (a wrong type, an empty batch size); names the argument."""
+
+
+class OutputInUseError(KoldSpanError, RuntimeError):
+    """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""

@@ -75,13 +75,15 @@ def run(args: argparse.Namespace) -> int:
         return run_on_ray(args)
     from tqdm import tqdm
 
-    from kold_span.data.atomic import add_note, partial_path
+    from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
     from kold_span.data.perspectives import parse_perspective
+    from kold_span.errors import OutputInUseError
     from kold_span.inference.files import load_predictor
     from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
 
-    # Checked before the model loads and before any output is opened: a missing input or an unknown
-    # suffix costs nothing and touches nothing.
+    # Checked before the model loads and before any output is opened: an output that is the input, a
+    # missing input or an unknown suffix costs nothing and touches nothing.
+    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": args.input})
     examples, report = read_options(args).open(args.input)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
                                      perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
-        if partial_path(output).exists() and not isinstance(err, UnfinishedOutputError):
+        if partial_path(output).exists() and not isinstance(err, (UnfinishedOutputError, OutputInUseError)):
             add_note(err, "kold-span predict --resume with the same input and options continues from it")
         raise
     kept = f" ({done.kept} kept from the unfinished run)" if done.kept else ""

@@ -124,7 +124,8 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     `bad` is the bad-row policy (`bad_rows(path, skip=True)` skips bad rows, each noted once in
     `bad.report`; nothing is printed here). A .csv/.tsv header without the text column (or without
     a column named explicitly) is an error even when skipping, and so is a file whose every row was
-    bad: either would otherwise end in no predictions and no error. A text is any string, "" too.
+    bad: either would otherwise end in no predictions and no error (a file of no rows at all is
+    `non_empty`'s to refuse). A text is any string, "" too.
     `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
     them, strictly, so a stray quote is an error rather than a comment swallowing the lines after
     it; "none" takes every character as it stands, for text with bare quotes.
@@ -151,6 +152,26 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
     return _examples(path, suffix, text_column, context_column, id_column,
                      bad if bad is not None else bad_rows(path), quoting)
+
+
+def non_empty(examples: Iterator[Example], path: Path) -> Iterator[Example]:
+    """`examples`, and a `DataError` at their end if there was none (0 bytes, blank lines, a header alone, no rows).
+
+    Raised as the last row is taken, inside `predict`'s writing: the output being written is dropped and
+    the earlier one is kept, instead of an empty file replacing it.
+
+    Example:
+        >>> list(non_empty(iter([]), Path("in.csv")))
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: in.csv: no rows, nothing to predict (the file is empty, blank lines or a header alone)
+    """
+    read = 0
+    for example in examples:
+        read += 1
+        yield example
+    if not read:
+        raise DataError(f"{path}: no rows, nothing to predict (the file is empty, blank lines or a header alone)")
 
 
 def _examples(path: Path, suffix: str, text_column: Optional[str], context_column: Optional[str],

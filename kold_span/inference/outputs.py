@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import TaskKind
-from kold_span.data.atomic import atomic_write, partial_path
+from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import html_page
@@ -129,10 +129,21 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
             stay in `.partial`.
         UnfinishedOutputError: `resume` with an unfinished output that is not of this input, or that
             was predicted with other options (`run_options`: batch size, precision, the model's tasks).
+        OutputInUseError: another run is writing `output` or `html` now; nothing of it is touched.
     """
     output = Path(output)
-    kind = output_kind(output)
     check_batch_size(batch_size)
+    # Held from before the resume point is read to after the rename: a second run on this output is refused
+    # before it reads, moves or deletes anything of the first's (its partial file, its options).
+    with output_lock(output), (output_lock(html) if html else nullcontext()):
+        return _predict_locked(predictor, examples, output, html, batch_size, perspective, resume, on_row)
+
+
+def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: Path, html: Optional[Path],
+                    batch_size: int, perspective: Optional[dict[str, Any]], resume: bool,
+                    on_row: Callable[[], None]) -> PredictionRun:
+    """`write_predictions` once it holds the locks on its outputs."""
+    kind = output_kind(output)
     partial = partial_path(output)
     chunk = batch_size * CHUNK_BATCHES
     # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
