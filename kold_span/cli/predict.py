@@ -65,6 +65,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                        "without it a local one starts on this machine")
     ray.add_argument("--shard-format", choices=("jsonl", "parquet"), default="jsonl",
                      help="the output shards' format")
+    parser.add_argument("--no-verify", dest="verify", action="store_false",
+                        help="skip checking the model's files against its manifest (SHA-256), for speed")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     examples, report = read_options(args).open(args.input)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
-    predictor = load_predictor(args.model, device=args.device, precision=args.precision)
+    predictor = load_predictor(args.model, device=args.device, precision=args.precision, verify=args.verify)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
         with tqdm(desc="predict", unit=" comments", disable=quiet) as bar:

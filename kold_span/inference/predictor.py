@@ -16,12 +16,14 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from kold_span.config.choices import SnapMode
+from kold_span.config.choices import SnapMode, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
 from kold_span.models.decoding import MergedExample, merge_windows, prediction
+from kold_span.models.manifest import check_contained, directory_identity, inside, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
@@ -80,6 +82,7 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
             raise ModelFormatError(f"{path}: missing key {key!r} (format_version {FORMAT_VERSION} needs "
                                    f"{', '.join(REQUIRED_KEYS)})")
     _check_tasks(config["tasks"], path)
+    _check_values(config, path)
     for name in (WEIGHTS_NAME, TOKENIZER_DIR):
         if not (directory / name).exists():
             raise ModelFormatError(f"{directory}: missing {name}, which a model directory holds beside {CONFIG_NAME}")
@@ -114,6 +117,90 @@ def _check_tasks(tasks: Any, path: Path) -> None:
                                    f"knows {', '.join(sorted(known))}")
 
 
+def _check_values(config: dict[str, Any], path: Path) -> None:
+    """A `ModelFormatError` naming the first value of config.json a model cannot run with (as a training config's)."""
+    def need(ok: bool, key: str, expected: str) -> None:
+        if not ok:
+            value = repr(_get(config, key))
+            raise ModelFormatError(f"{path}: key {key!r} must be {expected}, got {value[:60]}")
+
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    need(is_int(config["max_length"]) and config["max_length"] >= 8, "max_length", "an integer of at least 8")
+    need(is_int(config["stride"]) and 0 <= config["stride"] < config["max_length"], "stride",
+         "an integer from 0 to below max_length")
+    need(config["context"]["mode"] in CONTEXT_MODES, "context.mode", f"one of {', '.join(CONTEXT_MODES)}")
+    turns = config["context"]["max_turns"]
+    need(turns is None or (is_int(turns) and turns >= 0), "context.max_turns", "null or an integer of at least 0")
+    need(config["align"]["snap"] in SnapMode.values(), "align.snap", f"one of {', '.join(SnapMode.values())}")
+    need(isinstance(config["align"]["trim"], bool), "align.trim", "true or false")
+    need(config.get("pooling", "first") in POOLINGS, "pooling", f"one of {', '.join(POOLINGS)}")
+    need(isinstance(config.get("morpheme_pretokenize", False), bool), "morpheme_pretokenize", "true or false")
+    ngram = config.get("ngram", [])
+    need(isinstance(ngram, list) and all(isinstance(name, str) for name in ngram), "ngram", "a list of task names")
+    need(isinstance(config["encoder"], dict), "encoder", "an object (an encoder's config)")
+    if "auto_map" in config["encoder"]:
+        raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
+                               "directory is data and never runs code from it")
+    tasks = config["tasks"]
+    names = [task["name"] for task in tasks]
+    for i, task in enumerate(tasks):
+        where = f"{path}: tasks[{i}]"
+        if not isinstance(task["name"], str) or names.count(task["name"]) > 1:
+            raise ModelFormatError(f"{where}: name {task['name']!r} must be a string no other task has")
+        if task["kind"] not in TaskKind.values():
+            raise ModelFormatError(f"{where}: kind {task['kind']!r} must be one of {', '.join(TaskKind.values())}")
+        gate = task.get("gate")
+        if gate is not None and gate not in names:
+            raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model (its tasks: {', '.join(map(str, names))})")
+    for name in ngram:
+        if name not in names:
+            raise ModelFormatError(f"{path}: key 'ngram' names {name!r}, no task of the model")
+
+
+def _get(config: dict[str, Any], dotted: str) -> Any:
+    """The value under a dotted key of config.json (`_has_key` found it), or None."""
+    node: Any = config
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _check_no_code(tokenizer_dir: Path) -> None:
+    """A `ModelFormatError` if the tokenizer's configs name custom code (`auto_map`), which transformers would run."""
+    for name in ("tokenizer_config.json", "config.json"):
+        path = tokenizer_dir / name
+        if not path.is_file():
+            continue
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+        if isinstance(config, dict) and "auto_map" in config:
+            raise ModelFormatError(f"{path}: names custom code ('auto_map'); a kold-span model directory is data "
+                                   "and never runs code from it")
+
+
+def _load_tokenizer(tokenizer_dir: Path) -> Any:
+    """The saved fast tokenizer, remote code disabled; any failure a `ModelFormatError` naming the folder or file."""
+    from transformers import AutoTokenizer
+
+    _check_no_code(tokenizer_dir)
+    if not tokenizer_dir.is_dir() or not any(tokenizer_dir.iterdir()):
+        raise ModelFormatError(f"{tokenizer_dir}: not a saved tokenizer (missing or empty folder)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=False, local_files_only=True)
+    except Exception as err:  # a library's raw error on a bad file (JSON, vocab, a missing class) becomes one line
+        broken = tokenizer_dir / "tokenizer.json"
+        named = broken if broken.exists() else tokenizer_dir
+        raise ModelFormatError(f"{named}: the tokenizer cannot be loaded ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200] if str(err) else ''})") from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelFormatError(f"{tokenizer_dir}: not a fast tokenizer (tokenizer.json); kold-span needs its offsets")
+    return tokenizer
+
+
 class Predictor:
     """Runs a trained multi-task model on texts and returns labels and character spans."""
 
@@ -134,6 +221,28 @@ class Predictor:
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
         self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
+        self.source: Optional[Path] = None  # the model directory it was loaded from
+        self._digests: Optional[dict[str, str]] = None  # its files' SHA-256, when the manifest was checked
+        self._identity: Optional[str] = None
+
+    @property
+    def identity(self) -> str:
+        """The SHA-256 of the model: of its directory's files (config, weights, tokenizer, ...), or of its weights.
+
+        A resumed `predict` compares it with the one the unfinished output was written with.
+        """
+        if self._identity is None:
+            if self.source is not None:
+                self._identity = directory_identity(self.source, self._digests)
+            else:
+                import hashlib
+
+                digest = hashlib.sha256()
+                for name, tensor in sorted(self.model.state_dict().items()):
+                    digest.update(name.encode())
+                    digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+                self._identity = digest.hexdigest()
+        return self._identity
 
     # -- saving and loading -------------------------------------------------------------
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
@@ -159,14 +268,21 @@ class Predictor:
         save_file(state, str(directory / WEIGHTS_NAME))
         save_tokenizer(self.tokenizer, directory / TOKENIZER_DIR)
         save_companions(self.companions, directory)
+        write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
         return directory
 
     @classmethod
-    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto") -> "Predictor":
+    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto",
+                        verify: bool = True) -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
 
         `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU or
         a CPU with bf16 instructions, else fp32); the weights stay float32.
+
+        The directory is data, never code: every file is checked against its manifest first
+        (`models.manifest`; `verify=False` skips the hashing, for speed), no file may be a link out
+        of it, custom code (`auto_map`) is refused, and transformers loads with remote code
+        disabled. A bad file or value is a `ModelFormatError` naming it.
 
         Example:
             >>> Predictor.from_pretrained("no/such/model")
@@ -174,13 +290,17 @@ class Predictor:
             ...
             FileNotFoundError: model directory no/such/model does not exist
         """
-        from safetensors.torch import load_file
-        from transformers import AutoTokenizer
-
         directory = Path(directory)
         config = read_model_config(directory)
-        tasks = [Task.from_dict(t) for t in config["tasks"]]
-        tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
+        check_contained(directory)
+        digests = verify_manifest(directory) if verify else None
+        try:
+            tasks = [Task.from_dict(t) for t in config["tasks"]]
+        except (TypeError, ValueError) as err:
+            raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' holds a task kold-span cannot "
+                                   f"read ({err})") from err
+        _check_gates(tasks, directory / CONFIG_NAME)
+        tokenizer = _load_tokenizer(directory / TOKENIZER_DIR)
         if config.get("morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
         try:
@@ -190,18 +310,23 @@ class Predictor:
                                    f"transformers can build ({err})") from err
         # Models saved before `model.pooling` existed read the first token.
         model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
+        weights = _load_weights(directory / WEIGHTS_NAME)
         try:
-            model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
+            model.load_state_dict(weights)
         except RuntimeError as err:
             raise ModelFormatError(f"{directory / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
-        return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
-                   context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
-                   snap=config["align"]["snap"], trim=config["align"]["trim"],
-                   morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
-                   perspective=config.get("perspective"),
-                   companions=load_companions(directory, config.get("ngram", [])), device=device,
-                   precision=precision)
+        for name in config.get("ngram", []):
+            inside(directory, f"ngram/{name}", f"{directory / CONFIG_NAME}: key 'ngram'")
+        predictor = cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
+                        context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
+                        snap=config["align"]["snap"], trim=config["align"]["trim"],
+                        morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
+                        perspective=config.get("perspective"),
+                        companions=load_companions(directory, config.get("ngram", [])), device=device,
+                        precision=precision)
+        predictor.source, predictor._digests = directory, digests
+        return predictor
 
     # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
     def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
@@ -304,6 +429,27 @@ class Predictor:
         """
         for _example, prediction in Pipeline(self, batch_size, perspective).run(examples):
             yield prediction
+
+
+def _check_gates(tasks: Sequence[Task], path: Path) -> None:
+    """A `ModelFormatError` unless each span task's gate is a true/false sequence task of the model."""
+    by_name = {task.name: task for task in tasks}
+    for task in tasks:
+        if task.gate is not None and not by_name[task.gate].is_boolean:
+            raise ModelFormatError(f"{path}: task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                                   f"its labels are {list(by_name[task.gate].labels)}")
+
+
+def _load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a model.safetensors; a truncated or corrupt file is a `ModelFormatError` naming it."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise ModelFormatError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0][:200]}); "
+                               "truncated or corrupt? copy the model directory again") from err
 
 
 def checked_device(device: Union[str, torch.device]) -> torch.device:
