@@ -92,7 +92,8 @@ def test_an_output_another_process_writes_is_refused_before_anything_is_touched(
         assert predict(model, source, out, "--html", str(html)) == 2
         assert f"error: {held} is being written by another run (process {holder.pid})" in capsys.readouterr().err
         assert out.read_text(encoding="utf-8") == '{"id": "old"}\n' and not html.exists()
-        assert (tmp_path / "out.jsonl.partial").read_text(encoding="utf-8") == '{"id": "c0", "text": "좋은 기사 0"}\n'
+        kept = (tmp_path / "out.jsonl.partial").read_text(encoding="utf-8")
+        assert kept == '{"id": "c0", "text": "좋은 기사 0"}\n'
     finally:
         holder.communicate("")
     assert predict(model, source, out, "--html", str(html)) == 0

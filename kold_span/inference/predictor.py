@@ -147,13 +147,14 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     names = [task["name"] for task in tasks]
     for i, task in enumerate(tasks):
         where = f"{path}: tasks[{i}]"
-        if not isinstance(task["name"], str) or names.count(task["name"]) > 1:
+        if not isinstance(task["name"], str) or task["name"] in names[:i]:
             raise ModelFormatError(f"{where}: name {task['name']!r} must be a string no other task has")
         if task["kind"] not in TaskKind.values():
             raise ModelFormatError(f"{where}: kind {task['kind']!r} must be one of {', '.join(TaskKind.values())}")
         gate = task.get("gate")
         if gate is not None and gate not in names:
-            raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model (its tasks: {', '.join(map(str, names))})")
+            raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model "
+                                   f"(its tasks: {', '.join(map(str, names))})")
     for name in ngram:
         if name not in names:
             raise ModelFormatError(f"{path}: key 'ngram' names {name!r}, no task of the model")

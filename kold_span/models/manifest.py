@@ -71,7 +71,7 @@ def model_files(directory: Union[str, Path]) -> Iterator[str]:
 
 
 def write_manifest(directory: Union[str, Path]) -> Path:
-    """Write `manifest.json`: {"version", "files": {relative path: {"sha256", "bytes"}}} of every file; returns its path."""
+    """Write `manifest.json`, {"version", "files": {path: {"sha256", "bytes"}}} of every file; returns its path."""
     directory = Path(directory)
     files = {name: {"sha256": file_digest(directory / name), "bytes": (directory / name).stat().st_size}
              for name in model_files(directory)}
