@@ -402,9 +402,10 @@ def source_rows(raw: bytes, suffix: str, options: dict[str, Any]) -> Optional[li
         lines = decoded_lines(raw)
         if lines is None:
             return None
+        if suffix == ".txt":  # \n, \r\n and a lone \r each end a line
+            pieces = re.split(r"\r\n|\r|\n", "".join(lines))
+            return [(n, piece) for n, piece in enumerate(pieces, 1) if piece.strip()]
         rows = [(n, line.rstrip("\r\n")) for n, line in enumerate(lines, 1) if line.strip()]
-        if suffix == ".txt":
-            return rows
         return [(n, json_document(line.encode("utf-8", "surrogatepass"))) for n, line in rows]
     records = table_records(raw, "," if suffix == ".csv" else "\t", options.get("quoting") == "none")
     if records is None:
@@ -499,6 +500,10 @@ def test_kold_span_predict_keeps_the_contract_end_to_end(model, folder, suffix, 
         partial = folder / "out.jsonl.partial"
         assert not out.exists() and (not partial.exists() or f"kept in {partial}" in err)
         partial.unlink(missing_ok=True)
+        return
+    if expected == []:  # a file of no rows: an error, no empty output
+        assert code == 2 and err.startswith(f"kold-span predict: error: {source}: no rows, nothing to predict"), err
+        assert not out.exists()
         return
     assert code == 0, err
     # One row a line, split at \n only: a text may hold U+2028 or U+0085, which JSON leaves as they are.

@@ -210,3 +210,21 @@ def test_an_input_of_no_rows_is_an_error_and_the_earlier_output_is_kept(model, t
     assert err.startswith(f"kold-span predict: error: {source}: no rows, nothing to predict")
     assert out.read_bytes() == b"earlier output\n" and html.read_bytes() == b"<html>earlier</html>\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, out_name, "out.html"])
+
+
+# -- the Python API and .txt line ends -----------------------------------------------------------------------------
+
+def test_contexts_of_another_length_than_the_texts_are_an_argument_error(model):
+    from kold_span.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=r"^contexts: 1 contexts for 2 texts; pass one context per text"):
+        Predictor.from_pretrained(model).predict(["좋은 기사", "바보"], contexts=["제목"])
+
+
+def test_a_lone_carriage_return_ends_a_line_of_a_txt_input(tmp_path):
+    from kold_span.inference.inputs import iter_inputs
+
+    path = tmp_path / "in.txt"
+    path.write_bytes("좋은 기사\r바보\r\n\r너 진짜\n끝\r".encode())
+    assert [(ex.id, ex.text) for ex in iter_inputs(path)] == [("1", "좋은 기사"), ("2", "바보"), ("4", "너 진짜"),
+                                                             ("5", "끝")]

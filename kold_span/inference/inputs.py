@@ -208,11 +208,27 @@ def _numbered_rows(path: Path, suffix: str, quoting: str,
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
         if suffix == ".txt":
-            yield from ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
+            yield from _text_lines(lines)
         elif suffix == ".jsonl":
             yield from _jsonl_rows(lines, path)
         else:
             yield from _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting, check_header)
+
+
+def _text_lines(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, {"text": line}) per line of a .txt file: \n, \r\n and a lone \r (old Mac files) each end one.
+
+    Example:
+        >>> list(_text_lines(iter(["a\r\n", "b\rc\n", "d"])))
+        [(1, {'text': 'a'}), (2, {'text': 'b'}), (3, {'text': 'c'}), (4, {'text': 'd'})]
+    """
+    number = 0
+    for line in lines:
+        body = line[:-1] if line.endswith("\n") else line
+        body = body[:-1] if body.endswith("\r") else body
+        for part in body.split("\r"):
+            number += 1
+            yield number, {"text": part}
 
 
 PARQUET_BATCH_ROWS = 4096  # rows read from a Parquet file at a time: memory stays flat on any file size

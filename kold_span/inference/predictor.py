@@ -519,7 +519,8 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
         return [None] * count
     contexts = _as_list(contexts, "contexts", "hold one context per text; for one text pass [context]", "contexts")
     if len(contexts) != count:
-        raise ValueError(f"{count} texts but {len(contexts)} contexts")
+        raise ArgumentError(f"contexts: {len(contexts)} contexts for {count} texts; pass one context per text "
+                            "(None where a text has none)")
     for i, context in enumerate(contexts):
         problem = context_problem(context)
         if problem:
