@@ -216,7 +216,7 @@ def _numbered_rows(path: Path, suffix: str, quoting: str,
 
 
 def _text_lines(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, {"text": line}) per line of a .txt file: \n, \r\n and a lone \r (old Mac files) each end one.
+    r"""(line number, {"text": line}) per line of a .txt file: \n, \r\n and a lone \r (old Mac files) each end one.
 
     Example:
         >>> list(_text_lines(iter(["a\r\n", "b\rc\n", "d"])))
