@@ -22,6 +22,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--out", help="write the scores as JSON")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (default: SemEval-2021 Toxic Spans)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="warn instead of refusing malformed span offsets (left out), spans past the text's "
+                             "end and predicted texts that differ from the gold text (scored as they are)")
     return parser
 
 
@@ -31,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.evaluation.files import evaluate_files
 
     check_outputs_apart({"--out": args.out}, {"--gold": args.gold, "--pred": args.pred})
-    report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy)
+    report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy, lenient=args.lenient)
     print(report.table())
     if args.out:
         write_text_atomic(args.out, json.dumps(report.scores, indent=1, ensure_ascii=False))
