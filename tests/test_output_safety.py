@@ -228,3 +228,29 @@ def test_a_lone_carriage_return_ends_a_line_of_a_txt_input(tmp_path):
     path.write_bytes("좋은 기사\r바보\r\n\r너 진짜\n끝\r".encode())
     assert [(ex.id, ex.text) for ex in iter_inputs(path)] == [("1", "좋은 기사"), ("2", "바보"), ("4", "너 진짜"),
                                                              ("5", "끝")]
+
+
+def test_sigterm_during_predict_keeps_the_rows_so_far_as_ctrl_c_does(model, tmp_path):
+    import os
+    import signal
+    import time
+
+    source = write_jsonl(tmp_path / "in.jsonl", comments(400))
+    out, partial = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial"
+    argv = [sys.executable, "-m", "kold_span.cli", "predict", "--model", str(model), "--input", str(source),
+            "--quiet", "--batch-size", "4", "--output", str(out)]
+    child = subprocess.Popen(argv, env=child_env(), stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and child.poll() is None:
+        if partial.exists() and partial.stat().st_size > 10_000:
+            break
+        time.sleep(0.02)
+    assert child.poll() is None, "the run ended before it could be stopped: give it more rows"
+    os.kill(child.pid, signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 143
+    assert err.startswith("kold-span predict: error: terminated (SIGTERM); ")
+    assert f"what was written so far is kept in {partial}" in err and "--resume" in err
+    assert partial.exists() and not out.exists() and not (tmp_path / ".out.jsonl.lock").exists()
+    resumed = subprocess.run(argv + ["--resume"], env=child_env(), capture_output=True, text=True)
+    assert resumed.returncode == 0 and "kept from the unfinished run" in resumed.stdout

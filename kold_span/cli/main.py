@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
 from kold_span.cli import ablate, agreement, convert, evaluate, import_encoder, predict, pretrain, serve, train
+from kold_span.cli.options import Terminated
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
@@ -96,6 +97,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             message, notes = str(err), error_notes(err)
         except OSError as err:
             message, notes = os_error_message(err), error_notes(err)
+        except Terminated as err:  # SIGTERM during a command that takes it as Ctrl-C (predict)
+            message, notes, status = "terminated (SIGTERM)", error_notes(err), 143
         except KeyboardInterrupt as err:
             message, notes, status = "interrupted", error_notes(err), 130
     print(f"kold-span {args.command}: error: {'; '.join([message, *notes])}", file=sys.stderr)

@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from kold_span.cli.options import non_negative_float, positive_int
+from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
 from kold_span.config.choices import Precision
 from kold_span.errors import KoldSpanError
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     predictor = load_predictor(args.model, device=args.device, precision=args.precision, verify=args.verify)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
-        with tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
+        with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
             done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
                                      perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
