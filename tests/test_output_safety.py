@@ -254,3 +254,31 @@ def test_sigterm_during_predict_keeps_the_rows_so_far_as_ctrl_c_does(model, tmp_
     assert partial.exists() and not out.exists() and not (tmp_path / ".out.jsonl.lock").exists()
     resumed = subprocess.run(argv + ["--resume"], env=child_env(), capture_output=True, text=True)
     assert resumed.returncode == 0 and "kept from the unfinished run" in resumed.stdout
+
+
+def test_input_dash_reads_standard_input_in_the_format_given(model, tmp_path, monkeypatch, capsys):
+    import io
+
+    out, alone = tmp_path / "out.jsonl", tmp_path / "alone.jsonl"
+    source = write_jsonl(tmp_path / "in.jsonl", comments(5))
+    assert predict(model, source, alone) == 0
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.read_bytes())))
+    assert predict(model, "-", out, "--format", "jsonl") == 0
+    assert out.read_bytes() == alone.read_bytes()
+    capsys.readouterr()
+    assert predict(model, "-", out) == 2
+    assert "error: --input - (standard input) needs --format: txt, jsonl" in capsys.readouterr().err
+    assert predict(model, source, out, "--format", "csv") == 2
+    assert "error: --format is for --input - (standard input)" in capsys.readouterr().err
+
+
+def test_repeated_ids_and_header_names_are_warned_of(tmp_path, caplog):
+    from kold_span.inference.inputs import iter_inputs
+
+    path = tmp_path / "in.csv"
+    path.write_text("id,comment,comment\na,x,좋은 기사\nb,y,바보\na,z,또\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="kold_span"):
+        examples = list(iter_inputs(path))
+    assert [(ex.id, ex.text) for ex in examples] == [("a", "좋은 기사"), ("b", "바보"), ("a", "또")]
+    assert f"{path}:1: column(s) 'comment' appear more than once in the header; the last of each is read" in caplog.text
+    assert f"{path}:4: id 'a' again (first at line 2); both rows are predicted" in caplog.text

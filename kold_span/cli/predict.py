@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
@@ -30,8 +32,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "
                              "that averages their probabilities (same tasks; span tasks: same tokenizer)")
     parser.add_argument("--input", required=True,
-                        help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; with --engine ray, "
-                             "the shards: a path or a glob such as 'shards/*.jsonl' (quoted)")
+                        help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; - reads standard input "
+                             "(with --format); with --engine ray, the shards: a path or a glob such as "
+                             "'shards/*.jsonl' (quoted)")
+    parser.add_argument("--format", choices=("txt", "jsonl", "csv", "tsv", "parquet"),
+                        help="the format of --input - (standard input), which has no name to tell it")
     parser.add_argument("--output", required=True,
                         help="JSONL (Parquet for a name ending in .parquet), one prediction per input row, in "
                              "input order; with --engine ray, a folder that gets one output shard per input shard")
@@ -73,8 +78,29 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Predict every row of the input into the output (and HTML); print how many, and any skipped rows."""
+    from kold_span.errors import ArgumentError
+
+    if args.format and args.input != "-":
+        raise ArgumentError("--format is for --input - (standard input); a file's name ending tells its format")
     if args.engine == "ray":
+        if args.input == "-":
+            raise ArgumentError("--input - (standard input) is for the local engine; --engine ray reads shard files")
         return run_on_ray(args)
+    if args.input == "-":
+        if not args.format:
+            raise ArgumentError("--input - (standard input) needs --format: txt, jsonl, csv, tsv or parquet")
+        with tempfile.TemporaryDirectory(prefix="kold-span-stdin-") as folder:
+            # Spooled to a file: the rows are read as any input's are, in flat memory, and a bad row is named
+            # by its line (of "stdin.FORMAT").
+            source = Path(folder) / f"stdin.{args.format}"
+            with source.open("wb") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+            return _run_local(args, source)
+    return _run_local(args, Path(args.input))
+
+
+def _run_local(args: argparse.Namespace, source: Path) -> int:
+    """`run` on the local engine, the input being `source`."""
     from tqdm import tqdm
 
     from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
@@ -85,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
-    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": args.input})
-    examples, report = read_options(args).open(args.input)
+    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": source})
+    examples, report = read_options(args).open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
     predictor = load_predictor(args.model, device=args.device, precision=args.precision, verify=args.verify)

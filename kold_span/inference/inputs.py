@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import errno
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -13,6 +14,10 @@ from kold_span.data.example import Example, context_problem, text_problem
 from kold_span.data.jsonl import parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
+log = logging.getLogger(__name__)
+# Ids remembered to find repeated ones: a bounded set, so memory stays flat on any input size.
+MAX_IDS_CHECKED = 1_000_000
+DUPLICATE_WARNINGS = 5  # repeated ids named one by one; the rest counted
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -180,7 +185,7 @@ def _examples(path: Path, suffix: str, text_column: Optional[str], context_colum
     def check_header(header: list[str], where: str) -> None:
         _check_header(header, where, text_column, context_column, id_column)
 
-    read = 0
+    read, seen, repeated = 0, {}, 0
     for number, row in _numbered_rows(path, suffix, quoting, check_header):
         where = f"{path}:{number}"
         try:
@@ -193,7 +198,18 @@ def _examples(path: Path, suffix: str, text_column: Optional[str], context_colum
             bad.handle(err)
             continue
         read += 1
+        first = seen.get(example.id)
+        if first is not None:  # both rows are predicted; whoever joins the output on id would keep one
+            repeated += 1
+            if repeated <= DUPLICATE_WARNINGS:
+                log.warning("%s: id %r again (first at line %d); both rows are predicted", where, example.id[:40],
+                            first)
+        elif len(seen) < MAX_IDS_CHECKED:
+            seen[example.id] = number
         yield example
+    if repeated > DUPLICATE_WARNINGS:
+        log.warning("%s: %d rows repeat an earlier id (the first %d named above)", path, repeated,
+                    DUPLICATE_WARNINGS)
     if not read and bad.report.count:
         raise DataError(f"{path}: every row was bad ({bad.report.count} skipped), nothing to predict; "
                         f"the first: {bad.report.reasons[0]}")
@@ -278,6 +294,10 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
         if header is None:
             header = fields
             check_header(header, f"{path}:{start}")
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:
+                log.warning("%s:%d: column(s) %s appear more than once in the header; the last of each is read",
+                            path, start, ", ".join(repr(name[:40]) for name in twice))
             continue
         if len(fields) != len(header):
             yield start, DataError(f"{path}:{start}: {len(fields)} fields, the header has {len(header)} "
