@@ -180,7 +180,7 @@ def _gate_on(name):
     (_gate_on("ABUSE"), "tasks[1]: gate 'ABUSE' is no task of the model (its tasks: OFF, OFF_span)"),
     (_gate_on("OFF_span"), "task 'OFF_span': gate 'OFF_span' must be a true/false task"),
     (lambda c: c["tasks"][0].update(kind="regression"), "tasks[0]: kind 'regression' must be one of"),
-    (lambda c: c["tasks"][1].update(name="OFF"), "tasks[1]: name 'OFF' must be a string no other task has"),
+    (lambda c: c["tasks"][1].update(name="OFF"), "tasks[1]: name 'OFF' must be a non-empty string without '.' that no other task has"),
 ])
 def test_config_values_a_model_cannot_run_with_are_named(model_dir, tmp_path, edit, message):
     copy = edited_config(model_dir, tmp_path, edit)

@@ -16,11 +16,11 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from kold_span.config.choices import SnapMode, TaskKind
+from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
-from kold_span.errors import ArgumentError, ModelFormatError
+from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
 from kold_span.models.decoding import MergedExample, merge_windows, prediction
 from kold_span.models.manifest import check_contained, directory_identity, inside, verify_manifest, write_manifest
@@ -147,10 +147,13 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     names = [task["name"] for task in tasks]
     for i, task in enumerate(tasks):
         where = f"{path}: tasks[{i}]"
-        if not isinstance(task["name"], str) or task["name"] in names[:i]:
-            raise ModelFormatError(f"{where}: name {task['name']!r} must be a string no other task has")
+        if not isinstance(task["name"], str) or not task["name"] or "." in task["name"] or task["name"] in names[:i]:
+            raise ModelFormatError(f"{where}: name {repr(task['name'])[:60]} must be a non-empty string without '.' "
+                                   "that no other task has")
         if task["kind"] not in TaskKind.values():
-            raise ModelFormatError(f"{where}: kind {task['kind']!r} must be one of {', '.join(TaskKind.values())}")
+            raise ModelFormatError(f"{where}: kind {repr(task['kind'])[:60]} must be one of "
+                                   f"{', '.join(TaskKind.values())}")
+        _check_task_fields(task, where)
         gate = task.get("gate")
         if gate is not None and gate not in names:
             raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model "
@@ -158,6 +161,27 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     for name in ngram:
         if name not in names:
             raise ModelFormatError(f"{path}: key 'ngram' names {name!r}, no task of the model")
+
+
+def _check_task_fields(task: dict[str, Any], where: str) -> None:
+    """A `ModelFormatError` naming the first field of a saved task of the wrong type."""
+    def numbers(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+    labels = task.get("labels", [])
+    checks = [
+        ("source", isinstance(task["source"], str), "a string"),
+        ("problem", task.get("problem", "single") in Problem.values(), f"one of {', '.join(Problem.values())}"),
+        ("weight", numbers([task.get("weight", 1.0)]), "a number"),
+        ("labels", isinstance(labels, list) and all(isinstance(v, str) for v in labels)
+         and len(set(labels)) == len(labels), "a list of distinct strings"),
+        ("gate", task.get("gate") is None or isinstance(task.get("gate"), str), "null or a task name"),
+        ("class_weights", numbers(task.get("class_weights", [])), "a list of numbers"),
+        ("thresholds", numbers(task.get("thresholds", [])), "a list of numbers"),
+    ]
+    for key, ok, expected in checks:
+        if not ok:
+            raise ModelFormatError(f"{where}: {key} must be {expected}, got {repr(task.get(key))[:60]}")
 
 
 def _get(config: dict[str, Any], dotted: str) -> Any:
@@ -199,6 +223,12 @@ def _load_tokenizer(tokenizer_dir: Path) -> Any:
                                f"{str(err).splitlines()[0][:200] if str(err) else ''})") from err
     if not getattr(tokenizer, "is_fast", False):
         raise ModelFormatError(f"{tokenizer_dir}: not a fast tokenizer (tokenizer.json); kold-span needs its offsets")
+    try:  # a tokenizer that loads can still fail at its first call (a config value of the wrong type)
+        tokenizer("가 a", "b", return_offsets_mapping=True, verbose=False).sequence_ids()
+        tokenizer(["가 a"], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    except Exception as err:
+        raise ModelFormatError(f"{tokenizer_dir}: the tokenizer loads but cannot tokenize ({type(err).__name__}: "
+                               f"{str(err)[:200]})") from err
     return tokenizer
 
 
@@ -306,17 +336,26 @@ class Predictor:
             attach_morpheme_pretokenizer(tokenizer)
         try:
             encoder = encoder_from_config(config["encoder"])
-        except (KeyError, TypeError, ValueError) as err:
+        except Exception as err:  # whichever raw error transformers' checks of a config value raise
+            if isinstance(err, KoldSpanError):
+                raise
             raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'encoder' does not describe an encoder "
                                    f"transformers can build ({err})") from err
         # Models saved before `model.pooling` existed read the first token.
-        model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
+        try:
+            model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, KoldSpanError):
+                raise
+            raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' describes heads that cannot be built "
+                                   f"({type(err).__name__}: {str(err)[:200]})") from err
         weights = _load_weights(directory / WEIGHTS_NAME)
         try:
             model.load_state_dict(weights)
         except RuntimeError as err:
             raise ModelFormatError(f"{directory / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
+        _check_forward(model, tokenizer, directory / CONFIG_NAME)
         for name in config.get("ngram", []):
             inside(directory, f"ngram/{name}", f"{directory / CONFIG_NAME}: key 'ngram'")
         predictor = cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
@@ -439,6 +478,24 @@ def _check_gates(tasks: Sequence[Task], path: Path) -> None:
         if task.gate is not None and not by_name[task.gate].is_boolean:
             raise ModelFormatError(f"{path}: task {task.name!r}: gate {task.gate!r} must be a true/false task, "
                                    f"its labels are {list(by_name[task.gate].labels)}")
+
+
+def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path) -> None:
+    """One tiny forward pass at load: an encoder config value that builds but cannot run is a `ModelFormatError`.
+
+    transformers checks few of an encoder config's values when it builds the model; a wrong type
+    (a float for a list, a string for a number) shows only when it runs, which would be mid-way
+    through a user's file.
+    """
+    enc = tokenizer("가", "a", verbose=False)
+    inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
+    types = enc.get("token_type_ids")
+    try:
+        with torch.inference_mode():
+            model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
+    except Exception as err:
+        raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
+                               f"({type(err).__name__}: {str(err)[:200]})") from err
 
 
 def _load_weights(path: Path) -> dict[str, torch.Tensor]:
