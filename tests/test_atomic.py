@@ -225,3 +225,11 @@ def test_an_output_that_is_an_input_is_refused_by_path_link_or_hard_link(tmp_pat
     with pytest.raises(ArgumentError, match="--html .*out.jsonl is also --output"):
         check_outputs_apart({"--output": tmp_path / "out.jsonl", "--html": tmp_path / "out.jsonl"}, {"--input": source})
     check_outputs_apart({"--output": tmp_path / "out.jsonl", "--html": None}, {"--input": source})
+
+
+def test_the_temporary_files_of_a_killed_run_are_removed_by_the_next_writer(tmp_path):
+    target = tmp_path / "out.jsonl"
+    for name in (".out.jsonl.deadbeef.tmp", ".out.jsonl.notmine.tmp", ".other.jsonl.deadbeef.tmp"):
+        (tmp_path / name).write_text("half")
+    write_text_atomic(target, "whole\n")
+    assert listing(tmp_path) == [".other.jsonl.deadbeef.tmp", ".out.jsonl.notmine.tmp", "out.jsonl"]

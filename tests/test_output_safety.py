@@ -282,3 +282,38 @@ def test_repeated_ids_and_header_names_are_warned_of(tmp_path, caplog):
     assert [(ex.id, ex.text) for ex in examples] == [("a", "좋은 기사"), ("b", "바보"), ("a", "또")]
     assert f"{path}:1: column(s) 'comment' appear more than once in the header; the last of each is read" in caplog.text
     assert f"{path}:4: id 'a' again (first at line 2); both rows are predicted" in caplog.text
+
+
+def test_a_task_whose_source_no_example_has_is_warned_of(caplog):
+    from kold_span.config.schema import TaskConfig
+    from kold_span.models.tasks import build_tasks
+
+    examples = [Example(id="1", text="너 바보냐", labels={"OFF": True}, spans={"OFF": [(2, 4)]}),
+                Example(id="2", text="좋은 기사", labels={"OFF": False})]
+    configs = [TaskConfig("OFF", "sequence", "OFF"), TaskConfig("OFF_span", "span", "OFF"),
+               TaskConfig("TGT_span", "span", "TGT"), TaskConfig("GRP", "sequence", "GRP", labels=["a", "b"])]
+    with caplog.at_level("WARNING", logger="kold_span"):
+        build_tasks(configs, examples)
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [
+        "task 'TGT_span': no training example has spans of 'TGT'; it learns nothing from this corpus (check "
+        "tasks[].source against the reader's names)",
+        "task 'GRP': no training example has labels of 'GRP'; it learns nothing from this corpus (check "
+        "tasks[].source against the reader's names)"]
+
+
+def test_a_library_warning_is_one_line_naming_the_command(tmp_path, monkeypatch, capsys):
+    import warnings
+
+    from kold_span.evaluation import files
+    from kold_span.evaluation.files import EvaluationReport
+
+    def warns(gold, pred, policy, **options):
+        warnings.warn("Recall is ill-defined and being set to 0.0\n  in labels with no true samples.", UserWarning)
+        return EvaluationReport({"examples": 1})
+
+    monkeypatch.setattr(files, "evaluate_files", warns)
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": "1", "text": "a"}])
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold)]) == 0
+    assert capsys.readouterr().err == ("kold-span evaluate: warning: Recall is ill-defined and being set to 0.0 in "
+                                       "labels with no true samples. (UserWarning)\n")

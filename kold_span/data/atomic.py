@@ -48,6 +48,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import secrets
 import threading
 from contextlib import contextmanager
@@ -271,7 +272,20 @@ def _acquire(lock: Path, path: Union[str, Path]) -> Optional[int]:
         os.close(handle)
     os.ftruncate(handle, 0)
     os.write(handle, f"{os.getpid()}\n".encode())
+    _remove_stale_temporaries(Path(os.path.realpath(path)))
     return handle
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporary files a killed run of `target` left (`.NAME.XXXXXXXX.tmp`); under the lock none is live."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{8}}\.tmp")
+    try:
+        stale = [p for p in target.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return
+    for path in stale:
+        log.info("%s: removing %s, left by a run that was killed", target, path.name)
+        path.unlink(missing_ok=True)
 
 
 def _read_pid(handle: int) -> Optional[int]:
