@@ -242,3 +242,10 @@ def test_resume_refuses_rows_whose_options_file_is_missing_or_unreadable(model_d
     assert f"{tmp_path / 'out.jsonl.partial'} holds 32 complete rows but " in err
     assert "the model and options that wrote them are unknown" in err
     assert predict(model_dir, source, out) == 0  # without --resume: started over
+
+
+def test_a_directory_that_is_no_path_is_an_argument_error():
+    from kold_span.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match="^directory must be a path \\(str or Path\\), got int$"):
+        Predictor.from_pretrained(5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
@@ -321,6 +322,8 @@ class Predictor:
             ...
             FileNotFoundError: model directory no/such/model does not exist
         """
+        if not isinstance(directory, (str, os.PathLike)):
+            raise ArgumentError(f"directory must be a path (str or Path), got {type(directory).__name__}")
         directory = Path(directory)
         config = read_model_config(directory)
         check_contained(directory)
