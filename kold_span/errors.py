@@ -7,7 +7,8 @@ those before still do.
 Which to raise: a mistake the user can fix is one of these, named by where it was made
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
-to a function or a command-line option). A path that does not exist is the built-in
+to a function or a command-line option, `OutputInUseError` an output another run is writing).
+A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug
 can cause (a model used before `fit`, two parallel sequences of different lengths)
 stays a built-in error, so that it shows its traceback.
@@ -40,3 +41,7 @@ class ModelFormatError(KoldSpanError, ValueError):
 
 class ArgumentError(KoldSpanError, ValueError):
     """A bad argument to the Python API (a wrong type, an empty batch size); names the argument."""
+
+
+class OutputInUseError(KoldSpanError, RuntimeError):
+    """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""

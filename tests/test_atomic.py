@@ -116,3 +116,120 @@ def test_write_jsonl_keeps_the_previous_file_when_an_example_fails(tmp_path):
     assert target.read_bytes() == before
     assert listing(tmp_path) == ["gold.jsonl"]
     assert [json.loads(line)["id"] for line in before.decode().splitlines()] == ["1"]
+
+
+# -- one run writes a target at a time (`output_lock`) ------------------------------------------------------------
+
+HOLDER = """
+import sys
+from kold_span.data.atomic import output_lock
+with output_lock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def lock_holder(tmp_path):
+    """Start another process that holds the lock on a target until its standard input is closed."""
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    children = []
+
+    def hold(target):
+        child = subprocess.Popen([sys.executable, "-c", HOLDER, str(target)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, env=child_env())
+        children.append(child)
+        assert child.stdout.readline() == "locked\n"
+        return child
+
+    yield hold
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+
+
+def test_a_target_another_process_writes_is_refused_and_left_alone(tmp_path, lock_holder):
+    from kold_span.errors import KoldSpanError, OutputInUseError
+
+    target = tmp_path / "out.jsonl"
+    target.write_text("old\n")
+    child = lock_holder(target)
+    with pytest.raises(OutputInUseError) as caught:
+        with atomic_write(target) as f:
+            f.write("new\n")
+    assert isinstance(caught.value, KoldSpanError)
+    assert str(caught.value).startswith(f"{target} is being written by another run (process {child.pid}); ")
+    assert target.read_text() == "old\n" and listing(tmp_path) == [".out.jsonl.lock", "out.jsonl"]
+    child.kill()  # a holder killed outright: the kernel frees its lock, the stale lock file blocks nothing
+    child.wait()
+    write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and listing(tmp_path) == ["out.jsonl"]
+
+
+def test_a_link_to_a_locked_target_is_locked_too(tmp_path, lock_holder):
+    from kold_span.errors import OutputInUseError
+
+    target = tmp_path / "out.jsonl"
+    target.write_text("old\n")
+    (tmp_path / "link.jsonl").symlink_to(target)
+    lock_holder(target)
+    with pytest.raises(OutputInUseError):
+        write_text_atomic(tmp_path / "link.jsonl", "new\n")
+    assert target.read_text() == "old\n"
+
+
+def test_another_thread_is_refused_and_the_same_thread_takes_its_lock_again(tmp_path):
+    import threading
+
+    from kold_span.data.atomic import lock_path, output_lock
+    from kold_span.errors import OutputInUseError
+
+    target = tmp_path / "out.jsonl"
+    errors = []
+
+    def other_thread():
+        try:
+            write_text_atomic(target, "other\n")
+        except OutputInUseError as err:
+            errors.append(err)
+
+    with output_lock(target):
+        with atomic_write(target) as f:  # predict's own writes inside its lock
+            f.write("mine\n")
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert lock_path(target).exists()
+    assert len(errors) == 1 and target.read_text() == "mine\n"
+    assert not lock_path(target).exists()
+    write_text_atomic(target, "later\n")  # released: anyone may write now
+    assert target.read_text() == "later\n"
+
+
+def test_an_output_that_is_an_input_is_refused_by_path_link_or_hard_link(tmp_path):
+    from kold_span.data.atomic import check_outputs_apart
+    from kold_span.errors import ArgumentError
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("{}\n")
+    (tmp_path / "soft.jsonl").symlink_to(source)
+    os.link(source, tmp_path / "hard.jsonl")
+    for output in (source, tmp_path / "sub" / ".." / "in.jsonl", tmp_path / "soft.jsonl", tmp_path / "hard.jsonl"):
+        with pytest.raises(ArgumentError, match=r"is the input \(--input .*in.jsonl\): writing it would destroy"):
+            check_outputs_apart({"--output": output}, {"--input": source})
+    with pytest.raises(ArgumentError, match="--html .*out.jsonl is also --output"):
+        check_outputs_apart({"--output": tmp_path / "out.jsonl", "--html": tmp_path / "out.jsonl"}, {"--input": source})
+    check_outputs_apart({"--output": tmp_path / "out.jsonl", "--html": None}, {"--input": source})
+
+
+def test_the_temporary_files_of_a_killed_run_are_removed_by_the_next_writer(tmp_path):
+    target = tmp_path / "out.jsonl"
+    for name in (".out.jsonl.deadbeef.tmp", ".out.jsonl.notmine.tmp", ".other.jsonl.deadbeef.tmp"):
+        (tmp_path / name).write_text("half")
+    write_text_atomic(target, "whole\n")
+    assert listing(tmp_path) == [".other.jsonl.deadbeef.tmp", ".out.jsonl.notmine.tmp", "out.jsonl"]

@@ -71,7 +71,7 @@ def _write_gold(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("flag, logged", [(None, "info\nwarning\n"), ("-v", "debug\ninfo\nwarning\n"),
                                           ("-q", "warning\n")])
 def test_library_records_go_to_stderr_as_bare_messages(tmp_path, monkeypatch, capsys, flag, logged):
-    def scored(gold, pred, policy):
+    def scored(gold, pred, policy, **options):
         log = logging.getLogger("kold_span.evaluation.files")
         log.debug("debug")
         log.info("info")
@@ -112,7 +112,7 @@ def test_an_empty_gold_file_is_an_error_naming_it(tmp_path, capsys):
 
 @pytest.mark.parametrize("error", [KeyError("stride"), ValueError("a bug"), TypeError("a bug")])
 def test_any_other_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch, error):
-    def broken(gold, pred, policy):
+    def broken(gold, pred, policy, **options):
         raise error
 
     monkeypatch.setattr(files, "evaluate_files", broken)
@@ -142,7 +142,7 @@ def test_an_error_prints_its_notes_and_evaluate_keeps_the_previous_scores(tmp_pa
 def test_notes_follow_the_message_and_an_interrupt_exits_130(tmp_path, monkeypatch, capsys):
     from kold_span.data.atomic import atomic_write
 
-    def interrupted(gold, pred, policy):
+    def interrupted(gold, pred, policy, **options):
         with atomic_write(tmp_path / "x.json") as f:
             f.write("{")
             raise KeyboardInterrupt

@@ -149,3 +149,28 @@ def test_build_dataclass_names_a_missing_key_without_a_default():
 def test_bad_negatives_are_named(negatives, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(DEMO, [f"data.negatives={negatives}"])
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
+    from kold_span.errors import ConfigError
+
+    lines = ["data:", "  filter:", "    a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 9):  # 10^9 strings once expanded
+        name, previous = chr(97 + level), chr(96 + level)
+        lines.append(f"    {name}: &{name} [{', '.join(['*' + previous] * 10)}]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message == f"{path}: invalid YAML: its aliases expand to more than 100000 values (an alias bomb?)"
+
+
+def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path):
+    from kold_span.errors import ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text("trainer:\n  max_epochs: [" + ", ".join(["1"] * 5000) + "]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "[1, 1, 1, 1, 1, 1, ...]" in str(caught.value) and len(str(caught.value)) < 300

@@ -402,9 +402,10 @@ def source_rows(raw: bytes, suffix: str, options: dict[str, Any]) -> Optional[li
         lines = decoded_lines(raw)
         if lines is None:
             return None
+        if suffix == ".txt":  # \n, \r\n and a lone \r each end a line
+            pieces = re.split(r"\r\n|\r|\n", "".join(lines))
+            return [(n, piece) for n, piece in enumerate(pieces, 1) if piece.strip()]
         rows = [(n, line.rstrip("\r\n")) for n, line in enumerate(lines, 1) if line.strip()]
-        if suffix == ".txt":
-            return rows
         return [(n, json_document(line.encode("utf-8", "surrogatepass"))) for n, line in rows]
     records = table_records(raw, "," if suffix == ".csv" else "\t", options.get("quoting") == "none")
     if records is None:
@@ -500,6 +501,10 @@ def test_kold_span_predict_keeps_the_contract_end_to_end(model, folder, suffix, 
         assert not out.exists() and (not partial.exists() or f"kept in {partial}" in err)
         partial.unlink(missing_ok=True)
         return
+    if expected == []:  # a file of no rows: an error, no empty output
+        assert code == 2 and err.startswith(f"kold-span predict: error: {source}: no rows, nothing to predict"), err
+        assert not out.exists()
+        return
     assert code == 0, err
     # One row a line, split at \n only: a text may hold U+2028 or U+0085, which JSON leaves as they are.
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n")[:-1]]
@@ -507,3 +512,78 @@ def test_kold_span_predict_keeps_the_contract_end_to_end(model, folder, suffix, 
     for reason in bad.report.reasons:
         assert err.count(reason) == 1
 
+
+
+# --------------------------------------------------------------------------- model directories
+
+MODEL_EXAMPLES = 100  # mutated model directories loaded (and, when they load, predicted with)
+MODEL_FILES = ["config.json", "model.safetensors", "tokenizer/tokenizer.json", "tokenizer/tokenizer_config.json",
+               "tokenizer/special_tokens_map.json", "manifest.json"]
+
+
+@st.composite
+def model_damage(draw, directory: Path) -> tuple[str, str, Optional[bytes], bool]:
+    """(file, kind of damage, its new bytes or None for removed, manifest written again after it)."""
+    present = [name for name in MODEL_FILES if (directory / name).exists()]
+    name = draw(st.sampled_from(present))
+    raw = (directory / name).read_bytes()
+    if name == "model.safetensors":
+        kind = draw(st.sampled_from(["truncate", "flip", "remove"]))
+        if kind == "truncate":
+            return name, kind, raw[:draw(st.integers(0, len(raw) - 1))], draw(st.booleans())
+        if kind == "flip":
+            at = draw(st.integers(0, len(raw) - 1))
+            return name, kind, raw[:at] + bytes([raw[at] ^ draw(st.integers(1, 255))]) + raw[at + 1:], draw(
+                st.booleans())
+        return name, kind, None, False
+    if draw(st.integers(0, 9)) == 0:
+        return name, "remove", None, draw(st.booleans())
+    if name.endswith(".json") and draw(st.booleans()):
+        return name, "value", draw(json_value_swap(raw)), draw(st.booleans())
+    return name, "bytes", draw(byte_mutations(raw)), draw(st.booleans())
+
+
+def check_model_directory(model: Path, folder: Path, name: str, kind: str, raw: Optional[bytes], rehash: bool,
+                          verify: bool) -> None:
+    """Load a damaged copy of `model`: it loads and predicts, or a `ModelFormatError` names what is wrong."""
+    from kold_span.errors import KoldSpanError, ModelFormatError
+    from kold_span.inference.predictor import Predictor
+    from kold_span.models.manifest import write_manifest
+
+    import shutil
+
+    copy = folder / "damaged"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(model, copy)
+    if raw is None:
+        (copy / name).unlink()
+    else:
+        (copy / name).write_bytes(raw)
+    changed = raw != (model / name).read_bytes() if raw is not None else True
+    if rehash and name != "manifest.json":
+        write_manifest(copy)
+    try:
+        predictor = Predictor.from_pretrained(copy, verify=verify)
+    except ModelFormatError as err:
+        event(f"verify={verify}: refused")
+        assert str(copy) in str(err), err  # names the directory, or a file in it
+        return
+    except FileNotFoundError as err:  # the one file no model directory is without
+        event(f"verify={verify}: refused (not found)")
+        assert str(copy) in str(err)
+        return
+    event(f"verify={verify}: loaded")
+    if verify and changed and not rehash and name != "manifest.json":
+        raise AssertionError(f"{name} changed ({kind}) but the manifest check passed it")
+    try:
+        [out] = predictor.predict(["좋은 기사 바보"], contexts=["제목"])
+    except KoldSpanError:
+        return
+    assert set(out) >= {"labels", "spans"}
+
+
+@settings(FUZZ, max_examples=MODEL_EXAMPLES)
+@given(data=st.data(), verify=st.booleans())
+def test_a_damaged_model_directory_loads_or_is_refused_naming_it(model, folder, data, verify):
+    name, kind, raw, rehash = data.draw(model_damage(model))
+    check_model_directory(model, folder, name, kind, raw, rehash, verify)

@@ -15,7 +15,7 @@ import pytest
 from kold_span.cli import main
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError
-from kold_span.inference.outputs import complete_rows, write_predictions
+from kold_span.inference.outputs import complete_rows, run_options, write_predictions
 from kold_span.inference.pipeline import CHUNK_BATCHES
 from kold_span.inference.predictor import Predictor
 
@@ -138,6 +138,9 @@ def test_resume_refuses_the_unfinished_output_of_another_input(model, tmp_path, 
     assert predict(model, source, out) == 0
     partial = tmp_path / "out.jsonl.partial"
     os.replace(out, partial)
+    # with the options a run killed at its end would have left beside it
+    options = run_options(Predictor.from_pretrained(model), BATCH, None)
+    (tmp_path / "out.jsonl.partial.json").write_text(json.dumps(options), encoding="utf-8")
     before = partial.read_bytes()
     other = comments(40)
     other[5]["text"] = "다른 댓글"

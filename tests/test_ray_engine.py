@@ -7,6 +7,7 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.errors import ArgumentError, DataError
+from kold_span.inference.outputs import run_options
 from kold_span.inference.predictor import Predictor
 from kold_span.inference.ray_engine import RayOptions, output_shards, predict_shard, predict_shards, shard_paths
 
@@ -116,6 +117,8 @@ def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_p
     lines = whole.read_bytes().splitlines(keepends=True)
     marked = json.dumps({**json.loads(lines[0]), "kept": True}, ensure_ascii=False).encode() + b"\n"
     (out.parent / "ab.jsonl.partial").write_bytes(marked + b"".join(lines[1:10]) + lines[10][:7])  # killed in row 11
+    # and the options it was predicted with, which the killed run wrote first
+    (out.parent / "ab.jsonl.partial.json").write_text(json.dumps(run_options(predictor, 1, None)), encoding="utf-8")
     assert predict_shard(predictor, big, out, options) == (12, [])
     assert out.read_bytes() == marked + b"".join(lines[1:])  # rows 1-8 kept, 9-12 predicted again
     assert not (out.parent / "ab.jsonl.partial").exists()

@@ -45,3 +45,45 @@ def test_a_gold_span_type_no_prediction_holds_is_listed_not_scored(tmp_path):
     stated = read_predictions(write(tmp_path / "c.jsonl", {"id": "1", "spans": {"OFF": [[0, 2]], "TGT": []}},
                                     {"id": "2", "spans": {}}))
     assert evaluate_examples(gold, stated)["span/TGT/char_f1"] == 0.5
+
+
+# -- predictions that cannot be of the gold file (issue 44) ----------------------------------------------------------
+
+def _evaluate(tmp_path, pred_record, lenient=False):
+    from kold_span.evaluation.files import evaluate_files
+
+    gold = write(tmp_path / "gold.jsonl", {"id": "1", "text": "너 바보냐", "labels": {"OFF": True},
+                                           "spans": {"OFF": [[2, 4]]}})
+    pred = write(tmp_path / "pred.jsonl", pred_record)
+    return evaluate_files(gold, pred, lenient=lenient)
+
+
+def _span(start, end):
+    return {"id": "1", "text": "너 바보냐", "spans": [{"type": "OFF", "start": start, "end": end}]}
+
+
+@pytest.mark.parametrize("record, fragment", [
+    (_span(2, 9), r"pred.jsonl:1: id '1': span OFF \[2, 9\] ends past the text's end \(5 characters\)"),
+    (_span(-1, 3), r"pred.jsonl:1: field 'spans \(OFF\)' holds \[-1, 3\]; each span is \[start, end\] with 0 <="),
+    (_span(4, 2), r"field 'spans \(OFF\)' holds \[4, 2\]"),
+    (_span(2.0, 4), r"field 'spans \(OFF\)' holds \[2.0, 4\]"),
+    (_span("2", 4), r"field 'spans \(OFF\)' holds \['2', 4\]"),
+    ({"id": "1", "text": "좋은 기사", "spans": []},
+     r"pred.jsonl:1: id '1': its text '좋은 기사' is not the gold text '너 바보냐'; the predictions are of another input"),
+    ({"id": "1", "spans": {"OFF": [[0, 6]]}}, r"span OFF \[0, 6\] ends past the text's end"),
+])
+def test_predictions_that_cannot_be_of_the_gold_are_refused_and_lenient_warns(tmp_path, caplog, record, fragment):
+    with pytest.raises(DataError, match=fragment):
+        _evaluate(tmp_path, record)
+    with caplog.at_level("WARNING", logger="kold_span"):
+        report = _evaluate(tmp_path, record, lenient=True)
+    assert report.scores["examples"] == 1
+    assert "--lenient" in caplog.text
+
+
+def test_an_id_predicted_twice_is_a_warning_and_the_last_line_counts(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="kold_span"):
+        preds = read_predictions(write(tmp_path / "p.jsonl", {"id": "1", "spans": []},
+                                       {"id": "1", "spans": [{"type": "OFF", "start": 0, "end": 2}]}))
+    assert preds["1"]["spans"] == {"OFF": [(0, 2)]}
+    assert "p.jsonl:2: id '1' again (first at" in caplog.text

@@ -28,8 +28,10 @@ def run(args: argparse.Namespace) -> int:
     """Read, write and print how many examples were written."""
     from kold_span import corpora
     from kold_span.config.loading import parse_key_value
+    from kold_span.data.atomic import check_outputs_apart
     from kold_span.data.jsonl import write_jsonl
 
+    check_outputs_apart({"OUT": args.out}, {"SRC": args.src})
     options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:
         options["skip_bad"] = True

@@ -22,15 +22,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--out", help="write the scores as JSON")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (default: SemEval-2021 Toxic Spans)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="warn instead of refusing malformed span offsets (left out), spans past the text's "
+                             "end and predicted texts that differ from the gold text (scored as they are)")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the score table; with --out, also write the scores as JSON."""
-    from kold_span.data.atomic import write_text_atomic
+    from kold_span.data.atomic import check_outputs_apart, write_text_atomic
     from kold_span.evaluation.files import evaluate_files
 
-    report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy)
+    check_outputs_apart({"--out": args.out}, {"--gold": args.gold, "--pred": args.pred})
+    report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy, lenient=args.lenient)
     print(report.table())
     if args.out:
         write_text_atomic(args.out, json.dumps(report.scores, indent=1, ensure_ascii=False))

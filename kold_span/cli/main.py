@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
 from kold_span.cli import ablate, agreement, convert, evaluate, import_encoder, predict, pretrain, serve, train
+from kold_span.cli.options import Terminated
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
@@ -48,6 +50,27 @@ def log_level(args: argparse.Namespace) -> int:
     if args.log_quiet or getattr(args, "quiet", False):
         return logging.WARNING
     return logging.INFO
+
+
+@contextmanager
+def warnings_in_one_line(command: str) -> Iterator[None]:
+    r"""While a command runs, a library's warning (sklearn, statsmodels, torch) is one line, not a file and its code.
+
+    Example:
+        >>> import contextlib, io, warnings
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err), warnings_in_one_line("agreement"):
+        ...     warnings.warn("Precision is ill-defined", UserWarning)
+        >>> err.getvalue()
+        'kold-span agreement: warning: Precision is ill-defined (UserWarning)\n'
+    """
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"kold-span {command}: warning: {text[:300]} ({category.__name__})", file=file or sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = one_line
+        yield
 
 
 @contextmanager
@@ -89,13 +112,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run `kold-span` with `argv` (default: the process arguments); returns the exit status."""
     args = build_parser().parse_args(argv)
     status = 2
-    with logging_to_stderr(log_level(args)):
+    with logging_to_stderr(log_level(args)), warnings_in_one_line(args.command):
         try:
             return args.run(args)
         except KoldSpanError as err:
             message, notes = str(err), error_notes(err)
         except OSError as err:
             message, notes = os_error_message(err), error_notes(err)
+        except Terminated as err:  # SIGTERM during a command that takes it as Ctrl-C (predict)
+            message, notes, status = "terminated (SIGTERM)", error_notes(err), 143
         except KeyboardInterrupt as err:
             message, notes, status = "interrupted", error_notes(err), 130
     print(f"kold-span {args.command}: error: {'; '.join([message, *notes])}", file=sys.stderr)

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def add_config_options(parser: argparse.ArgumentParser, example_config: str, example_set: str) -> None:
@@ -47,3 +51,34 @@ def non_negative_float(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
     return value
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C is: the same clean-up, outputs kept, partial files kept."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """During the block, SIGTERM (`kill`, a scheduler's stop) raises `Terminated`, as Ctrl-C raises KeyboardInterrupt.
+
+    Example:
+        >>> import os
+        >>> try:
+        ...     with sigterm_as_interrupt():
+        ...         os.kill(os.getpid(), signal.SIGTERM)
+        ... except Terminated:
+        ...     print("stopped")
+        stopped
+    """
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from kold_span.cli.options import non_negative_float, positive_int
+from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
 from kold_span.config.choices import Precision
 from kold_span.errors import KoldSpanError
 
@@ -30,8 +32,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "
                              "that averages their probabilities (same tasks; span tasks: same tokenizer)")
     parser.add_argument("--input", required=True,
-                        help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; with --engine ray, "
-                             "the shards: a path or a glob such as 'shards/*.jsonl' (quoted)")
+                        help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; - reads standard input "
+                             "(with --format); with --engine ray, the shards: a path or a glob such as "
+                             "'shards/*.jsonl' (quoted)")
+    parser.add_argument("--format", choices=("txt", "jsonl", "csv", "tsv", "parquet"),
+                        help="the format of --input - (standard input), which has no name to tell it")
     parser.add_argument("--output", required=True,
                         help="JSONL (Parquet for a name ending in .parquet), one prediction per input row, in "
                              "input order; with --engine ray, a folder that gets one output shard per input shard")
@@ -66,34 +71,59 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                        "without it a local one starts on this machine")
     ray.add_argument("--shard-format", choices=("jsonl", "parquet"), default="jsonl",
                      help="the output shards' format")
+    parser.add_argument("--no-verify", dest="verify", action="store_false",
+                        help="skip checking the model's files against its manifest (SHA-256), for speed")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Predict every row of the input into the output (and HTML); print how many, and any skipped rows."""
+    from kold_span.errors import ArgumentError
+
+    if args.format and args.input != "-":
+        raise ArgumentError("--format is for --input - (standard input); a file's name ending tells its format")
     if args.engine == "ray":
+        if args.input == "-":
+            raise ArgumentError("--input - (standard input) is for the local engine; --engine ray reads shard files")
         return run_on_ray(args)
+    if args.input == "-":
+        if not args.format:
+            raise ArgumentError("--input - (standard input) needs --format: txt, jsonl, csv, tsv or parquet")
+        with tempfile.TemporaryDirectory(prefix="kold-span-stdin-") as folder:
+            # Spooled to a file: the rows are read as any input's are, in flat memory, and a bad row is named
+            # by its line (of "stdin.FORMAT").
+            source = Path(folder) / f"stdin.{args.format}"
+            with source.open("wb") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+            return _run_local(args, source)
+    return _run_local(args, Path(args.input))
+
+
+def _run_local(args: argparse.Namespace, source: Path) -> int:
+    """`run` on the local engine, the input being `source`."""
     from tqdm import tqdm
 
-    from kold_span.data.atomic import add_note, partial_path
+    from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
     from kold_span.data.perspectives import parse_perspective
+    from kold_span.errors import OutputInUseError
     from kold_span.inference.files import load_predictor
     from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
 
-    # Checked before the model loads and before any output is opened: a missing input or an unknown
-    # suffix costs nothing and touches nothing.
-    examples, report = read_options(args).open(args.input)
+    # Checked before the model loads and before any output is opened: an output that is the input, a
+    # missing input or an unknown suffix costs nothing and touches nothing.
+    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": source})
+    examples, report = read_options(args).open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
-    predictor = load_predictor(args.model, device=args.device, precision=args.precision)
+    predictor = load_predictor(args.model, device=args.device, precision=args.precision, verify=args.verify)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
-        with tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
+        with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
             done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
                                      perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
-        if partial_path(output).exists() and not isinstance(err, UnfinishedOutputError):
+        if partial_path(output).exists() and not isinstance(err, (UnfinishedOutputError, OutputInUseError)):
             add_note(err, "kold-span predict --resume with the same input and options continues from it")
         raise
     kept = f" ({done.kept} kept from the unfinished run)" if done.kept else ""

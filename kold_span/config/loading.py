@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import reprlib
 import typing
 from enum import Enum
 from pathlib import Path
@@ -67,14 +68,81 @@ _Yaml12Loader.add_constructor(f"{_YAML}int", _yaml12_int)
 _Yaml12Loader.add_constructor(f"{_YAML}float", _yaml12_float)
 
 
+# Values a YAML document may hold once its aliases are expanded: far above any config (a few hundred),
+# far below what a "billion laughs" alias bomb expands to (a nine-level bomb: 10^9).
+MAX_YAML_VALUES = 100_000
+
+
+class YamlTooLargeError(yaml.YAMLError):
+    """A YAML document whose aliases expand to more than `MAX_YAML_VALUES` values."""
+
+
 def yaml_load(text: str) -> Any:
-    """Parse YAML text with YAML 1.2's plain scalars (see `_Yaml12Loader`).
+    r"""Parse YAML text with YAML 1.2's plain scalars (see `_Yaml12Loader`), aliases bounded.
+
+    A document whose aliases expand to more than `MAX_YAML_VALUES` values (an alias bomb, which
+    would otherwise be walked, copied and printed until memory runs out) is a `YamlTooLargeError`,
+    found on the node graph before anything is built.
 
     Example:
         >>> yaml_load("{lr: 1e-4, seed: 013, label: OFF, run: 2024-01-01, on: true}")
         {'lr': 0.0001, 'seed': 13, 'label': 'OFF', 'run': '2024-01-01', 'on': True}
+        >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        ...     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(5))
+        >>> yaml_load(bomb)
+        Traceback (most recent call last):
+        ...
+        kold_span.config.loading.YamlTooLargeError: its aliases expand to more than 100000 values (an alias bomb?)
     """
-    return yaml.load(text, Loader=_Yaml12Loader)
+    loader = _Yaml12Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """A `YamlTooLargeError` if the node graph, aliases expanded, holds more than `MAX_YAML_VALUES` values.
+
+    Counted once per distinct node (memoised): the cost is the size of the text, not of the expansion.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = MAX_YAML_VALUES + 1  # a node inside itself (a recursive alias) expands without end
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(key) + size(value) for key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(item) for item in node.value)
+        else:
+            total = 1
+        sizes[id(node)] = min(total, MAX_YAML_VALUES + 1)
+        if total > MAX_YAML_VALUES:
+            raise YamlTooLargeError(f"its aliases expand to more than {MAX_YAML_VALUES} values (an alias bomb?)")
+        return total
+
+    size(root)
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxlevel = 60, 60, 6, 6, 3
+
+
+def _shown(value: Any) -> str:
+    """A config value for a message, cut short: a huge list or mapping never fills the terminal.
+
+    Example:
+        >>> _shown(list(range(1000)))
+        '[0, 1, 2, 3, 4, 5, ...]'
+    """
+    return _SHOWN.repr(value)
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -93,7 +161,7 @@ def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
     """Instantiate dataclass `cls` from a dict, recursively, validating keys and types; a field without a
     default must be given."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: '{prefix.rstrip('.') or 'config'}' must be a mapping, got {raw!r}")
+        raise ConfigError(f"{where}: '{prefix.rstrip('.') or 'config'}' must be a mapping, got {_shown(raw)}")
     _check_keys(raw, cls, where, prefix)
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in raw
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -123,22 +191,22 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
                 return _coerce(arg, value, where, key)
             except ConfigError as err:
                 errors.append(str(err))
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: key '{key}' has invalid value {value!r}")
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: key '{key}' has invalid value {_shown(value)}")
     if dataclasses.is_dataclass(hint):
         return build_dataclass(hint, value, where, f"{key}.")
     if origin is list:
         if not isinstance(value, list):
-            raise ConfigError(f"{where}: key '{key}' must be a list, got {value!r}")
+            raise ConfigError(f"{where}: key '{key}' must be a list, got {_shown(value)}")
         return [_coerce(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: key '{key}' must be a mapping, got {value!r}")
+            raise ConfigError(f"{where}: key '{key}' must be a mapping, got {_shown(value)}")
         return dict(value)
     if hint is Any:
         return value
     if isinstance(hint, type) and issubclass(hint, Enum):
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: key '{key}' must be one of {hint.values()}, got {value!r}")
+            raise ConfigError(f"{where}: key '{key}' must be one of {hint.values()}, got {_shown(value)}")
         # A name outside the set stays a string: `check_values` reports it on the merged config,
         # naming every file and override it came from.
         return hint(value) if value in hint.values() else value
@@ -147,11 +215,11 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
     if hint is str and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # run: 13 names a run "13"
     if hint is bool and not isinstance(value, bool):
-        raise ConfigError(f"{where}: key '{key}' must be true or false, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be true or false, got {_shown(value)}")
     if hint in (int, float) and isinstance(value, bool):
-        raise ConfigError(f"{where}: key '{key}' must be a number, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be a number, got {_shown(value)}")
     if not isinstance(value, hint):
-        raise ConfigError(f"{where}: key '{key}' must be {hint.__name__}, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be {hint.__name__}, got {_shown(value)}")
     return value
 
 

@@ -1,14 +1,17 @@
 """`kold-span evaluate`: gold examples against a predictions file, every label and span type."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from kold_span.data.example import Example, label_str, spans_to_offsets
 from kold_span.data.jsonl import iter_json_lines, read_jsonl
 from kold_span.errors import DataError
 from kold_span.evaluation import metrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -22,8 +25,13 @@ class EvaluationReport:
         return table + (f"\nnot scored: gold span type(s) {', '.join(missing)}, in no prediction" if missing else "")
 
 
-def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
-    """id → {labels: {name: value}, spans: {type: [(start, end)]}} from predict output or examples."""
+def read_predictions(path: Path, lenient: bool = False) -> dict[str, dict[str, Any]]:
+    """id → {labels: {name: value}, spans: {type: [(start, end)]}, text, where} from predict output or examples.
+
+    A span's offsets must be whole numbers with 0 <= start < end: anything else (a float, a string, a
+    negative or reversed pair) is a `DataError` naming the line, or with `lenient` a warning and the
+    span left out. An id seen twice is a warning; its last line counts.
+    """
     out: dict[str, dict[str, Any]] = {}
     for where, record in iter_json_lines(path):
         if not isinstance(record, dict) or "id" not in record:
@@ -36,16 +44,25 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
         spans: dict[str, list[tuple[int, int]]] = {}
         if isinstance(raw_spans, list):  # `kold-span predict` output
             for s in raw_spans:
-                try:
-                    spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
-                except (KeyError, TypeError, ValueError) as err:
-                    raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
+                if not (isinstance(s, dict) and all(key in s for key in ("type", "start", "end"))
+                        and isinstance(s["type"], str)):
+                    raise DataError(f"{where}: field 'spans': each span needs type, start, end")
+                pair = _checked_pair([s["start"], s["end"]], where, f"spans ({s['type']})", lenient)
+                if pair is not None:
+                    spans.setdefault(s["type"], []).append(pair)
         elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
             for span_type, pairs in raw_spans.items():
-                spans[span_type] = [_offset_pair(pair, where, span_type) for pair in _as_list(pairs, where, span_type)]
+                checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient)
+                           for pair in _as_list(pairs, where, span_type)]
+                spans[span_type] = [pair for pair in checked if pair is not None]
         else:
             raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
-        out[str(record["id"])] = {"labels": labels, "spans": spans}
+        key = str(record["id"])
+        if key in out:
+            log.warning("%s: id %r again (first at %s); the later prediction is scored", where, key[:40],
+                        out[key]["where"])
+        text = record.get("text")
+        out[key] = {"labels": labels, "spans": spans, "text": text if isinstance(text, str) else None, "where": where}
     return out
 
 
@@ -55,25 +72,68 @@ def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:
     return pairs
 
 
-def _offset_pair(pair: Any, where: str, span_type: str) -> tuple[int, int]:
-    """One [start, end] pair of whole numbers, end-exclusive, start < end."""
+def _checked_pair(pair: Any, where: str, field_name: str, lenient: bool) -> Optional[tuple[int, int]]:
+    """One [start, end] pair of whole numbers, end-exclusive, 0 <= start < end; a `DataError` (lenient: a warning
+    and None) otherwise.
+
+    Example:
+        >>> _checked_pair([2, 5], "p.jsonl:1", "spans.OFF", False)
+        (2, 5)
+        >>> _checked_pair([2.5, 5], "p.jsonl:1", "spans.OFF", True) is None  # and a warning
+        True
+    """
     ok = (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
                                                             for v in pair) and 0 <= pair[0] < pair[1])
-    if not ok:
-        raise DataError(f"{where}: field 'spans.{span_type}' holds {pair!r}; each span is [start, end] "
-                        "with 0 <= start < end (character offsets, end-exclusive)")
-    return pair[0], pair[1]
+    if ok:
+        return pair[0], pair[1]
+    message = (f"{where}: field '{field_name}' holds {repr(pair)[:60]}; each span is [start, end] "
+               "with 0 <= start < end (character offsets, end-exclusive)")
+    if not lenient:
+        raise DataError(message + "; --lenient leaves such spans out with a warning")
+    log.warning("%s; left out (--lenient)", message)
+    return None
 
 
-def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval") -> EvaluationReport:
-    """Score every span type and label found in the gold file."""
+def check_against_gold(gold: list[Example], preds: dict[str, dict[str, Any]], lenient: bool = False) -> None:
+    """A `DataError` (lenient: a warning each) for a prediction of another text than its gold, or a span past its end.
+
+    Either means the predictions are of another input (or were edited), and scoring them would give a
+    number that looks right and means nothing.
+    """
+    for ex in gold:
+        pred = preds[ex.id]
+        problems = []
+        if pred.get("text") is not None and pred["text"] != ex.text:
+            problems.append(f"id {ex.id!r}: its text {pred['text'][:30]!r} is not the gold text {ex.text[:30]!r}; "
+                            "the predictions are of another input")
+        for span_type, pairs in pred["spans"].items():
+            for start, end in pairs:
+                if end > len(ex.text):
+                    problems.append(f"id {ex.id!r}: span {span_type} [{start}, {end}] ends past the text's end "
+                                    f"({len(ex.text)} characters)")
+        for problem in problems:
+            if not lenient:
+                raise DataError(f"{pred.get('where', ex.id)}: {problem}; --lenient scores such predictions "
+                                "with a warning")
+            log.warning("%s: %s (--lenient: scored as it is)", pred.get("where", ex.id), problem)
+
+
+def evaluate_files(gold_path: Path, pred_path: Path, policy: str = "semeval",
+                   lenient: bool = False) -> EvaluationReport:
+    """Score every span type and label found in the gold file.
+
+    Malformed span offsets, a span past its text's end and a predicted text that is not the gold
+    text under the same id are `DataError`s naming the line (`lenient`: warnings, see
+    `read_predictions` and `check_against_gold`).
+    """
     gold = list(read_jsonl(gold_path))
     if not gold:
         raise DataError(f"{gold_path}: no gold examples to score against")
-    preds = read_predictions(pred_path)
+    preds = read_predictions(pred_path, lenient)
     missing = [ex.id for ex in gold if ex.id not in preds]
     if missing:
         raise DataError(f"{pred_path}: no prediction for {len(missing)} gold id(s): {', '.join(missing[:10])}")
+    check_against_gold(gold, preds, lenient)
     return EvaluationReport(evaluate_examples(gold, preds, policy))
 
 

@@ -74,10 +74,17 @@ class Ensemble(Predictor):
 
     @classmethod
     def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu",  # type: ignore[override]
-                        precision: str = "auto") -> "Ensemble":
-        """Load each model directory (`Predictor.from_pretrained`) as a member."""
-        return cls([Predictor.from_pretrained(d, device=device, precision=precision) for d in directories],
-                   [str(d) for d in directories])
+                        precision: str = "auto", verify: bool = True) -> "Ensemble":
+        """Load each model directory (`Predictor.from_pretrained`, its manifest checked unless `verify=False`)."""
+        return cls([Predictor.from_pretrained(d, device=device, precision=precision, verify=verify)
+                    for d in directories], [str(d) for d in directories])
+
+    @property
+    def identity(self) -> str:  # type: ignore[override]
+        """The SHA-256 of the members' identities, in order (`Predictor.identity`)."""
+        import hashlib
+
+        return hashlib.sha256("\n".join(m.identity for m in self.members).encode()).hexdigest()
 
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
         raise NotImplementedError("an ensemble is its members' model directories: keep them and load them "

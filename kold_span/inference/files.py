@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Sequence, Union
 from kold_span.data.bad_records import SkipReport
 from kold_span.data.example import Example
 from kold_span.inference.ensemble import Ensemble
-from kold_span.inference.inputs import bad_rows, iter_inputs
+from kold_span.inference.inputs import bad_rows, iter_inputs, non_empty
 from kold_span.inference.predictor import Predictor
 
 
@@ -37,7 +37,8 @@ class ReadOptions:
         """The examples of `source`, read as they are taken, and the report its skipped rows go to.
 
         The file's name and these options are checked at once (a missing file or an unknown suffix
-        raises here, before any model loads or any output is opened).
+        raises here, before any model loads or any output is opened); a file of no rows is a
+        `DataError` when its end is reached (`non_empty`).
 
         Example:
             >>> ReadOptions().open("comments.xlsx")
@@ -48,12 +49,12 @@ class ReadOptions:
         bad = bad_rows(Path(source), skip=self.skip_bad)
         examples = iter_inputs(Path(source), self.text_column, self.context_column, self.id_column, bad=bad,
                                quoting=self.quoting)
-        return examples, bad.report
+        return non_empty(examples, Path(source)), bad.report
 
 
 def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
-                   precision: str = "auto") -> Predictor:
-    """One model directory as a `Predictor`, several as an `Ensemble` of them.
+                   precision: str = "auto", verify: bool = True) -> Predictor:
+    """One model directory as a `Predictor`, several as an `Ensemble` of them (manifests checked unless `verify=False`).
 
     Example:
         >>> load_predictor(["no/such/model"])
@@ -62,5 +63,5 @@ def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
         FileNotFoundError: model directory no/such/model does not exist
     """
     if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, precision=precision)
-    return Predictor.from_pretrained(directories[0], device=device, precision=precision)
+        return Ensemble.from_pretrained(directories, device=device, precision=precision, verify=verify)
+    return Predictor.from_pretrained(directories[0], device=device, precision=precision, verify=verify)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import errno
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -13,6 +14,10 @@ from kold_span.data.example import Example, context_problem, text_problem
 from kold_span.data.jsonl import parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
+log = logging.getLogger(__name__)
+# Ids remembered to find repeated ones: a bounded set, so memory stays flat on any input size.
+MAX_IDS_CHECKED = 1_000_000
+DUPLICATE_WARNINGS = 5  # repeated ids named one by one; the rest counted
 
 TEXT_COLUMNS = ("comment", "text")
 CONTEXT_COLUMNS = ("title", "context")
@@ -124,7 +129,8 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
     `bad` is the bad-row policy (`bad_rows(path, skip=True)` skips bad rows, each noted once in
     `bad.report`; nothing is printed here). A .csv/.tsv header without the text column (or without
     a column named explicitly) is an error even when skipping, and so is a file whose every row was
-    bad: either would otherwise end in no predictions and no error. A text is any string, "" too.
+    bad: either would otherwise end in no predictions and no error (a file of no rows at all is
+    `non_empty`'s to refuse). A text is any string, "" too.
     `quoting` applies to .csv and .tsv: "csv" reads quoted fields as CSV writers (and pandas) write
     them, strictly, so a stray quote is an error rather than a comment swallowing the lines after
     it; "none" takes every character as it stands, for text with bare quotes.
@@ -153,13 +159,33 @@ def iter_inputs(path: Path, text_column: Optional[str] = None, context_column: O
                      bad if bad is not None else bad_rows(path), quoting)
 
 
+def non_empty(examples: Iterator[Example], path: Path) -> Iterator[Example]:
+    """`examples`, and a `DataError` at their end if there was none (0 bytes, blank lines, a header alone, no rows).
+
+    Raised as the last row is taken, inside `predict`'s writing: the output being written is dropped and
+    the earlier one is kept, instead of an empty file replacing it.
+
+    Example:
+        >>> list(non_empty(iter([]), Path("in.csv")))
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.DataError: in.csv: no rows, nothing to predict (the file is empty, blank lines or a header alone)
+    """
+    read = 0
+    for example in examples:
+        read += 1
+        yield example
+    if not read:
+        raise DataError(f"{path}: no rows, nothing to predict (the file is empty, blank lines or a header alone)")
+
+
 def _examples(path: Path, suffix: str, text_column: Optional[str], context_column: Optional[str],
               id_column: Optional[str], bad: BadRecords, quoting: str) -> Iterator[Example]:
     """The rows of an input file whose name and options `iter_inputs` checked, as examples."""
     def check_header(header: list[str], where: str) -> None:
         _check_header(header, where, text_column, context_column, id_column)
 
-    read = 0
+    read, seen, repeated = 0, {}, 0
     for number, row in _numbered_rows(path, suffix, quoting, check_header):
         where = f"{path}:{number}"
         try:
@@ -172,7 +198,18 @@ def _examples(path: Path, suffix: str, text_column: Optional[str], context_colum
             bad.handle(err)
             continue
         read += 1
+        first = seen.get(example.id)
+        if first is not None:  # both rows are predicted; whoever joins the output on id would keep one
+            repeated += 1
+            if repeated <= DUPLICATE_WARNINGS:
+                log.warning("%s: id %r again (first at line %d); both rows are predicted", where, example.id[:40],
+                            first)
+        elif len(seen) < MAX_IDS_CHECKED:
+            seen[example.id] = number
         yield example
+    if repeated > DUPLICATE_WARNINGS:
+        log.warning("%s: %d rows repeat an earlier id (the first %d named above)", path, repeated,
+                    DUPLICATE_WARNINGS)
     if not read and bad.report.count:
         raise DataError(f"{path}: every row was bad ({bad.report.count} skipped), nothing to predict; "
                         f"the first: {bad.report.reasons[0]}")
@@ -187,11 +224,27 @@ def _numbered_rows(path: Path, suffix: str, quoting: str,
     with path.open("rb") as f:
         lines = utf8_lines(f, path)
         if suffix == ".txt":
-            yield from ((n, {"text": line.rstrip("\r\n")}) for n, line in enumerate(lines, 1))
+            yield from _text_lines(lines)
         elif suffix == ".jsonl":
             yield from _jsonl_rows(lines, path)
         else:
             yield from _table_rows(lines, path, "\t" if suffix == ".tsv" else ",", quoting, check_header)
+
+
+def _text_lines(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    r"""(line number, {"text": line}) per line of a .txt file: \n, \r\n and a lone \r (old Mac files) each end one.
+
+    Example:
+        >>> list(_text_lines(iter(["a\r\n", "b\rc\n", "d"])))
+        [(1, {'text': 'a'}), (2, {'text': 'b'}), (3, {'text': 'c'}), (4, {'text': 'd'})]
+    """
+    number = 0
+    for line in lines:
+        body = line[:-1] if line.endswith("\n") else line
+        body = body[:-1] if body.endswith("\r") else body
+        for part in body.split("\r"):
+            number += 1
+            yield number, {"text": part}
 
 
 PARQUET_BATCH_ROWS = 4096  # rows read from a Parquet file at a time: memory stays flat on any file size
@@ -241,6 +294,10 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
         if header is None:
             header = fields
             check_header(header, f"{path}:{start}")
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:
+                log.warning("%s:%d: column(s) %s appear more than once in the header; the last of each is read",
+                            path, start, ", ".join(repr(name[:40]) for name in twice))
             continue
         if len(fields) != len(header):
             yield start, DataError(f"{path}:{start}: {len(fields)} fields, the header has {len(header)} "

@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import TaskKind
-from kold_span.data.atomic import atomic_write, partial_path
+from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import html_page
@@ -129,16 +129,27 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
             stay in `.partial`.
         UnfinishedOutputError: `resume` with an unfinished output that is not of this input, or that
             was predicted with other options (`run_options`: batch size, precision, the model's tasks).
+        OutputInUseError: another run is writing `output` or `html` now; nothing of it is touched.
     """
     output = Path(output)
-    kind = output_kind(output)
     check_batch_size(batch_size)
+    # Held from before the resume point is read to after the rename: a second run on this output is refused
+    # before it reads, moves or deletes anything of the first's (its partial file, its options).
+    with output_lock(output), (output_lock(html) if html else nullcontext()):
+        return _predict_locked(predictor, examples, output, html, batch_size, perspective, resume, on_row)
+
+
+def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: Path, html: Optional[Path],
+                    batch_size: int, perspective: Optional[dict[str, Any]], resume: bool,
+                    on_row: Callable[[], None]) -> PredictionRun:
+    """`write_predictions` once it holds the locks on its outputs."""
+    kind = output_kind(output)
     partial = partial_path(output)
     chunk = batch_size * CHUNK_BATCHES
     # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
     options, options_file = run_options(predictor, batch_size, perspective), partial_options_path(output)
     if resume and partial.exists():
-        _check_same_options(options_file, options)
+        _check_same_options(options_file, options, partial)
     kept, end = _resume_point(output, partial, chunk, kind) if resume else (0, 0)
     if not resume and partial.exists():
         log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
@@ -205,26 +216,44 @@ def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dic
     """What a resumed run must share with the run it continues for the same bytes: batching, precision, model."""
     return {"batch_size": batch_size, "precision": getattr(predictor, "precision", "fp32"),
             "perspective": perspective, "tasks": [task.name for task in predictor.tasks],
-            "snap": str(getattr(predictor, "snap", ""))}
+            "snap": str(getattr(predictor, "snap", "")), "model": getattr(predictor, "identity", None)}
 
 
-def _check_same_options(options_file: Path, options: dict[str, Any]) -> None:
+def _check_same_options(options_file: Path, options: dict[str, Any], partial: Path) -> None:
     """An `UnfinishedOutputError` naming each option that differs from those the unfinished output was written with.
 
-    An unfinished output without its options file (written by an earlier version) is taken as it is.
+    The model is one of them (`Predictor.identity`, the SHA-256 of its files): rows of another model are
+    never kept. An options file that is missing or unreadable is refused too, since nothing then says
+    which model and options wrote the rows; the message counts them.
     """
+    def rows() -> str:  # a file that is no output at all is named as such first (`complete_rows`)
+        return f"{sum(1 for _ in complete_rows(partial))} complete rows"
+
     try:
         before = json.loads(options_file.read_text(encoding="utf-8"))
+        if not isinstance(before, dict):
+            raise ValueError("not a JSON object")
     except FileNotFoundError:
-        return
-    except (OSError, ValueError):
-        before = {}
-    changed = [f"{key} {before.get(key)!r} then, {value!r} now" for key, value in options.items()
+        raise UnfinishedOutputError(f"{partial} holds {rows()} but not the options they were predicted with "
+                                    f"({options_file.name} is missing): the model and options that wrote them are "
+                                    "unknown; delete it or predict without --resume") from None
+    except (OSError, ValueError) as err:
+        raise UnfinishedOutputError(f"{partial} holds {rows()} but {options_file.name} is unreadable ({err}): the "
+                                    "model and options that wrote them are unknown; delete both or predict "
+                                    "without --resume") from None
+    changed = [f"{key} {_short(before.get(key))} then, {_short(value)} now" for key, value in options.items()
                if before.get(key) != value]
     if changed:
-        raise UnfinishedOutputError(f"{options_file.name[:-len('.json')]} was predicted with other options ("
+        raise UnfinishedOutputError(f"{partial.name} holds {rows()} predicted with other options ("
                                     f"{'; '.join(changed)}): resuming would not give the file an uninterrupted "
-                                    "run writes; resume with the same options, or predict without --resume")
+                                    "run writes; resume with the same model and options, or predict without --resume")
+
+
+def _short(value: Any) -> str:
+    """An option's value for a message: a model's SHA-256 cut to 12 digits, anything else as repr (cut at 60)."""
+    if isinstance(value, str) and len(value) == 64:
+        return value[:12]
+    return repr(value)[:60]
 
 
 def parquet_schema():

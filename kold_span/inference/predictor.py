@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from kold_span.config.choices import SnapMode
+from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
-from kold_span.errors import ArgumentError, ModelFormatError
+from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer)
 from kold_span.models.decoding import MergedExample, merge_windows, prediction
+from kold_span.models.manifest import check_contained, directory_identity, inside, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
@@ -81,6 +84,7 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
             raise ModelFormatError(f"{path}: missing key {key!r} (format_version {FORMAT_VERSION} needs "
                                    f"{', '.join(REQUIRED_KEYS)})")
     _check_tasks(config["tasks"], path)
+    _check_values(config, path)
     for name in (WEIGHTS_NAME, TOKENIZER_DIR):
         if not (directory / name).exists():
             raise ModelFormatError(f"{directory}: missing {name}, which a model directory holds beside {CONFIG_NAME}")
@@ -115,6 +119,121 @@ def _check_tasks(tasks: Any, path: Path) -> None:
                                    f"knows {', '.join(sorted(known))}")
 
 
+def _check_values(config: dict[str, Any], path: Path) -> None:
+    """A `ModelFormatError` naming the first value of config.json a model cannot run with (as a training config's)."""
+    def need(ok: bool, key: str, expected: str) -> None:
+        if not ok:
+            value = repr(_get(config, key))
+            raise ModelFormatError(f"{path}: key {key!r} must be {expected}, got {value[:60]}")
+
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    need(is_int(config["max_length"]) and config["max_length"] >= 8, "max_length", "an integer of at least 8")
+    need(is_int(config["stride"]) and 0 <= config["stride"] < config["max_length"], "stride",
+         "an integer from 0 to below max_length")
+    need(config["context"]["mode"] in CONTEXT_MODES, "context.mode", f"one of {', '.join(CONTEXT_MODES)}")
+    turns = config["context"]["max_turns"]
+    need(turns is None or (is_int(turns) and turns >= 0), "context.max_turns", "null or an integer of at least 0")
+    need(config["align"]["snap"] in SnapMode.values(), "align.snap", f"one of {', '.join(SnapMode.values())}")
+    need(isinstance(config["align"]["trim"], bool), "align.trim", "true or false")
+    need(config.get("pooling", "first") in POOLINGS, "pooling", f"one of {', '.join(POOLINGS)}")
+    need(isinstance(config.get("morpheme_pretokenize", False), bool), "morpheme_pretokenize", "true or false")
+    ngram = config.get("ngram", [])
+    need(isinstance(ngram, list) and all(isinstance(name, str) for name in ngram), "ngram", "a list of task names")
+    need(isinstance(config["encoder"], dict), "encoder", "an object (an encoder's config)")
+    if "auto_map" in config["encoder"]:
+        raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
+                               "directory is data and never runs code from it")
+    tasks = config["tasks"]
+    names = [task["name"] for task in tasks]
+    for i, task in enumerate(tasks):
+        where = f"{path}: tasks[{i}]"
+        if not isinstance(task["name"], str) or not task["name"] or "." in task["name"] or task["name"] in names[:i]:
+            raise ModelFormatError(f"{where}: name {repr(task['name'])[:60]} must be a non-empty string without '.' "
+                                   "that no other task has")
+        if task["kind"] not in TaskKind.values():
+            raise ModelFormatError(f"{where}: kind {repr(task['kind'])[:60]} must be one of "
+                                   f"{', '.join(TaskKind.values())}")
+        _check_task_fields(task, where)
+        gate = task.get("gate")
+        if gate is not None and gate not in names:
+            raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model "
+                                   f"(its tasks: {', '.join(map(str, names))})")
+    for name in ngram:
+        if name not in names:
+            raise ModelFormatError(f"{path}: key 'ngram' names {name!r}, no task of the model")
+
+
+def _check_task_fields(task: dict[str, Any], where: str) -> None:
+    """A `ModelFormatError` naming the first field of a saved task of the wrong type."""
+    def numbers(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+    labels = task.get("labels", [])
+    checks = [
+        ("source", isinstance(task["source"], str), "a string"),
+        ("problem", task.get("problem", "single") in Problem.values(), f"one of {', '.join(Problem.values())}"),
+        ("weight", numbers([task.get("weight", 1.0)]), "a number"),
+        ("labels", isinstance(labels, list) and all(isinstance(v, str) for v in labels)
+         and len(set(labels)) == len(labels), "a list of distinct strings"),
+        ("gate", task.get("gate") is None or isinstance(task.get("gate"), str), "null or a task name"),
+        ("class_weights", numbers(task.get("class_weights", [])), "a list of numbers"),
+        ("thresholds", numbers(task.get("thresholds", [])), "a list of numbers"),
+    ]
+    for key, ok, expected in checks:
+        if not ok:
+            raise ModelFormatError(f"{where}: {key} must be {expected}, got {repr(task.get(key))[:60]}")
+
+
+def _get(config: dict[str, Any], dotted: str) -> Any:
+    """The value under a dotted key of config.json (`_has_key` found it), or None."""
+    node: Any = config
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _check_no_code(tokenizer_dir: Path) -> None:
+    """A `ModelFormatError` if the tokenizer's configs name custom code (`auto_map`), which transformers would run."""
+    for name in ("tokenizer_config.json", "config.json"):
+        path = tokenizer_dir / name
+        if not path.is_file():
+            continue
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+        if isinstance(config, dict) and "auto_map" in config:
+            raise ModelFormatError(f"{path}: names custom code ('auto_map'); a kold-span model directory is data "
+                                   "and never runs code from it")
+
+
+def _load_tokenizer(tokenizer_dir: Path) -> Any:
+    """The saved fast tokenizer, remote code disabled; any failure a `ModelFormatError` naming the folder or file."""
+    from transformers import AutoTokenizer
+
+    _check_no_code(tokenizer_dir)
+    if not tokenizer_dir.is_dir() or not any(tokenizer_dir.iterdir()):
+        raise ModelFormatError(f"{tokenizer_dir}: not a saved tokenizer (missing or empty folder)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=False, local_files_only=True)
+    except Exception as err:  # a library's raw error on a bad file (JSON, vocab, a missing class) becomes one line
+        broken = tokenizer_dir / "tokenizer.json"
+        named = broken if broken.exists() else tokenizer_dir
+        raise ModelFormatError(f"{named}: the tokenizer cannot be loaded ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200] if str(err) else ''})") from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelFormatError(f"{tokenizer_dir}: not a fast tokenizer (tokenizer.json); kold-span needs its offsets")
+    try:  # a tokenizer that loads can still fail at its first call (a config value of the wrong type)
+        tokenizer("가 a", "b", return_offsets_mapping=True, verbose=False).sequence_ids()
+        tokenizer(["가 a"], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    except Exception as err:
+        raise ModelFormatError(f"{tokenizer_dir}: the tokenizer loads but cannot tokenize ({type(err).__name__}: "
+                               f"{str(err)[:200]})") from err
+    return tokenizer
+
+
 class Predictor:
     """Runs a trained multi-task model on texts and returns labels and character spans."""
 
@@ -137,6 +256,28 @@ class Predictor:
         self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
         # The normalization steps every input goes through (text.normalize), or None: read as written.
         self.normalize = None if normalize is None else check_steps(normalize)
+        self.source: Optional[Path] = None  # the model directory it was loaded from
+        self._digests: Optional[dict[str, str]] = None  # its files' SHA-256, when the manifest was checked
+        self._identity: Optional[str] = None
+
+    @property
+    def identity(self) -> str:
+        """The SHA-256 of the model: of its directory's files (config, weights, tokenizer, ...), or of its weights.
+
+        A resumed `predict` compares it with the one the unfinished output was written with.
+        """
+        if self._identity is None:
+            if self.source is not None:
+                self._identity = directory_identity(self.source, self._digests)
+            else:
+                import hashlib
+
+                digest = hashlib.sha256()
+                for name, tensor in sorted(self.model.state_dict().items()):
+                    digest.update(name.encode())
+                    digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+                self._identity = digest.hexdigest()
+        return self._identity
 
     # -- saving and loading -------------------------------------------------------------
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
@@ -164,15 +305,22 @@ class Predictor:
         save_file(state, str(directory / WEIGHTS_NAME))
         save_tokenizer(self.tokenizer, directory / TOKENIZER_DIR)
         save_companions(self.companions, directory)
+        write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
         return directory
 
     @classmethod
-    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto") -> "Predictor":
+    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto",
+                        verify: bool = True) -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
 
         `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU and
         fp32 on any CPU; "bf16" on a CPU is faster where it has bf16 instructions, and changes some
         labels and spans); the weights stay float32.
+
+        The directory is data, never code: every file is checked against its manifest first
+        (`models.manifest`; `verify=False` skips the hashing, for speed), no file may be a link out
+        of it, custom code (`auto_map`) is refused, and transformers loads with remote code
+        disabled. A bad file or value is a `ModelFormatError` naming it.
 
         Example:
             >>> Predictor.from_pretrained("no/such/model")
@@ -180,34 +328,54 @@ class Predictor:
             ...
             FileNotFoundError: model directory no/such/model does not exist
         """
-        from safetensors.torch import load_file
-        from transformers import AutoTokenizer
-
+        if not isinstance(directory, (str, os.PathLike)):
+            raise ArgumentError(f"directory must be a path (str or Path), got {type(directory).__name__}")
         directory = Path(directory)
         config = read_model_config(directory)
-        tasks = [Task.from_dict(t) for t in config["tasks"]]
-        tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
+        check_contained(directory)
+        digests = verify_manifest(directory) if verify else None
+        try:
+            tasks = [Task.from_dict(t) for t in config["tasks"]]
+        except (TypeError, ValueError) as err:
+            raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' holds a task kold-span cannot "
+                                   f"read ({err})") from err
+        _check_gates(tasks, directory / CONFIG_NAME)
+        tokenizer = _load_tokenizer(directory / TOKENIZER_DIR)
         if config.get("morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
         try:
             encoder = encoder_from_config(config["encoder"])
-        except (KeyError, TypeError, ValueError) as err:
+        except Exception as err:  # whichever raw error transformers' checks of a config value raise
+            if isinstance(err, KoldSpanError):
+                raise
             raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'encoder' does not describe an encoder "
                                    f"transformers can build ({err})") from err
         # Models saved before `model.pooling` existed read the first token.
-        model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
         try:
-            model.load_state_dict(load_file(str(directory / WEIGHTS_NAME)))
+            model = MultiTaskModel(encoder, tasks, pooling=config.get("pooling", "first"))
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, KoldSpanError):
+                raise
+            raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' describes heads that cannot be built "
+                                   f"({type(err).__name__}: {str(err)[:200]})") from err
+        weights = _load_weights(directory / WEIGHTS_NAME)
+        try:
+            model.load_state_dict(weights)
         except RuntimeError as err:
             raise ModelFormatError(f"{directory / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
-        return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
-                   context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
-                   snap=config["align"]["snap"], trim=config["align"]["trim"],
-                   morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
-                   perspective=config.get("perspective"),
-                   companions=load_companions(directory, config.get("ngram", [])), device=device,
-                   precision=precision, normalize=_normalize_steps(config, directory))
+        _check_forward(model, tokenizer, directory / CONFIG_NAME)
+        for name in config.get("ngram", []):
+            inside(directory, f"ngram/{name}", f"{directory / CONFIG_NAME}: key 'ngram'")
+        predictor = cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
+                        context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
+                        snap=config["align"]["snap"], trim=config["align"]["trim"],
+                        morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
+                        perspective=config.get("perspective"),
+                        companions=load_companions(directory, config.get("ngram", [])), device=device,
+                        precision=precision, normalize=_normalize_steps(config, directory))
+        predictor.source, predictor._digests = directory, digests
+        return predictor
 
     # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
     def normalized(self, texts: Sequence[str], contexts: Sequence[Context]
@@ -367,6 +535,45 @@ def _normalize_steps(config: dict[str, Any], directory: Path) -> Optional[tuple[
         raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'normalize.steps': {err}") from None
 
 
+def _check_gates(tasks: Sequence[Task], path: Path) -> None:
+    """A `ModelFormatError` unless each span task's gate is a true/false sequence task of the model."""
+    by_name = {task.name: task for task in tasks}
+    for task in tasks:
+        if task.gate is not None and not by_name[task.gate].is_boolean:
+            raise ModelFormatError(f"{path}: task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                                   f"its labels are {list(by_name[task.gate].labels)}")
+
+
+def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path) -> None:
+    """One tiny forward pass at load: an encoder config value that builds but cannot run is a `ModelFormatError`.
+
+    transformers checks few of an encoder config's values when it builds the model; a wrong type
+    (a float for a list, a string for a number) shows only when it runs, which would be mid-way
+    through a user's file.
+    """
+    enc = tokenizer("가", "a", verbose=False)
+    inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
+    types = enc.get("token_type_ids")
+    try:
+        with torch.inference_mode():
+            model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
+    except Exception as err:
+        raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
+                               f"({type(err).__name__}: {str(err)[:200]})") from err
+
+
+def _load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a model.safetensors; a truncated or corrupt file is a `ModelFormatError` naming it."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise ModelFormatError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0][:200]}); "
+                               "truncated or corrupt? copy the model directory again") from err
+
+
 def checked_device(device: Union[str, torch.device]) -> torch.device:
     """`device` as a torch device; an `ArgumentError` for a name torch does not know or a GPU it cannot see.
 
@@ -433,7 +640,8 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
         return [None] * count
     contexts = _as_list(contexts, "contexts", "hold one context per text; for one text pass [context]", "contexts")
     if len(contexts) != count:
-        raise ValueError(f"{count} texts but {len(contexts)} contexts")
+        raise ArgumentError(f"contexts: {len(contexts)} contexts for {count} texts; pass one context per text "
+                            "(None where a text has none)")
     for i, context in enumerate(contexts):
         problem = context_problem(context)
         if problem:

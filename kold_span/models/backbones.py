@@ -69,7 +69,7 @@ def load_pretrained(name_or_path: str):
     path = resolve_encoder_path(name_or_path)
     if Path(path).is_dir():
         try:
-            tokenizer, encoder = AutoTokenizer.from_pretrained(path), _auto_model(path)
+            tokenizer, encoder = AutoTokenizer.from_pretrained(path, trust_remote_code=False), _auto_model(path)
         except (OSError, ValueError) as err:
             raise EncoderLoadError(f"cannot load encoder from directory {path}: {err}") from err
         marker = Path(path) / TOKENIZER_MARKER
@@ -79,7 +79,7 @@ def load_pretrained(name_or_path: str):
     if path.startswith((".", "/", "~")) or os.sep in path and not _looks_like_hub_id(path):
         raise EncoderLoadError(f"encoder directory {path!r} does not exist")
     try:
-        return (AutoTokenizer.from_pretrained(path, local_files_only=True),
+        return (AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False),
                 _auto_model(path, local_files_only=True))
     except (OSError, ValueError):
         pass
@@ -89,7 +89,7 @@ def load_pretrained(name_or_path: str):
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
     try:
-        return AutoTokenizer.from_pretrained(path), _auto_model(path)
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=False), _auto_model(path)
     except Exception as err:  # any network/hub failure becomes one clear message
         raise EncoderLoadError(_offline_message(path, err)) from err
 
@@ -103,6 +103,7 @@ def _auto_model(path: str, **kwargs):
     """
     from transformers import AutoModel
 
+    kwargs["trust_remote_code"] = False  # an encoder directory is data: never run code it names
     try:
         model = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
     except TypeError:
@@ -246,9 +247,9 @@ def encoder_from_config(config_dict: dict):
     model_type = config_dict.pop("model_type")
     cfg = AutoConfig.for_model(model_type, **config_dict)
     try:
-        return AutoModel.from_config(cfg, add_pooling_layer=False)
+        return AutoModel.from_config(cfg, add_pooling_layer=False, trust_remote_code=False)
     except TypeError:
-        return AutoModel.from_config(cfg)
+        return AutoModel.from_config(cfg, trust_remote_code=False)
 
 
 def build_encoder(encoder_config, texts: Optional[Iterable[str]] = None):

@@ -5,6 +5,7 @@ What a task's kind and problem *do* (targets, loss, decoding) is in `kold_span.m
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from typing import Any, Collection, Optional, Sequence
 
@@ -13,6 +14,8 @@ from kold_span.config.schema import TaskConfig
 from kold_span.data.example import Example
 from kold_span.models.kinds import kind_of
 from kold_span.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -83,6 +86,11 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         tasks.append(task)
     by_name = {t.name: t for t in tasks}
     for task in tasks:
+        spans = kind_of(task).token_level  # a span task reads the examples' spans, a sequence task their labels
+        if not any(task.source in (ex.spans if spans else ex.labels) for ex in examples):
+            where = "spans" if spans else "labels"
+            log.warning("task %r: no training example has %s of %r; it learns nothing from this corpus (check "
+                        "tasks[].source against the reader's names)", task.name, where, task.source)
         if task.gate and not by_name[task.gate].is_boolean:
             raise ConfigError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
                               f"its labels are {list(by_name[task.gate].labels)}")

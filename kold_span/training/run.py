@@ -184,7 +184,7 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
 
     scratch = config.model.encoder.scratch
     if scratch is not None and (tokenizer_dir / "tokenizer.json").exists():
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=False)
         if scratch.morpheme_pretokenize:
             attach_morpheme_pretokenizer(tokenizer)
         encoder = scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id)
