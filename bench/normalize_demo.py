@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.models.manifest import write_manifest  # noqa: E402
 from kold_span.text.normalize import STEPS  # noqa: E402
 
 TEXT = "바보 멍청이 꺼져라"
@@ -44,6 +45,7 @@ def main() -> None:
         config = json.loads((normalizing / "config.json").read_text(encoding="utf-8"))
         (normalizing / "config.json").write_text(json.dumps({**config, "normalize": {"steps": list(STEPS)}}),
                                                  encoding="utf-8")
+        write_manifest(normalizing)  # config.json changed on purpose
         outputs = [Predictor.from_pretrained(d, precision="fp32").predict(list(VARIANTS.values()))
                    for d in (args.model, normalizing)]
     rows = []

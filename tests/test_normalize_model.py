@@ -12,6 +12,7 @@ from kold_span.cli import main
 from kold_span.config.loading import load_config
 from kold_span.errors import ModelFormatError
 from kold_span.inference.predictor import Predictor, on_original
+from kold_span.models.manifest import write_manifest
 from kold_span.text.normalize import STEPS, normalize
 from kold_span.training.run import evaluate_predictor, normalized_splits, train
 
@@ -29,6 +30,7 @@ def normalizing_model(directory, steps=STEPS):
     config = json.loads(path.read_text(encoding="utf-8"))
     config["tasks"][1]["thresholds"] = [0.5]
     path.write_text(json.dumps({**config, "normalize": {"steps": list(steps)}}), encoding="utf-8")
+    write_manifest(model)  # config.json changed on purpose
     return model
 
 
@@ -77,6 +79,7 @@ def test_a_bad_normalize_key_names_the_file(tmp_path, section, message):
     model = untrained_model(tmp_path / "m")
     path = model / "config.json"
     path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "normalize": section}))
+    write_manifest(model)
     with pytest.raises(ModelFormatError, match=message):
         Predictor.from_pretrained(model)
 
