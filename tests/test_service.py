@@ -134,7 +134,10 @@ def test_health_info_metrics_and_timing_headers(client):
     assert info["attributes"]["TOXICITY"] == {"task": "OFF", "label": "true", "spans": "OFF_span"}
     assert info["encoder"]["model_type"] == "bert" and info["encoder"]["max_length"] == 64
     assert info["limits"] == {"max_bytes": 4 * 1024 * 1024, "max_comments": 512, "max_chars": 20000,
-                              "max_queue": 1024}
+                              "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
+                              "max_queue": 1024, "max_request_tokens": 65536, "max_headers": 100,
+                              "max_connections": 1000, "header_timeout": 10.0, "max_header_bytes": 16384,
+                              "keep_alive": 5}
     assert {"python", "torch", "transformers", "fastapi", "uvicorn"} <= set(info["versions"])
     answer = client.post("/v1/predict", json={"comments": COMMENTS[:2]})
     assert float(answer.headers["x-inference-time"]) > 0 and float(answer.headers["x-queue-time"]) >= 0
@@ -347,7 +350,12 @@ def test_no_body_is_a_server_error(fuzz_client, case):
     response = fuzz_client.post(route, content=body)
     assert response.status_code in (200, 400, 413, 422), (response.status_code, response.text)
     if response.status_code != 200:
-        assert set(response.json()["error"]) == {"code", "status", "message", "field"}
+        error = response.json()["error"]
+        assert {"code", "status", "message", "field", "requestId"} <= set(error) <= {
+            "code", "status", "message", "field", "requestId", "details"}
+        assert error["requestId"] == response.headers["x-request-id"]
+        if route.startswith("/v1alpha1"):
+            assert response.status_code in (400, 413)  # Perspective's INVALID_ARGUMENT, never 422
     elif route.startswith(FILE):
         assert all(json.loads(line)["labels"] for line in response.text.split("\n") if line)  # not splitlines: U+0085
     else:
@@ -355,15 +363,15 @@ def test_no_body_is_a_server_error(fuzz_client, case):
 
 
 def test_sigterm_finishes_the_requests_in_flight_and_exits_0(model_dir, tmp_path):
-    comments = [{"text": f"{c['text']} {i}"} for i in range(40) for c in COMMENTS[:4]]
-    with running_server([model_dir], "--max-batch-tokens", "128", "--max-wait-ms", "0", log_dir=tmp_path) as server:
+    comments = [{"text": f"{c['text']} {i}"} for i in range(120) for c in COMMENTS[:4]]
+    with running_server([model_dir], "--max-batch-tokens", "64", "--max-wait-ms", "0", log_dir=tmp_path) as server:
         answers = []
         sender = threading.Thread(target=lambda: answers.append(post(server.url + "v1/predict",
                                                                      {"comments": comments})))
         sender.start()
         deadline = time.monotonic() + 60
         while not re.search(r"kold_span_queue_comments [1-9]", get(server.url + "metrics")[1].decode()):
-            assert sender.is_alive() and time.monotonic() < deadline, "the request was never seen queued"
+            assert sender.is_alive() and time.monotonic() < deadline, f"the request was never seen queued: {answers}"
             time.sleep(0.02)
         server.process.send_signal(signal.SIGTERM)
         sender.join(120)
