@@ -102,7 +102,6 @@ class Service:
         threading.Thread(target=self._load, name="kold-span-loader", daemon=True).start()
 
     def _load(self) -> None:
-        from kold_span import __version__
         from kold_span.service.model import model_digest, model_name
 
         try:
@@ -112,7 +111,8 @@ class Service:
             file = s.attributes_file
             self.attributes = load_attributes(file, model.tasks) if file else default_attributes(model.tasks)
             self.identity = ModelIdentity(s.model_name or model_name(s.models) or "unnamed",
-                                          model_digest(s.models) if s.models else "unknown", __version__)
+                                          model_digest(s.models) if s.models else "unknown",
+                                          versions()["kold-span"])
             self.model = model
             batcher = Batcher(model.run, model.shapes, s.max_batch_tokens, s.max_wait_ms / 1000, s.max_queue,
                               self._observe_batch, max_request_tokens=s.max_request_tokens)
