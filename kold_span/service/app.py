@@ -21,6 +21,7 @@ import logging
 import platform
 import threading
 import time
+import warnings
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -382,6 +383,21 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
 
     def get(path: str, **options: Any) -> Callable:
         return app.api_route(path, methods=["GET", "HEAD"], **options)
+
+    describe = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """The schema with GET routes listed once (HEAD mirrors each; listed too it repeats operation ids)."""
+        if app.openapi_schema is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                schema = describe()
+            for operations in schema.get("paths", {}).values():
+                operations.pop("head", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:

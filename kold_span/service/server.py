@@ -19,7 +19,7 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import uvicorn
 from uvicorn.config import HTTP_PROTOCOLS
@@ -146,12 +146,13 @@ def _drained(signum: int, frame: Any) -> None:
 
 def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: str = "info",
         connections: ConnectionLimits = ConnectionLimits(), http: str = "auto",
-        drain_delay: float = 0.0) -> uvicorn.Server:
+        drain_delay: float = 0.0, created: Optional[Callable[[uvicorn.Server], None]] = None) -> uvicorn.Server:
     """Serve `app` on `sock` until SIGTERM or SIGINT (or `server.should_exit`); returns the server.
 
     The first signal turns the service `draining` (`/readyz` 503) and, `drain_delay` seconds later,
     starts uvicorn's shutdown; a second signal starts it at once. The access log is the app's own
-    (`middleware.Front`), so uvicorn's, which would show query strings, stays off.
+    (`middleware.Front`), so uvicorn's, which would show query strings, stays off. `created` is
+    called with the uvicorn server before it starts (tests stop it through `should_exit`).
     """
     config = uvicorn.Config(app, lifespan="on", access_log=False, log_level=log_level,
                             timeout_graceful_shutdown=drain_seconds, http=guarded_protocol(http, connections),
@@ -175,6 +176,8 @@ def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: s
         timer.start()
 
     server.handle_exit = handle_exit  # type: ignore[method-assign]
+    if created is not None:
+        created(server)
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, _drained) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
