@@ -327,3 +327,19 @@ def test_slow_headers_are_cut_off_and_connections_past_the_cap_are_closed():
         assert huge.recv(100).startswith(b"HTTP/1.1 431")
         huge.close()
         assert http_request(port)[0] == 200  # and the service still answers
+
+
+def test_the_model_digest_changes_with_any_byte_and_not_with_the_folder(tmp_path):
+    from kold_span.service.model import model_digest
+
+    one, two = tmp_path / "a" / "model", tmp_path / "b" / "model"
+    for folder in (one, two):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "config.json").write_text('{"x": 1}')
+        (folder / "sub" / "weights.safetensors").write_bytes(b"\x00\x01")
+    assert model_digest([one]) == model_digest([two])  # where it lies does not count
+    (two / "sub" / "weights.safetensors").write_bytes(b"\x00\x02")
+    assert model_digest([one]) != model_digest([two])
+    (two / "sub" / "weights.safetensors").write_bytes(b"\x00\x01")
+    (two / "config.json").rename(two / "config2.json")
+    assert model_digest([one]) != model_digest([two])  # a renamed file counts
