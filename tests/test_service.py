@@ -299,9 +299,9 @@ JSON = st.recursive(
     max_leaves=15)
 TEXT = st.text(min_size=1, max_size=60)  # any Unicode but lone surrogates (those come as JSON escapes below)
 CLEAN = st.fixed_dictionaries({"comments": st.lists(st.fixed_dictionaries(
-    {"text": TEXT}, optional={"title": TEXT, "id": st.text(max_size=5) | st.integers()}), min_size=1, max_size=4)})
+    {"text": TEXT}, optional={"title": TEXT, "id": st.text(max_size=12) | st.integers()}), min_size=1, max_size=4)})
 MESSY = st.fixed_dictionaries({"comments": st.lists(st.fixed_dictionaries(
-    {"text": TEXT | JSON}, optional={"title": JSON, "context": st.lists(st.text(max_size=20), max_size=3) | JSON,
+    {"text": TEXT | JSON}, optional={"title": JSON, "context": st.lists(st.text(max_size=20), max_size=6) | JSON,
                                      "id": JSON}), min_size=0, max_size=5)}, optional={"perspective": JSON})
 ANALYZE = st.fixed_dictionaries(
     {"comment": st.fixed_dictionaries({"text": TEXT}),
@@ -335,7 +335,10 @@ CASES = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_client(model_dir):
-    client = serving(lambda: load_predictor([model_dir]), limits=Limits(max_bytes=4000, max_comments=4, max_chars=80))
+    # small limits, so that the fuzzed bodies reach each class: bytes, comments, characters of one and of all,
+    # context turns, id length
+    client = serving(lambda: load_predictor([model_dir]), limits=Limits(
+        max_bytes=4000, max_comments=4, max_chars=80, max_request_chars=200, max_context_turns=3, max_id_chars=8))
     yield client
     client.__exit__(None, None, None)
 

@@ -16,6 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kold_span.service import server
 from kold_span.service.app import ROUTES, Settings, create_app
@@ -343,3 +345,34 @@ def test_the_model_digest_changes_with_any_byte_and_not_with_the_folder(tmp_path
     (two / "sub" / "weights.safetensors").write_bytes(b"\x00\x01")
     (two / "config.json").rename(two / "config2.json")
     assert model_digest([one]) != model_digest([two])  # a renamed file counts
+
+
+METHODS = st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
+PATHS = st.sampled_from(list(ROUTES)) | st.sampled_from(["/v1", "/v1/predict/", "/%00", "/docs/../info"]) | \
+    st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=30).map(lambda p: "/" + p)
+HEADER_VALUE = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
+HEADERS = st.dictionaries(st.sampled_from(["x-request-id", "host", "origin", "x-api-key", "authorization",
+                                           "content-type", "x-forwarded-for"]) |
+                          st.from_regex(r"x-[a-z]{1,8}", fullmatch=True), HEADER_VALUE, max_size=12)
+
+
+@pytest.fixture(scope="module")
+def fuzz_http(tmp_path_factory):
+    ring = KeyRing(load_keys(key_file(tmp_path_factory.mktemp("keys"), team="k")), rate="1000/second",
+                   daily_quota=10**6)
+    with serving(keys=ring, max_headers=8, cors_origins=("https://mod.example",),
+                 allowed_hosts=("testserver", "*.example")) as client:
+        yield client
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=METHODS, path=PATHS, headers=HEADERS, key=st.sampled_from([None, "k", "wrong"]),
+       body=st.binary(max_size=64) | st.just(b'{"comments": [{"text": "a"}]}'))
+def test_no_method_path_or_header_is_a_server_error(fuzz_http, method, path, headers, key, body):
+    if key is not None:
+        headers = {**headers, "x-api-key": key}
+    response = fuzz_http.request(method, path, headers=headers, content=body if method != "GET" else None)
+    assert response.status_code < 500, (method, path, response.status_code)
+    if response.status_code >= 400 and response.headers.get("content-type") == "application/json" \
+            and method != "HEAD":
+        assert response.json()["error"]["requestId"] == response.headers["x-request-id"]
