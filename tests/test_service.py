@@ -135,7 +135,7 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
     assert info["encoder"]["model_type"] == "bert" and info["encoder"]["max_length"] == 64
     assert info["limits"] == {"max_bytes": 4 * 1024 * 1024, "max_comments": 512, "max_chars": 20000,
                               "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
-                              "max_queue": 1024, "max_request_tokens": 65536, "max_headers": 100,
+                              "max_queue": 1024, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,
                               "max_connections": 1000, "header_timeout": 10.0, "max_header_bytes": 16384,
                               "keep_alive": 5}
     assert {"python", "torch", "transformers", "fastapi", "uvicorn"} <= set(info["versions"])

@@ -255,3 +255,37 @@ def test_the_queue_bound_holds_while_the_worker_measures():
         time.sleep(0.001)
     assert max(seen) <= 4 and b.queued <= 4
     assert b.close(5)
+
+
+def test_with_a_size_the_request_with_less_work_waiting_goes_first():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = Batcher(run=run, shape=lambda ps: [Shape(1, 10) for _ in ps], max_batch_tokens=10, max_wait=0.0,
+                max_queue=100, size=len)
+    b.start()
+    b.submit(["first"])
+    assert run.started.wait(5)
+    long_one = b.submit(["x" * 5000])  # one comment, but 5000 characters of it
+    short_one = b.submit(["short"])
+    gate.set()
+    assert short_one[0].result(5) and long_one[0].result(5)
+    assert run.batches == [["first"], ["short"], ["x" * 5000]]
+    assert b.close(5)
+
+
+def test_a_request_holding_a_comment_over_the_comment_budget_fails_whole():
+    from kold_span.service.batching import CommentTooLarge
+
+    run = Recorder()
+    b = Batcher(run=run, shape=lambda ps: [Shape(len(p), 10) for p in ps], max_batch_tokens=100, max_wait=0.0,
+                max_queue=100, max_comment_tokens=30)
+    b.start()
+    refused = b.submit(["ab", "abcd"])  # 20 and 40 tokens: the second is over 30
+    kept = b.submit(["abc"])  # 30 tokens: at the limit
+    for future in refused:
+        with pytest.raises(CommentTooLarge, match=r"one comment is 40 tokens .* over the limit of 30 per comment "
+                                                  r"\(--max-comment-tokens\)"):
+            future.result(5)
+    assert kept[0].result(5).value == "abcabc"
+    assert b.close(5)
+    assert run.batches == [["abc"]]

@@ -82,6 +82,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--max-request-tokens", type=positive_int, default=65536,
                    help="tokens of a request's comments (each comment's windows × its longest window; "
                         "413 past it, before any of them runs)")
+    p.add_argument("--max-comment-tokens", type=positive_int,
+                   help="tokens of one comment (its windows × its longest window; 413 past it). A comment "
+                        "runs in one forward pass: set it to --max-batch-tokens to bound how long one client's "
+                        "comment can make the others wait (default: no limit beyond --max-chars)")
     p.add_argument("--max-context-turns", type=positive_int, default=limits.max_context_turns,
                    help="turns of one comment's context (413 past it)")
     p.add_argument("--max-id-chars", type=positive_int, default=limits.max_id_chars,
@@ -165,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(limits=Limits(args.max_bytes, args.max_comments, args.max_chars, args.max_request_chars,
                                       args.max_context_turns, args.max_id_chars),
                         max_batch_tokens=args.max_batch_tokens, max_request_tokens=args.max_request_tokens,
+                        max_comment_tokens=args.max_comment_tokens,
                         max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, max_headers=args.max_headers,
                         connections=connections, attributes_file=args.attributes, models=tuple(args.model),
                         model_name=args.model_name, device=args.device, cors_origins=tuple(args.cors_origin),

@@ -41,7 +41,8 @@ from kold_span.data.example import Example
 from kold_span.data.perspectives import check_perspective
 from kold_span.service.attributes import (AttributeMap, analyze_response, check_analyze, default_attributes,
                                           load_attributes)
-from kold_span.service.batching import Batcher, BatchStats, Closed, Done, QueueFull, RequestTooLarge
+from kold_span.service.batching import (Batcher, BatchStats, Closed, CommentTooLarge, Done, QueueFull,
+                                        RequestTooLarge)
 from kold_span.service.keys import ApiKey, KeyRing, Throttled
 from kold_span.service.metrics import ServiceMetrics
 from kold_span.service.middleware import (CLIENT_GONE, KEY_NAME, TIMING, Front, FrontSettings, REQUEST_ID,
@@ -68,6 +69,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     max_batch_tokens: int = 8192
     max_request_tokens: int = 65536
+    max_comment_tokens: Optional[int] = None
     max_wait_ms: float = 5.0
     max_queue: int = 1024
     max_headers: int = 100
@@ -116,7 +118,8 @@ class Service:
                                           versions()["kold-span"])
             self.model = model
             batcher = Batcher(model.run, model.shapes, s.max_batch_tokens, s.max_wait_ms / 1000, s.max_queue,
-                              self._observe_batch, max_request_tokens=s.max_request_tokens)
+                              self._observe_batch, max_request_tokens=s.max_request_tokens, size=model.size,
+                              max_comment_tokens=s.max_comment_tokens)
             batcher.start()
             self.batcher = batcher
             self.metrics.watch_queue(lambda: batcher.queued)
@@ -240,7 +243,7 @@ class Service:
             raise ClientDisconnect()
         try:
             done: list[Done] = waiting.result()
-        except RequestTooLarge as err:
+        except (RequestTooLarge, CommentTooLarge) as err:
             self.metrics.rejected("too_large")
             raise RequestError(413, str(err), "comments") from None
         first = min(d.started for d in done)
@@ -261,9 +264,10 @@ class Service:
             "ready": self.ready, "state": self.state(), "device": s.device,
             "model": asdict(self.identity) if self.identity else None,
             "limits": {**asdict(s.limits), "max_queue": s.max_queue, "max_request_tokens": s.max_request_tokens,
+                       "max_comment_tokens": s.max_comment_tokens,
                        "max_headers": s.max_headers, **asdict(s.connections)},
             "batching": {"max_batch_tokens": s.max_batch_tokens, "max_wait_ms": s.max_wait_ms,
-                         "order": "requests take turns, fewest comments waiting first"},
+                         "order": "requests take turns, fewest characters waiting first"},
             "access": {"api_keys": s.keys is not None, **(s.keys.describe() if s.keys else {}),
                        "cors_origins": list(s.cors_origins), "allowed_hosts": list(s.allowed_hosts)},
             "versions": versions(),

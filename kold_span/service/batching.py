@@ -4,14 +4,16 @@ Handlers `submit` a request's comments (one job each, the request's jobs a group
 futures; one worker thread takes the waiting jobs, measures them (one tokenizer call for many: the
 model's tokens are what a batch is cut by), and fills a batch within the token budget (windows ×
 the longest window). Requests take turns by size: the batch is filled from the request with the
-fewest comments waiting first, then the next, so a one-comment request waits for at most the batch
-running when it came, never for the whole of a large request queued before it. A batch is cut
+least work waiting first (its comments' `size`, characters in the service; without a size function,
+its number of comments), then the next, so a short request waits for at most the batch running when
+it came, never for the whole of a large request queued before it. A batch is cut
 when the next job would push it over the budget, or when its first job has waited `max_wait`
 seconds. Only the worker touches the model and its tokenizer, so the event loop stays free for
 health checks and rejections while a batch runs.
 
-A request is measured whole before any of its comments runs: one over `max_request_tokens`
-fails whole (`RequestTooLarge`, an HTTP 413) without having cost a forward pass. A request whose
+A request is measured whole before any of its comments runs: one over `max_request_tokens`, or
+holding a comment over `max_comment_tokens`, fails whole (`RequestTooLarge`, `CommentTooLarge`: an
+HTTP 413) without having cost a forward pass. A request whose
 client left is `cancel`led: its jobs still waiting leave the queue.
 
 The queue counts comments, not requests: past `max_queue` waiting comments `submit` raises
@@ -47,6 +49,16 @@ class QueueFull(KoldSpanError):
 
 class Closed(KoldSpanError):
     """The batcher is draining for shutdown and takes no new work."""
+
+
+class CommentTooLarge(KoldSpanError):
+    """One comment's windows come to more tokens than `max_comment_tokens`; none of its request ran."""
+
+    def __init__(self, tokens: int, limit: int):
+        super().__init__(f"comments: one comment is {tokens} tokens (its windows × the longest), over the limit "
+                         f"of {limit} per comment (--max-comment-tokens); split it, or send it to "
+                         "`kold-span predict`")
+        self.tokens, self.limit = tokens, limit
 
 
 class RequestTooLarge(KoldSpanError):
@@ -108,6 +120,7 @@ class Group:
 
     number: int  # arrival order, the tie-break between groups of one size
     jobs: deque = field(default_factory=deque)
+    weight: int = 0  # the sizes of its jobs still waiting
     tokens: int = 0
     checked: bool = False  # measured whole and within the per-request budget
 
@@ -121,6 +134,7 @@ class Job:
     arrived: float
     group: Group
     shape: Optional[Shape] = None
+    size: int = 1
 
 
 @dataclass(frozen=True)
@@ -144,14 +158,14 @@ class BatchStats:
 
 
 def turn_order(groups: Iterable[Group]) -> list[Group]:
-    """Groups in the order they fill a batch: fewest jobs waiting first, then the earliest.
+    """Groups in the order they fill a batch: least work waiting first, then the earliest.
 
     Example:
-        >>> big, small, later = Group(0, deque("abcd")), Group(1, deque("a")), Group(2, deque("b"))
+        >>> big, small, later = Group(0, weight=4), Group(1, weight=1), Group(2, weight=1)
         >>> [g.number for g in turn_order([big, small, later])]
         [1, 2, 0]
     """
-    return sorted(groups, key=lambda g: (len(g.jobs), g.number))
+    return sorted(groups, key=lambda g: (g.weight, g.number))
 
 
 @dataclass
@@ -168,6 +182,11 @@ class Batcher:
         on_batch: called on the worker thread after each batch.
         max_request_tokens: the tokens one request's comments may come to (each comment's windows
             × its longest window); more fails the request with `RequestTooLarge`. None: no limit.
+        max_comment_tokens: the tokens one comment may come to; a request holding a longer one fails
+            whole with `CommentTooLarge`. A comment runs in one forward pass, so this bounds the
+            longest batch any request can make the others wait for. None: no limit.
+        size: a payload's work, known before measuring (the service: its characters); the request
+            with the least waiting goes first. None: 1 a payload.
 
     Example:
         >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
@@ -186,6 +205,8 @@ class Batcher:
     max_queue: int
     on_batch: Optional[Callable[[BatchStats], None]] = None
     max_request_tokens: Optional[int] = None
+    size: Optional[Callable[[Any], int]] = None
+    max_comment_tokens: Optional[int] = None
     _groups: list = field(default_factory=list, init=False, repr=False)
     _queued: int = field(default=0, init=False, repr=False)
     _numbers: Any = field(default_factory=itertools.count, init=False, repr=False)
@@ -224,7 +245,8 @@ class Batcher:
                 raise QueueFull(f"{waiting} comments are waiting and the queue holds {self.max_queue} "
                                 f"(--max-queue); {len(payloads)} more do not fit", self.retry_after(waiting))
             group = Group(next(self._numbers))
-            group.jobs.extend(Job(p, Future(), now, group) for p in payloads)
+            group.jobs.extend(Job(p, Future(), now, group, size=self.size(p) if self.size else 1) for p in payloads)
+            group.weight = sum(j.size for j in group.jobs)
             self._groups.append(group)
             self._queued += len(payloads)
             self._cond.notify()
@@ -240,6 +262,7 @@ class Batcher:
                 gone = [j for j in group.jobs if id(j.future) in wanted]
                 for job in gone:
                     group.jobs.remove(job)
+                    group.weight -= job.size
                     job.future.cancel()
                 removed += len(gone)
             self._queued -= removed
@@ -265,6 +288,7 @@ class Batcher:
         """Take jobs out of the queue (they failed, or joined a batch); call with the lock held."""
         for job in jobs:
             group.jobs.remove(job)
+            group.weight -= job.size
         self._queued -= len(jobs)
         if not group.jobs:
             self._groups.remove(group)
@@ -314,8 +338,13 @@ class Batcher:
         group, limit = order[i], self.max_request_tokens
         todo = [j for j in group.jobs if j.shape is None]
         while True:
+            longest = max((j.shape.tokens for j in list(group.jobs) if j.shape is not None), default=0)
+            error: Optional[KoldSpanError] = None
             if limit is not None and group.tokens > limit:
                 error = RequestTooLarge(group.tokens, limit, measured_all=not todo)
+            elif self.max_comment_tokens is not None and longest > self.max_comment_tokens:
+                error = CommentTooLarge(longest, self.max_comment_tokens)
+            if error is not None:
                 with self._cond:
                     jobs = list(group.jobs)
                     if jobs:

@@ -155,6 +155,11 @@ class ServedModel:
             shapes.append(Shape(len(windows), max(len(w["input_ids"]) for w in windows)))
         return shapes
 
+    @staticmethod
+    def size(item: Item) -> int:
+        """A comment's work before it is measured: its characters and its context's (for the turn order)."""
+        return len(item.example.text) + sum(map(len, context_turns(item.example.context)))
+
     def run(self, items: list[Item]) -> list[dict[str, Any]]:
         """Prediction records in order; comments for different annotators go through in separate passes."""
         groups: dict[str, list[int]] = {}
