@@ -289,3 +289,23 @@ def test_a_request_holding_a_comment_over_the_comment_budget_fails_whole():
     assert kept[0].result(5).value == "abcabc"
     assert b.close(5)
     assert run.batches == [["abc"]]
+
+
+def test_a_short_requests_batch_takes_no_long_comment_of_another_request():
+    gate = threading.Event()
+    run = Recorder(gate)
+    shapes = {"first": Shape(1, 10), "short": Shape(1, 10), "long": Shape(50, 10), "mate": Shape(1, 10)}
+    sizes = {"first": 10, "short": 10, "long": 5000, "mate": 12}
+    b = Batcher(run=run, shape=lambda ps: [shapes[p] for p in ps], max_batch_tokens=1000, max_wait=0.0,
+                max_queue=100, size=sizes.get)
+    b.start()
+    b.submit(["first"])
+    assert run.started.wait(5)
+    b.submit(["long"]), b.submit(["short"]), b.submit(["mate"])
+    gate.set()
+    deadline = time.monotonic() + 5
+    while len(run.batches) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # the budget (1000) would take all three; the 50-window comment runs apart, not in the short ones' batch
+    assert run.batches == [["first"], ["short", "mate"], ["long"]]
+    assert b.close(5)

@@ -6,10 +6,11 @@ model's tokens are what a batch is cut by), and fills a batch within the token b
 the longest window). Requests take turns by size: the batch is filled from the request with the
 least work waiting first (its comments' `size`, characters in the service; without a size function,
 its number of comments), then the next, so a short request waits for at most the batch running when
-it came, never for the whole of a large request queued before it. A batch is cut
-when the next job would push it over the budget, or when its first job has waited `max_wait`
-seconds. Only the worker touches the model and its tokenizer, so the event loop stays free for
-health checks and rejections while a batch runs.
+it came, never for the whole of a large request queued before it. A batch is cut when the next
+job would push it over the budget, when the next is another request's comment with more windows
+than the batch holds (`company`: a short request's batch is not slowed to a long comment's pace),
+or when its first job has waited `max_wait` seconds. Only the worker touches the model and its
+tokenizer, so the event loop stays free for health checks and rejections while a batch runs.
 
 A request is measured whole before any of its comments runs: one over `max_request_tokens`, or
 holding a comment over `max_comment_tokens`, fails whole (`RequestTooLarge`, `CommentTooLarge`: an
@@ -155,6 +156,26 @@ class BatchStats:
     tokens: int
     seconds: float
     requests: int = 1  # how many requests' comments shared the batch
+
+
+def company(batch: Sequence[Job], job: Job) -> bool:
+    """Whether another request's comment may join a batch: only with no more windows than the batch
+    holds, so a short request's batch is not made as slow as a long comment (its own comments always may).
+
+    Example:
+        >>> mine, theirs = Group(0), Group(1)
+        >>> batch = [Job(None, Future(), 0.0, mine, Shape(1, 30))]
+        >>> company(batch, Job(None, Future(), 0.0, theirs, Shape(1, 60)))
+        True
+        >>> company(batch, Job(None, Future(), 0.0, theirs, Shape(54, 128)))
+        False
+        >>> company(batch, Job(None, Future(), 0.0, mine, Shape(54, 128)))
+        True
+    """
+    if not batch or all(j.group is job.group for j in batch):
+        return True
+    assert job.shape is not None
+    return job.shape.windows <= sum(j.shape.windows for j in batch if j.shape is not None)
 
 
 def turn_order(groups: Iterable[Group]) -> list[Group]:
@@ -316,7 +337,8 @@ class Batcher:
                     continue
                 with self._cond:
                     for job in list(group.jobs):
-                        if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens):
+                        if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens) or \
+                                not company(batch, job):
                             return batch
                         self._drop(group, [job])
                         if job.future.set_running_or_notify_cancel():
