@@ -15,7 +15,7 @@ count and in time.
 
     python bench/serve_abuse.py --model checkpoints/demo/demo/model [--seconds 15] [--threads 1]
 
-Results go to bench/results/serve_abuse.json and the `serve-abuse` section of docs/SERVICE.md.
+Results go to bench/results/SECTION.json and the SECTION (default `serve-abuse`) of docs/SERVICE.md.
 """
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def main() -> int:
                                                         if Path(m).is_relative_to(ROOT) else m for m in args.model),
                   options=options, attackers=args.attackers, load_before=load_before,
                   load_after=Path("/proc/loadavg").read_text().split()[0])
-    out = ROOT / "bench" / "results" / "serve_abuse.json"
+    out = ROOT / "bench" / "results" / f"{args.section.replace('-', '_')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2), encoding="utf-8")
     command = "python bench/serve_abuse.py " + " ".join(sys.argv[1:])
