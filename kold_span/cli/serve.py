@@ -128,10 +128,11 @@ def configure_logging(access_log: Optional[str]) -> None:
     """Log lines with the request id; the access log (when on) as bare lines, JSON or text."""
     from kold_span.service.middleware import RequestIdFilter
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: [%(request_id)s] %(message)s",
-                        force=True)
-    for handler in logging.getLogger().handlers:
+    form = logging.Formatter("%(levelname)s: %(name)s: [%(request_id)s] %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    for handler in logging.getLogger("kold_span").handlers:  # the command line's handler (cli.main)
         handler.addFilter(RequestIdFilter())
+        handler.setFormatter(form)
     if access_log:
         access = logging.getLogger("kold_span.access")
         handler = logging.StreamHandler()
