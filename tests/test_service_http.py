@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kold_span.models.tasks import Task
 from kold_span.service import server
 from kold_span.service.app import ROUTES, Settings, create_app
 from kold_span.service.keys import KeyRing, load_keys
@@ -27,7 +28,9 @@ from test_service import GatedPredictor, wait_ready
 
 
 class Fake(GatedPredictor):
-    """The gated stand-in with what /info reads of a model."""
+    """The gated stand-in with a span task and what /info reads of a model."""
+
+    tasks = [*GatedPredictor.tasks, Task("OFF_span", "span", "OFF", gate="OFF")]
 
     def __init__(self):
         super().__init__()
@@ -376,3 +379,37 @@ def test_no_method_path_or_header_is_a_server_error(fuzz_http, method, path, hea
     if response.status_code >= 400 and response.headers.get("content-type") == "application/json" \
             and method != "HEAD":
         assert response.json()["error"]["requestId"] == response.headers["x-request-id"]
+
+
+def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator(tmp_path):
+    from kold_span import corpora
+
+    path = tmp_path / "feedback.jsonl"
+    ring = KeyRing(load_keys(key_file(tmp_path, mod_kim="kim-key")))
+    suggest = "/v1alpha1/comments:suggestscore"
+    body = {"comment": {"text": "너 진짜 바보냐"}, "context": {"entries": [{"text": "기사 제목"}]},
+            "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1.0},
+                                             "spanScores": [{"begin": 5, "end": 7, "score": {"value": 1}}]}},
+            "clientToken": "fix-1"}
+    with serving(keys=ring, feedback_file=str(path), feedback_max_bytes=1500) as client:
+        key = {"X-API-Key": "kim-key"}
+        answer = client.post(suggest, json=body, headers=key)
+        assert (answer.status_code, answer.json()) == (200, {"clientToken": "fix-1"})
+        not_off = {**body, "attributeScores": {"OFF": {"summaryScore": {"value": 0.1}}}, "clientToken": None}
+        assert client.post(suggest, json=not_off, headers=key).status_code == 200
+        bad_span = {**body, "attributeScores": {"TOXICITY": {"spanScores": [{"begin": 5, "end": 99}]}}}
+        refused = client.post(suggest, json=bad_span, headers=key)
+        assert refused.status_code == 400 and "the comment's length" in refused.json()["error"]["message"]
+        assert client.post(suggest, json=body).status_code == 401
+        while (full := client.post(suggest, json=body, headers=key)).status_code == 200:
+            assert path.stat().st_size <= 1500
+        assert full.status_code == 429 and "--feedback-max-bytes)" in full.json()["error"]["message"]
+    examples = corpora.read("jsonl", path)  # what train reads with data.format: jsonl
+    first, second = examples[0], examples[1]
+    assert (first.text, first.context, first.labels, first.spans) == ("너 진짜 바보냐", "기사 제목", {"OFF": True},
+                                                                      {"OFF": [(5, 7)]})
+    assert first.annotations[0].annotator == "mod_kim" and first.annotations[0].spans == {"OFF": [(5, 7)]}
+    assert second.labels == {"OFF": False}
+    assert all(len(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1])  # whole lines only
+    with serving() as client:
+        assert client.post(suggest, json=body).status_code == 404  # off without --feedback

@@ -112,6 +112,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="requests per key, e.g. 20/second (with --api-keys; 429 past it)")
     p.add_argument("--daily-quota", type=positive_int, metavar="N",
                    help="comments per key and day (with --api-keys; 429 past it)")
+    p.add_argument("--feedback", metavar="FILE",
+                   help="keep moderators' corrections (POST /v1alpha1/comments:suggestscore) as training data: "
+                        "canonical JSONL appended to FILE (default: the route is off)")
+    p.add_argument("--feedback-max-bytes", type=positive_int, default=100 * 1024 * 1024,
+                   help="the feedback file's size cap (429 past it)")
     p.add_argument("--model-name", help="the model's name in /info and the X-Model header "
                                         "(default: the last two parts of its directory)")
     p.add_argument("--drain-seconds", type=non_negative_float, default=60.0,
@@ -174,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
                         max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, max_headers=args.max_headers,
                         connections=connections, attributes_file=args.attributes, models=tuple(args.model),
                         model_name=args.model_name, device=args.device, cors_origins=tuple(args.cors_origin),
-                        allowed_hosts=tuple(args.allowed_hosts), keys=keys, access_log=args.access_log)
+                        allowed_hosts=tuple(args.allowed_hosts), keys=keys, access_log=args.access_log,
+                        feedback_file=args.feedback, feedback_max_bytes=args.feedback_max_bytes)
     def load():
         if args.threads:
             import torch

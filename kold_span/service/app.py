@@ -43,6 +43,7 @@ from kold_span.service.attributes import (AttributeMap, analyze_response, check_
                                           load_attributes)
 from kold_span.service.batching import (Batcher, BatchStats, Closed, CommentTooLarge, Done, QueueFull,
                                         RequestTooLarge)
+from kold_span.service.feedback import FeedbackFile, suggestion
 from kold_span.service.keys import ApiKey, KeyRing, Throttled
 from kold_span.service.metrics import ServiceMetrics
 from kold_span.service.middleware import (CLIENT_GONE, KEY_NAME, TIMING, Front, FrontSettings, REQUEST_ID,
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 PAGE = STATIC / "index.html"
 ROUTES = ("/", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs", "/v1/predict",
-          "/v1/predict/file", "/v1alpha1/comments:analyze")
+          "/v1/predict/file", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore")
 WARM_UP = Example(id="warm-up", text="모델 예열용 댓글입니다", context="예열")
 EXPOSED = ("x-request-id", "x-model", "x-queue-time", "x-inference-time", "retry-after")
 
@@ -82,6 +83,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     keys: Optional[KeyRing] = None
     access_log: Optional[str] = None  # None, "text" or "json"
+    feedback_file: Optional[str] = None
+    feedback_max_bytes: int = 100 * 1024 * 1024
 
 
 class Service:
@@ -270,6 +273,7 @@ class Service:
                          "order": "requests take turns, fewest characters waiting first"},
             "access": {"api_keys": s.keys is not None, **(s.keys.describe() if s.keys else {}),
                        "cors_origins": list(s.cors_origins), "allowed_hosts": list(s.allowed_hosts)},
+            "feedback": {"enabled": s.feedback_file is not None, "max_bytes": s.feedback_max_bytes},
             "versions": versions(),
         }
         if self.model is not None and self.attributes is not None:
@@ -334,6 +338,7 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
     """
     service = Service(settings, load)
     limits = settings.limits
+    feedback = FeedbackFile(settings.feedback_file, settings.feedback_max_bytes) if settings.feedback_file else None
     page_html = PAGE.read_text(encoding="utf-8")
     docs_html = (STATIC / "docs.html").read_text(encoding="utf-8")
 
@@ -474,5 +479,25 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
         service.charge(key, 1)
         [record] = await service.score(request, [Item(parsed.example)])
         return JSONResponse(analyze_response(parsed, record, service.attributes, languages))
+
+    @app.post("/v1alpha1/comments:suggestscore", summary="Perspective's SuggestCommentScore: a moderator's "
+                                                          "corrected labels and spans, kept as training data")
+    async def suggest(request: Request) -> JSONResponse:
+        key = service.authorize(request)
+        if feedback is None:
+            raise RequestError(404, "suggestscore is off: start the service with --feedback FILE", "path")
+        if service.attributes is None or service.identity is None:
+            raise RequestError(503, "the model is still loading; GET /readyz says 200 once it is ready", "model")
+        try:
+            body = parse_json(await read_body(request, limits.max_bytes))
+            example, token = suggestion(body, limits, service.attributes, key.name if key else "anonymous")
+        except RequestError as err:
+            if err.status == 422:  # Perspective's INVALID_ARGUMENT
+                err.status = 400
+            raise
+        service.charge(key, 1)
+        await run_in_threadpool(feedback.append, example, {"model_sha256": service.identity.sha256,
+                                                           "request_id": REQUEST_ID.get()})
+        return JSONResponse({"clientToken": token} if token is not None else {})
 
     return app
