@@ -350,6 +350,10 @@ def test_the_model_digest_changes_with_any_byte_and_not_with_the_folder(tmp_path
     assert model_digest([one]) != model_digest([two])  # a renamed file counts
 
 
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.floats(-1, 2) | st.integers(-5, 20) | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                               st.sampled_from(["summaryScore", "spanScores", "value", "begin", "end", "score"]),
+                               inner, max_size=3), max_leaves=8)
 METHODS = st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
 PATHS = st.sampled_from(list(ROUTES)) | st.sampled_from(["/v1", "/v1/predict/", "/%00", "/docs/../info"]) | \
     st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=30).map(lambda p: "/" + p)
@@ -364,13 +368,16 @@ def fuzz_http(tmp_path_factory):
     ring = KeyRing(load_keys(key_file(tmp_path_factory.mktemp("keys"), team="k")), rate="1000/second",
                    daily_quota=10**6)
     with serving(keys=ring, max_headers=8, cors_origins=("https://mod.example",),
-                 allowed_hosts=("testserver", "*.example")) as client:
+                 allowed_hosts=("testserver", "*.example"),
+                 feedback_file=str(tmp_path_factory.mktemp("feedback") / "f.jsonl")) as client:
         yield client
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=METHODS, path=PATHS, headers=HEADERS, key=st.sampled_from([None, "k", "wrong"]),
-       body=st.binary(max_size=64) | st.just(b'{"comments": [{"text": "a"}]}'))
+       body=st.binary(max_size=64) | st.just(b'{"comments": [{"text": "a"}]}') | st.builds(
+           lambda scores: json.dumps({"comment": {"text": "바보"}, "attributeScores": scores}).encode(),
+           st.dictionaries(st.sampled_from(["OFF", "TOXICITY", "NOPE"]), JSON_VALUES, max_size=2)))
 def test_no_method_path_or_header_is_a_server_error(fuzz_http, method, path, headers, key, body):
     if key is not None:
         headers = {**headers, "x-api-key": key}
@@ -413,3 +420,20 @@ def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator
     assert all(len(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1])  # whole lines only
     with serving() as client:
         assert client.post(suggest, json=body).status_code == 404  # off without --feedback
+
+
+SPAN = st.fixed_dictionaries({}, optional={"begin": st.integers(-2, 8) | JSON_VALUES,
+                                           "end": st.integers(-2, 8) | JSON_VALUES, "score": JSON_VALUES})
+SCORES = st.dictionaries(st.sampled_from(["OFF", "TOXICITY", "NOPE"]), st.fixed_dictionaries(
+    {}, optional={"summaryScore": st.fixed_dictionaries({"value": st.floats(-1, 2) | JSON_VALUES}) | JSON_VALUES,
+                  "spanScores": st.lists(SPAN, max_size=3) | JSON_VALUES}) | JSON_VALUES, max_size=3)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scores=SCORES, text=st.text(max_size=8), token=st.none() | st.text(max_size=4) | JSON_VALUES)
+def test_no_suggestion_is_a_server_error(fuzz_http, scores, text, token):
+    body = {"comment": {"text": text}, "attributeScores": scores, "clientToken": token}
+    answer = fuzz_http.post("/v1alpha1/comments:suggestscore", json=body, headers={"x-api-key": "k"})
+    assert answer.status_code in (200, 400, 413), answer.text
+    if answer.status_code != 200:
+        assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
