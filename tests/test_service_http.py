@@ -226,14 +226,15 @@ def test_process_metrics_and_the_docs_are_served_offline():
 
 
 @contextmanager
-def live_server(fake, connections=ConnectionLimits(), **settings):
+def live_server(fake, connections=ConnectionLimits(), http="auto", **settings):
     """The app under the guarded uvicorn protocol in a thread, on a free loopback port."""
     app = create_app(Settings(connections=connections, **settings), lambda: fake)
     sock = server.bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     made = []
     thread = threading.Thread(target=server.run, args=(app, sock),
-                              kwargs={"connections": connections, "log_level": "warning", "created": made.append},
+                              kwargs={"connections": connections, "log_level": "warning", "created": made.append,
+                                      "http": http},
                               daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -312,10 +313,11 @@ def test_a_gone_clients_queued_comments_are_dropped_and_counted_499_not_500():
     assert 'status="500"' not in text
 
 
-def test_slow_headers_are_cut_off_and_connections_past_the_cap_are_closed():
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_slow_headers_are_cut_off_and_connections_past_the_cap_are_closed(http):
     fake = Fake()
     limits = ConnectionLimits(max_connections=4, header_timeout=0.5, max_header_bytes=4096)
-    with live_server(fake, connections=limits) as (port, service):
+    with live_server(fake, connections=limits, http=http) as (port, service):
         dribbler = socket.create_connection(("127.0.0.1", port))
         dribbler.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n")  # never finishes its headers
         assert closed_by_server(dribbler, within=5)
