@@ -52,7 +52,7 @@ def test_jobs_that_arrive_together_share_one_batch():
     b = batcher(run)
     futures = b.submit([1, 2]) + b.submit([3])
     assert [f.result(5).value for f in futures] == [2, 4, 6]
-    assert run.batches == [[1, 2, 3]]
+    assert run.batches == [[3, 1, 2]]  # one batch; the smaller request's comment fills it first
     assert b.close(5)
 
 
@@ -171,4 +171,141 @@ def test_waiting_jobs_are_measured_together_and_only_once():
     assert [f.result(5).value for f in first + rest] == [0, 2, 4, 6, 8, 10]
     assert calls == [[0], [1, 2, 3, 4, 5]]  # the three that did not fit the first batch kept their shapes
     assert run.batches == [[0], [1, 2, 3], [4, 5]]
+    assert b.close(5)
+
+
+def test_a_small_request_takes_its_turn_before_the_rest_of_a_large_one():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = batcher(run, tokens=20, wait=0.0)  # two comments a batch
+    first = b.submit(["first"])
+    assert run.started.wait(5)  # the model holds it
+    large = b.submit([f"L{i}" for i in range(10)])
+    small = b.submit(["S"])
+    gate.set()
+    assert [f.result(5).value for f in first + small + large]
+    assert run.batches[0] == ["first"]
+    assert run.batches[1] == ["S", "L0"]  # the small request did not wait for the 10 comments before it
+    assert [p for batch in run.batches[1:] for p in batch if p != "S"] == [f"L{i}" for i in range(10)]
+    assert b.close(5)
+
+
+def test_cancel_takes_a_gone_clients_comments_out_of_the_queue():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = batcher(run, tokens=10, wait=0.0)
+    b.submit(["first"])
+    assert run.started.wait(5)
+    gone = b.submit(["g1", "g2", "g3"])
+    kept = b.submit(["k"])
+    assert b.queued == 4
+    assert b.cancel(gone) == 3 and b.queued == 1
+    assert all(f.cancelled() for f in gone)
+    gate.set()
+    assert kept[0].result(5).value == "kk"
+    assert b.close(5)
+    assert run.batches == [["first"], ["k"]]  # none of the gone client's comments was computed
+
+
+def test_a_request_over_the_token_budget_fails_whole_before_any_of_it_runs():
+    from kold_span.service.batching import RequestTooLarge
+
+    run = Recorder()
+    b = Batcher(run=run, shape=lambda ps: [Shape(1, 10) for _ in ps], max_batch_tokens=10, max_wait=0.0,
+                max_queue=100, max_request_tokens=25)
+    b.start()
+    over = b.submit([1, 2, 3])  # 30 tokens
+    within = b.submit([4, 5])  # 20 tokens
+    for future in over:
+        with pytest.raises(RequestTooLarge, match=r"comments: 30 tokens, over the limit of 25 per request "
+                                                  r"\(--max-request-tokens\)"):
+            future.result(5)
+    assert [f.result(5).value for f in within] == [8, 10]
+    assert b.close(5)
+    assert sorted(p for batch in run.batches for p in batch) == [4, 5]
+    assert b.queued == 0
+
+
+def test_the_queue_bound_holds_while_the_worker_measures():
+    measuring, release = threading.Event(), threading.Event()
+
+    def shapes(payloads):
+        if payloads[0] == "held":
+            measuring.set()
+            assert release.wait(10)
+        return [Shape(1, 10) for _ in payloads]
+
+    run = Recorder()
+    b = Batcher(run=run, shape=shapes, max_batch_tokens=10, max_wait=0.0, max_queue=4)
+    b.start()
+    b.submit(["held", "b", "c", "d"])
+    assert measuring.wait(5)  # the worker holds the four jobs while their shapes are measured
+    assert b.queued == 4
+    with pytest.raises(QueueFull):
+        b.submit(["e"])
+    seen = []
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(run.batches) < 4 and time.monotonic() < deadline:
+        seen.append(b.queued)
+        try:
+            b.submit(["x"])
+        except QueueFull:
+            pass
+        time.sleep(0.001)
+    assert max(seen) <= 4 and b.queued <= 4
+    assert b.close(5)
+
+
+def test_with_a_size_the_request_with_less_work_waiting_goes_first():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = Batcher(run=run, shape=lambda ps: [Shape(1, 10) for _ in ps], max_batch_tokens=10, max_wait=0.0,
+                max_queue=100, size=len)
+    b.start()
+    b.submit(["first"])
+    assert run.started.wait(5)
+    long_one = b.submit(["x" * 5000])  # one comment, but 5000 characters of it
+    short_one = b.submit(["short"])
+    gate.set()
+    assert short_one[0].result(5) and long_one[0].result(5)
+    assert run.batches == [["first"], ["short"], ["x" * 5000]]
+    assert b.close(5)
+
+
+def test_a_request_holding_a_comment_over_the_comment_budget_fails_whole():
+    from kold_span.service.batching import CommentTooLarge
+
+    run = Recorder()
+    b = Batcher(run=run, shape=lambda ps: [Shape(len(p), 10) for p in ps], max_batch_tokens=100, max_wait=0.0,
+                max_queue=100, max_comment_tokens=30)
+    b.start()
+    refused = b.submit(["ab", "abcd"])  # 20 and 40 tokens: the second is over 30
+    kept = b.submit(["abc"])  # 30 tokens: at the limit
+    for future in refused:
+        with pytest.raises(CommentTooLarge, match=r"one comment is 40 tokens .* over the limit of 30 per comment "
+                                                  r"\(--max-comment-tokens\)"):
+            future.result(5)
+    assert kept[0].result(5).value == "abcabc"
+    assert b.close(5)
+    assert run.batches == [["abc"]]
+
+
+def test_a_short_requests_batch_takes_no_long_comment_of_another_request():
+    gate = threading.Event()
+    run = Recorder(gate)
+    shapes = {"first": Shape(1, 10), "short": Shape(1, 10), "long": Shape(50, 10), "mate": Shape(1, 10)}
+    sizes = {"first": 10, "short": 10, "long": 5000, "mate": 12}
+    b = Batcher(run=run, shape=lambda ps: [shapes[p] for p in ps], max_batch_tokens=1000, max_wait=0.0,
+                max_queue=100, size=sizes.get)
+    b.start()
+    b.submit(["first"])
+    assert run.started.wait(5)
+    b.submit(["long"]), b.submit(["short"]), b.submit(["mate"])
+    gate.set()
+    deadline = time.monotonic() + 5
+    while len(run.batches) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # the budget (1000) would take all three; the 50-window comment runs apart, not in the short ones' batch
+    assert run.batches == [["first"], ["short", "mate"], ["long"]]
     assert b.close(5)

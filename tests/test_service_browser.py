@@ -34,8 +34,14 @@ COMMENT = "저 의원은 진짜 멍청하다. 말하는 것마다 역겹다 ㅋ�
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server([tiny_model()], log_dir=tmp_path_factory.mktemp("serve")) as server:
+def feedback_file(tmp_path_factory):
+    return tmp_path_factory.mktemp("feedback") / "feedback.jsonl"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, feedback_file):
+    with running_server([tiny_model()], "--feedback", str(feedback_file),
+                        log_dir=tmp_path_factory.mktemp("serve")) as server:
         yield server
 
 
@@ -76,12 +82,13 @@ def test_typing_a_korean_comment_and_title_shows_the_label_and_the_spans(browser
     row = browser.find_element(By.CSS_SELECTOR, "#labels tr[data-task='OFF']")
     label = row.find_elements(By.TAG_NAME, "td")[1].text
     assert label == str(expected["labels"]["OFF"]["label"]).lower()  # JavaScript writes true as "true"
-    assert f"{expected['labels']['OFF']['probs']['true']:.3f}" in row.text
+    assert str(expected["labels"]["OFF"]["probs"]["true"]) in row.text  # unrounded: 0.99988 is not "1.000"
     highlighted = browser.find_element(By.ID, "highlighted")
     assert highlighted.text == COMMENT
     assert marked_text(highlighted, "OFF") == "".join(s["text"] for s in off_spans)
     first = highlighted.find_element(By.CSS_SELECTOR, "mark")
-    assert first.get_attribute("title") == f"OFF {off_spans[0]['score']:.3f}"  # what hovering shows
+    assert first.get_attribute("title") == f"OFF {off_spans[0]['score']}"  # what hovering shows
+    assert "labels false, true" in row.find_element(By.TAG_NAME, "td").get_attribute("title")  # the task explained
     assert highlighted.get_attribute("lang") == "ko"
     # nothing was fetched from anywhere but this server
     resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
@@ -111,6 +118,9 @@ def test_uploading_a_csv_shows_a_table_and_offers_predicts_jsonl(browser, server
         "fetch(document.getElementById('download').href).then(r => r.text()).then(done);")
     records = [json.loads(line) for line in offered.splitlines()]
     assert [r["id"] for r in records] == ["g1", "g2", "g3"]
+    for row, record in zip(rows, records):  # each row's probabilities, unrounded, and its spans
+        assert f"true {record['labels']['OFF']['probs']['true']}" in row.text
+        assert all(f"“{s['text']}” [{s['start']}, {s['end']})" in row.text for s in record["spans"])
     _, answer = post(server.url + "v1/predict", {"comments": [{"id": r["id"], "text": r["text"]} for r in records]})
     assert [r["labels"]["OFF"]["label"] for r in records] == \
         [p["labels"]["OFF"]["label"] for p in answer["predictions"]]
@@ -125,3 +135,25 @@ def test_a_bad_file_shows_predicts_line_numbered_message(browser, server, tmp_pa
     WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "file-error").is_displayed())
     assert browser.find_element(By.ID, "file-error").text == "bad.csv:2: 2 fields, the header has 3 (guid, title, comment)"
     assert get(server.url + "health")[0] == 200
+
+
+def test_this_is_wrong_saves_the_other_label_as_feedback(browser, server, feedback_file):
+    open_page(browser, server)
+    browser.find_element(By.ID, "comment").send_keys(COMMENT)
+    browser.find_element(By.ID, "analyze").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "wrong").is_displayed())
+    shown = browser.find_element(By.CSS_SELECTOR, "#labels tr[data-task='OFF'] .label-value").text
+    browser.find_element(By.ID, "wrong").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "wrong-note").is_displayed())
+    assert browser.find_element(By.ID, "wrong-note").text.startswith("Thanks: saved as OFF = ")
+    [saved] = [json.loads(line) for line in feedback_file.read_text(encoding="utf-8").splitlines()]
+    assert saved["text"] == COMMENT and saved["labels"] == {"OFF": shown != "true"}
+
+
+def test_errors_are_sentences_for_people(browser, server):
+    open_page(browser, server)
+    message = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('v1/predict', {method: 'POST', body: JSON.stringify({comments: [{text: ' '}]})})"
+        ".then(problem).then(done);")
+    assert message == "The comment: empty"

@@ -171,7 +171,7 @@ def test_analyze_response_scores_thresholds_and_spans():
             "TGT_SPAN": {"summaryScore": {"value": 0.6, "type": "PROBABILITY"},
                          "spanScores": [{"begin": 0, "end": 1, "score": {"value": 0.6, "type": "PROBABILITY"}}]},
         },
-        "languages": ["ko"], "clientToken": "abc"}
+        "languages": ["ko"], "detectedLanguages": ["ko"], "clientToken": "abc"}  # no languages sent: detected
     assert RECORD["text"][2:4] == "바보"
     quiet = analyze_response(analyze_request({**body, "spanAnnotations": False}, LIMITS), RECORD, mapping)
     assert all("spanScores" not in a for a in quiet["attributeScores"].values())
@@ -201,3 +201,60 @@ def test_an_upload_is_read_as_predict_reads_it_and_its_errors_name_the_upload(tm
     assert refusal(upload_examples, "x.xml", b"<a/>", LIMITS)[2].startswith("x.xml: unsupported input type")
     assert refusal(upload_examples, "", b"a\n", LIMITS)[:2] == (422, "filename")
     assert refusal(upload_examples, "x.txt", b"\n\n", LIMITS)[2] == "x.txt: no comments"
+
+
+def test_a_comment_in_another_script_is_language_not_supported_by_attribute():
+    mapping = default_attributes(TASKS)
+    english = analyze_request({"comment": {"text": "you are an idiot"}, "requestedAttributes": {"OFF": {}}}, LIMITS)
+    with pytest.raises(RequestError) as err:
+        check_analyze(english, mapping)
+    assert (err.value.status, err.value.field) == (400, "languages")
+    assert err.value.message == "Attribute OFF does not support request languages: und-Latn"
+    assert err.value.details == [{"errorType": "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+                                  "languageNotSupportedByAttributeError": {"detectedLanguages": ["und-Latn"],
+                                                                           "attribute": "OFF"}}]
+    korean = analyze_request({"comment": {"text": "MC 진짜 별로"}, "requestedAttributes": {"OFF": {}}}, LIMITS)
+    assert check_analyze(korean, mapping) == ["ko"]  # Latin letters among Hangul are still Korean
+    emoji = analyze_request({"comment": {"text": "👍 !!"}, "requestedAttributes": {"OFF": {}}}, LIMITS)
+    assert check_analyze(emoji, mapping) == ["ko"]  # no letters: nothing to refuse on
+    stated = analyze_request({"comment": {"text": "바보"}, "requestedAttributes": {"OFF": {}}, "languages": ["en"]},
+                             LIMITS)
+    assert "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE" in str(refusal_details(check_analyze, stated, mapping))
+
+
+def refusal_details(call, *args):
+    with pytest.raises(RequestError) as err:
+        call(*args)
+    return err.value.details
+
+
+@pytest.mark.parametrize("languages", ["ko", 0, False, "", {"ko": 1}, [1], ["ko; drop"], ["x" * 40], ["ko"] * 17])
+def test_languages_of_a_wrong_type_or_shape_are_refused(languages):
+    body = {"comment": {"text": "바보"}, "requestedAttributes": {"OFF": {}}, "languages": languages}
+    status, field, _ = refusal(analyze_request, body, LIMITS)
+    assert status in (400, 422) and field.startswith("languages")
+
+
+def test_every_client_controlled_dimension_has_a_limit():
+    limits = Limits(max_chars=50, max_request_chars=60, max_context_turns=2, max_id_chars=5)
+    turns = refusal(predict_request, {"comments": [{"text": "a", "context": ["", "", ""]}]}, limits)
+    assert turns == (413, "comments[0].context", "comments[0].context: 3 turns, over the limit of 2 "
+                                                 "(--max-context-turns)")
+    ident = refusal(predict_request, {"comments": [{"text": "a", "id": "x" * 6}]}, limits)
+    assert ident[:2] == (413, "comments[0].id") and "(--max-id-chars)" in ident[2]
+    assert refusal(predict_request, {"comments": [{"text": "a", "id": 123456}]}, limits)[0] == 413
+    total = refusal(predict_request, {"comments": [{"text": "a" * 30, "title": "b" * 20}, {"text": "c" * 20}]}, limits)
+    assert total == (413, "comments", "comments: 70 characters with their contexts, over the limit of 60 per "
+                                      "request (--max-request-chars)")
+    entries = {"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}},
+               "context": {"entries": [{"text": ""}] * 3}}
+    assert refusal(analyze_request, entries, limits)[:2] == (413, "context.entries")
+    token = {"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}}, "clientToken": "t" * 6}
+    assert refusal(analyze_request, token, limits)[:2] == (413, "clientToken")
+    long_ids = "\n".join(json.dumps({"id": "i" * 6, "text": "a"}) for _ in range(1)).encode()
+    assert refusal(upload_examples, "x.jsonl", long_ids, limits)[0] == 413
+
+
+@pytest.mark.parametrize("name", ["a\x00b.csv", "x" * 300 + ".csv", "a\nb.txt", "\x7f.txt"])
+def test_an_upload_name_with_control_characters_or_too_long_is_a_422(name):
+    assert refusal(upload_examples, name, b"comment\nok\n", LIMITS)[:2] == (422, "filename")

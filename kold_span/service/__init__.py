@@ -3,5 +3,7 @@
 `app` (the FastAPI routes), `model` (the predictor as the batcher uses it), `batching` (the
 bounded queue and the thread that cuts batches by tokens and wait), `requests` (bodies →
 examples, each refusal naming its field), `attributes` (Perspective's attributes as tasks and
-labels), `metrics` (Prometheus), `server` (uvicorn, SIGTERM), `static/index.html` (the web page).
+labels), `keys` (API keys, rates, quotas), `feedback` (moderators' suggestions as training data),
+`middleware` (request ids, header limits, hosts, access log), `metrics` (Prometheus), `server`
+(uvicorn, connection guards, SIGTERM), `static/` (the web page and the API page).
 """

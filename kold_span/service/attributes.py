@@ -23,6 +23,8 @@ The default mapping, from the model's tasks alone:
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -196,21 +198,83 @@ def _primary(language: str) -> str:
     return language.split("-")[0].split("_")[0].lower()
 
 
-def check_analyze(request: AnalyzeRequest, mapping: AttributeMap) -> None:
-    """A 400 for an attribute the model does not have or a language it was not trained for."""
+# The script each language is written in (ISO 15924), for telling a comment's language by its letters.
+SCRIPTS = {"ko": "Hang", "ja": "Jpan", "zh": "Hani", "en": "Latn", "de": "Latn", "fr": "Latn", "es": "Latn",
+           "it": "Latn", "pt": "Latn", "nl": "Latn", "pl": "Latn", "tr": "Latn", "id": "Latn", "vi": "Latn",
+           "ru": "Cyrl", "uk": "Cyrl", "ar": "Arab", "hi": "Deva", "th": "Thai", "el": "Grek", "he": "Hebr"}
+SCRIPT_NAMES = {"HANGUL": "Hang", "LATIN": "Latn", "CJK": "Hani", "HIRAGANA": "Jpan", "KATAKANA": "Jpan",
+                "CYRILLIC": "Cyrl", "ARABIC": "Arab", "DEVANAGARI": "Deva", "THAI": "Thai", "GREEK": "Grek",
+                "HEBREW": "Hebr", "FULLWIDTH": "Latn"}
+KOREAN_SHARE = 0.3  # Korean comments mix in Latin words (MC, lol); this share of Hangul letters is Korean
+
+
+def letter_script(text: str) -> Optional[str]:
+    """The script most of the text's letters are in (Hangul from `KOREAN_SHARE` of them); None without letters.
+
+    Example:
+        >>> letter_script("저 MC 진행할 때마다 밥맛 떨어진다"), letter_script("what a nice day"), letter_script("ㅋㅋ 123")
+        ('Hang', 'Latn', 'Hang')
+        >>> letter_script("123 !!") is None
+        True
+    """
+    counts: Counter = Counter()
+    for ch in text:
+        if ch.isalpha():
+            counts[SCRIPT_NAMES.get(unicodedata.name(ch, "").split(" ")[0], "Zyyy")] += 1
+    if not counts:
+        return None
+    if counts["Hang"] >= KOREAN_SHARE * sum(counts.values()):
+        return "Hang"
+    return counts.most_common(1)[0][0]
+
+
+def detect_languages(text: str, mapping: AttributeMap) -> list[str]:
+    """The comment's language among the model's, told by its letters' script; `und-<script>` for a
+    script none of the model's languages is written in, and the model's languages when there are no letters.
+
+    Example:
+        >>> m = AttributeMap({})
+        >>> detect_languages("꺼져라 진짜", m), detect_languages("get lost", m), detect_languages("?!", m)
+        (['ko'], ['und-Latn'], ['ko'])
+    """
+    script = letter_script(text)
+    if script is None:
+        return list(mapping.languages)
+    same = [x for x in mapping.languages if SCRIPTS.get(_primary(x)) == script]
+    if same:
+        return same[:1]
+    if all(_primary(x) in SCRIPTS for x in mapping.languages):
+        return [f"und-{script}"]
+    return list(mapping.languages)  # a language whose script is not known here: no grounds to refuse
+
+
+def unsupported_language(attribute: str, languages: list[str]) -> RequestError:
+    """Perspective's 400 for a language the attribute was not trained on."""
+    return RequestError(400, f"Attribute {attribute} does not support request languages: {', '.join(languages)}",
+                        "languages", [{"errorType": "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+                                       "languageNotSupportedByAttributeError": {
+                                           "detectedLanguages": languages, "attribute": attribute}}])
+
+
+def check_analyze(request: AnalyzeRequest, mapping: AttributeMap) -> list[str]:
+    """The request's languages (given, or detected); a 400 for an attribute the model does not have or a
+    language it was not trained for (LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE, as Perspective answers it)."""
     unknown = [name for name in request.thresholds if name not in mapping.attributes]
     if unknown:
         raise RequestError(400, f"requestedAttributes: this model has no attribute {', '.join(unknown)}; "
                                 f"it has {', '.join(mapping.attributes)}", f"requestedAttributes.{unknown[0]}")
-    if request.languages and mapping.languages:
-        wanted = {_primary(x) for x in request.languages}
+    languages = request.languages or detect_languages(request.example.text, mapping)
+    if mapping.languages:
+        wanted = {_primary(x) for x in languages}
         if not wanted & {_primary(x) for x in mapping.languages}:
-            raise RequestError(400, f"languages: this model reads {', '.join(mapping.languages)}, not "
-                                    f"{', '.join(request.languages)}", "languages")
+            raise unsupported_language(next(iter(request.thresholds)), languages)
+    return languages
 
 
-def analyze_response(request: AnalyzeRequest, record: dict[str, Any], mapping: AttributeMap) -> dict[str, Any]:
-    """Perspective's AnalyzeComment response for one prediction record.
+def analyze_response(request: AnalyzeRequest, record: dict[str, Any], mapping: AttributeMap,
+                     languages: Optional[list[str]] = None) -> dict[str, Any]:
+    """Perspective's AnalyzeComment response for one prediction record (`languages`: what `check_analyze`
+    found; detected ones are also `detectedLanguages`, as Perspective answers a request without them).
 
     An attribute scoring under its `scoreThreshold` is left out, as Perspective leaves it out.
     """
@@ -224,8 +288,10 @@ def analyze_response(request: AnalyzeRequest, record: dict[str, Any], mapping: A
         if request.span_annotations and attribute.spans:
             entry["spanScores"] = attribute.span_scores(record)
         scores[name] = entry
-    response: dict[str, Any] = {"attributeScores": scores,
-                                "languages": list(request.languages or mapping.languages)}
+    languages = list(request.languages or languages or mapping.languages)
+    response: dict[str, Any] = {"attributeScores": scores, "languages": languages}
+    if not request.languages:
+        response["detectedLanguages"] = languages
     if request.client_token is not None:
         response["clientToken"] = request.client_token
     return response

@@ -1,17 +1,29 @@
-"""Requests that arrive together become one forward pass: a bounded queue and a batching thread.
+"""Requests that arrive together become one forward pass: a bounded queue, fair turns, a batching thread.
 
-Handlers `submit` comments (one job each) and await their futures; one worker thread takes the
-waiting jobs, measures them together (one tokenizer call: the model's tokens are what a batch
-is cut by), and cuts a batch, in arrival order, when the next job would push the batch's padded
-tokens (windows × the longest window) over the token budget, or when the first job of the batch
-has waited `max_wait` seconds. Only the worker touches the model and its tokenizer, so the event
-loop stays free for health checks and rejections while a batch runs.
+Handlers `submit` a request's comments (one job each, the request's jobs a group) and await their
+futures; one worker thread takes the waiting jobs, measures them (one tokenizer call for many: the
+model's tokens are what a batch is cut by), and fills a batch within the token budget (windows ×
+the longest window). Requests take turns by size: the batch is filled from the request with the
+least work waiting first (its comments' `size`, characters in the service; without a size function,
+its number of comments), then the next, so a short request waits for at most the batch running when
+it came, never for the whole of a large request queued before it. A batch is cut when the next
+job would push it over the budget, when the next is another request's comment with more windows
+than the batch holds (`company`: a short request's batch is not slowed to a long comment's pace),
+or when its first job has waited `max_wait` seconds. Only the worker touches the model and its
+tokenizer, so the event loop stays free for health checks and rejections while a batch runs.
+
+A request is measured whole before any of its comments runs: one over `max_request_tokens`, or
+holding a comment over `max_comment_tokens`, fails whole (`RequestTooLarge`, `CommentTooLarge`: an
+HTTP 413) without having cost a forward pass. A request whose
+client left is `cancel`led: its jobs still waiting leave the queue.
 
 The queue counts comments, not requests: past `max_queue` waiting comments `submit` raises
-`QueueFull` (an HTTP 429) and the backlog never grows without bound.
+`QueueFull` (an HTTP 429). Jobs leave the count only when they join a running batch, so the count
+never exceeds `max_queue`.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
@@ -19,13 +31,13 @@ import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from kold_span.errors import KoldSpanError
 
 log = logging.getLogger(__name__)
 
-MEASURE_AT_ONCE = 256  # jobs measured in one tokenizer call at most
+MEASURE_AT_ONCE = 64  # jobs measured in one tokenizer call at most (and between two budget checks)
 
 
 class QueueFull(KoldSpanError):
@@ -40,12 +52,37 @@ class Closed(KoldSpanError):
     """The batcher is draining for shutdown and takes no new work."""
 
 
+class CommentTooLarge(KoldSpanError):
+    """One comment's windows come to more tokens than `max_comment_tokens`; none of its request ran."""
+
+    def __init__(self, tokens: int, limit: int):
+        super().__init__(f"comments: one comment is {tokens} tokens (its windows × the longest), over the limit "
+                         f"of {limit} per comment (--max-comment-tokens); split it, or send it to "
+                         "`kold-span predict`")
+        self.tokens, self.limit = tokens, limit
+
+
+class RequestTooLarge(KoldSpanError):
+    """A request's comments come to more tokens than `max_request_tokens`; none of them ran."""
+
+    def __init__(self, tokens: int, limit: int, measured_all: bool):
+        at_least = "" if measured_all else "at least "
+        super().__init__(f"comments: {at_least}{tokens} tokens, over the limit of {limit} per request "
+                         "(--max-request-tokens); send fewer or shorter comments per request")
+        self.tokens, self.limit = tokens, limit
+
+
 @dataclass(frozen=True)
 class Shape:
     """How much of a forward pass one comment fills: its windows and the longest one's tokens."""
 
     windows: int
     longest: int
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of its windows, each padded to the longest."""
+        return self.windows * self.longest
 
 
 def padded_tokens(shapes: Sequence[Shape]) -> int:
@@ -78,14 +115,27 @@ def fits(batch: Sequence[Shape], item: Shape, budget: int) -> bool:
     return not batch or padded_tokens([*batch, item]) <= budget
 
 
-@dataclass
+@dataclass(eq=False)
+class Group:
+    """One request's jobs still waiting, and the tokens of those measured so far."""
+
+    number: int  # arrival order, the tie-break between groups of one size
+    jobs: deque = field(default_factory=deque)
+    weight: int = 0  # the sizes of its jobs still waiting
+    tokens: int = 0
+    checked: bool = False  # measured whole and within the per-request budget
+
+
+@dataclass(eq=False)
 class Job:
     """One comment waiting for the model, with its future and times (`time.monotonic` seconds)."""
 
     payload: Any
     future: Future
     arrived: float
+    group: Group
     shape: Optional[Shape] = None
+    size: int = 1
 
 
 @dataclass(frozen=True)
@@ -105,6 +155,38 @@ class BatchStats:
     comments: int
     tokens: int
     seconds: float
+    requests: int = 1  # how many requests' comments shared the batch
+
+
+def company(batch: Sequence[Job], job: Job) -> bool:
+    """Whether another request's comment may join a batch: only with no more windows than the batch
+    holds, so a short request's batch is not made as slow as a long comment (its own comments always may).
+
+    Example:
+        >>> mine, theirs = Group(0), Group(1)
+        >>> batch = [Job(None, Future(), 0.0, mine, Shape(1, 30))]
+        >>> company(batch, Job(None, Future(), 0.0, theirs, Shape(1, 60)))
+        True
+        >>> company(batch, Job(None, Future(), 0.0, theirs, Shape(54, 128)))
+        False
+        >>> company(batch, Job(None, Future(), 0.0, mine, Shape(54, 128)))
+        True
+    """
+    if not batch or all(j.group is job.group for j in batch):
+        return True
+    assert job.shape is not None
+    return job.shape.windows <= sum(j.shape.windows for j in batch if j.shape is not None)
+
+
+def turn_order(groups: Iterable[Group]) -> list[Group]:
+    """Groups in the order they fill a batch: least work waiting first, then the earliest.
+
+    Example:
+        >>> big, small, later = Group(0, weight=4), Group(1, weight=1), Group(2, weight=1)
+        >>> [g.number for g in turn_order([big, small, later])]
+        [1, 2, 0]
+    """
+    return sorted(groups, key=lambda g: (g.weight, g.number))
 
 
 @dataclass
@@ -113,12 +195,19 @@ class Batcher:
 
     Args:
         run: the model on a batch: payloads → one result per payload, in order.
-        shape: payloads → their `Shape`s, in order (called on the worker thread, on the jobs
-            waiting, at most `MEASURE_AT_ONCE` of them at a time).
+        shape: payloads → their `Shape`s, in order (called on the worker thread, at most
+            `MEASURE_AT_ONCE` payloads at a time).
         max_batch_tokens: padded tokens per forward pass.
         max_wait: seconds the first job of a batch may wait for company.
         max_queue: comments that may wait; more is `QueueFull`.
         on_batch: called on the worker thread after each batch.
+        max_request_tokens: the tokens one request's comments may come to (each comment's windows
+            × its longest window); more fails the request with `RequestTooLarge`. None: no limit.
+        max_comment_tokens: the tokens one comment may come to; a request holding a longer one fails
+            whole with `CommentTooLarge`. A comment runs in one forward pass, so this bounds the
+            longest batch any request can make the others wait for. None: no limit.
+        size: a payload's work, known before measuring (the service: its characters); the request
+            with the least waiting goes first. None: 1 a payload.
 
     Example:
         >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
@@ -136,7 +225,12 @@ class Batcher:
     max_wait: float
     max_queue: int
     on_batch: Optional[Callable[[BatchStats], None]] = None
-    _jobs: deque = field(default_factory=deque, init=False, repr=False)
+    max_request_tokens: Optional[int] = None
+    size: Optional[Callable[[Any], int]] = None
+    max_comment_tokens: Optional[int] = None
+    _groups: list = field(default_factory=list, init=False, repr=False)
+    _queued: int = field(default=0, init=False, repr=False)
+    _numbers: Any = field(default_factory=itertools.count, init=False, repr=False)
     _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     _thread: Optional[threading.Thread] = field(default=None, init=False, repr=False)
@@ -149,15 +243,15 @@ class Batcher:
 
     @property
     def queued(self) -> int:
-        """Comments waiting (not yet in a running batch)."""
-        return len(self._jobs)
+        """Comments waiting (not yet in a running batch); never more than `max_queue`."""
+        return self._queued
 
     def has_room(self) -> bool:
         """Whether one more comment would be accepted now (a cheap check before reading a body)."""
-        return not self._closed and self.queued < self.max_queue
+        return not self._closed and self._queued < self.max_queue
 
     def submit(self, payloads: Sequence[Any]) -> list[Future]:
-        """Queue payloads as jobs, all or none; their futures resolve to `Done`.
+        """Queue one request's payloads as jobs, all or none; their futures resolve to `Done`.
 
         Raises:
             QueueFull: the queue cannot take them all.
@@ -167,14 +261,34 @@ class Batcher:
         with self._cond:
             if self._closed:
                 raise Closed("the service is shutting down")
-            waiting = self.queued
+            waiting = self._queued
             if waiting + len(payloads) > self.max_queue:
                 raise QueueFull(f"{waiting} comments are waiting and the queue holds {self.max_queue} "
                                 f"(--max-queue); {len(payloads)} more do not fit", self.retry_after(waiting))
-            jobs = [Job(p, Future(), now) for p in payloads]
-            self._jobs.extend(jobs)
+            group = Group(next(self._numbers))
+            group.jobs.extend(Job(p, Future(), now, group, size=self.size(p) if self.size else 1) for p in payloads)
+            group.weight = sum(j.size for j in group.jobs)
+            self._groups.append(group)
+            self._queued += len(payloads)
             self._cond.notify()
-        return [j.future for j in jobs]
+        return [j.future for j in group.jobs]
+
+    def cancel(self, futures: Sequence[Future]) -> int:
+        """Take these futures' jobs out of the queue if they are still waiting (their client left);
+        how many were taken out. Jobs already in a batch finish."""
+        wanted = set(map(id, futures))
+        removed = 0
+        with self._cond:
+            for group in self._groups:
+                gone = [j for j in group.jobs if id(j.future) in wanted]
+                for job in gone:
+                    group.jobs.remove(job)
+                    group.weight -= job.size
+                    job.future.cancel()
+                removed += len(gone)
+            self._queued -= removed
+            self._groups = [g for g in self._groups if g.jobs]
+        return removed
 
     def retry_after(self, waiting: int) -> int:
         """Whole seconds until `waiting` comments have likely been served (at least 1)."""
@@ -191,56 +305,112 @@ class Batcher:
         return not self._thread.is_alive()
 
     # -- the worker thread ----------------------------------------------------------------
-    def _waiting(self, deadline: Optional[float]) -> list[Job]:
-        """The jobs waiting (at most MEASURE_AT_ONCE), after waiting for one until `deadline`.
-
-        None as deadline waits until a job comes or the batcher is closed; [] means neither came.
-        """
-        with self._cond:
-            while not self._jobs:
-                if self._closed:
-                    return []
-                timeout = None if deadline is None else deadline - time.monotonic()
-                if timeout is not None and timeout <= 0:
-                    return []
-                self._cond.wait(timeout)
-            return [self._jobs.popleft() for _ in range(min(MEASURE_AT_ONCE, len(self._jobs)))]
+    def _drop(self, group: Group, jobs: Sequence[Job]) -> None:
+        """Take jobs out of the queue (they failed, or joined a batch); call with the lock held."""
+        for job in jobs:
+            group.jobs.remove(job)
+            group.weight -= job.size
+        self._queued -= len(jobs)
+        if not group.jobs:
+            self._groups.remove(group)
 
     def _collect(self) -> list[Job]:
-        """One batch: jobs in arrival order until the budget is full or the first has waited long enough."""
+        """One batch: groups take turns (`turn_order`) until the budget is full or the first job has
+        waited `max_wait`; [] when the batcher is closed and the queue empty."""
         batch: list[Job] = []
-        deadline: Optional[float] = None
         while True:
-            jobs = self._measured(self._waiting(deadline))
-            if not jobs and deadline is not None and time.monotonic() >= deadline:
-                return batch
-            if not jobs and self._closed and not self._jobs:
-                return batch
-            for i, job in enumerate(jobs):
-                if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens):
-                    with self._cond:  # measured, not run: first in line for the next batch
-                        self._jobs.extendleft(reversed(jobs[i:]))
+            with self._cond:
+                order = turn_order(self._groups)
+                if not order:
+                    if not batch and not self._closed:
+                        self._cond.wait()
+                        continue
+                    if not batch:
+                        return []
+                    left = batch[0].arrived + self.max_wait - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return batch
+                    self._cond.wait(left)
+                    continue
+            for i, group in enumerate(order):
+                if not group.checked and not self._check(order, i):
+                    continue
+                with self._cond:
+                    for job in list(group.jobs):
+                        if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens) or \
+                                not company(batch, job):
+                            return batch
+                        self._drop(group, [job])
+                        if job.future.set_running_or_notify_cancel():
+                            batch.append(job)
+            # everything waiting joined the batch: wait for company until the first job's deadline
+            with self._cond:
+                if self._groups:
+                    continue
+                if not batch:
+                    continue
+                left = batch[0].arrived + self.max_wait - time.monotonic()
+                if left <= 0 or self._closed:
                     return batch
-                batch.append(job)
-                if deadline is None:
-                    deadline = job.arrived + self.max_wait
+                self._cond.wait(left)
 
-    def _measured(self, jobs: list[Job]) -> list[Job]:
-        """The jobs with their shapes, in order; a cancelled job (its client left) is dropped, and a job
-        the shape function fails on fails alone."""
-        fresh = [j for j in jobs if j.shape is None and j.future.set_running_or_notify_cancel()]
+    def _check(self, order: list[Group], i: int) -> bool:
+        """Measure `order[i]` whole (with the next groups' jobs as company in the last tokenizer call);
+        whether it is within the per-request budget (a group over it fails whole and leaves)."""
+        group, limit = order[i], self.max_request_tokens
+        todo = [j for j in group.jobs if j.shape is None]
+        while True:
+            longest = max((j.shape.tokens for j in list(group.jobs) if j.shape is not None), default=0)
+            error: Optional[KoldSpanError] = None
+            if limit is not None and group.tokens > limit:
+                error = RequestTooLarge(group.tokens, limit, measured_all=not todo)
+            elif self.max_comment_tokens is not None and longest > self.max_comment_tokens:
+                error = CommentTooLarge(longest, self.max_comment_tokens)
+            if error is not None:
+                with self._cond:
+                    jobs = list(group.jobs)
+                    if jobs:
+                        self._drop(group, jobs)
+                for job in jobs:
+                    if job.future.set_running_or_notify_cancel():
+                        job.future.set_exception(error)
+                return False
+            if not todo:
+                break
+            chunk, todo = todo[:MEASURE_AT_ONCE], todo[MEASURE_AT_ONCE:]
+            if not todo:
+                for later in order[i + 1:]:
+                    room = MEASURE_AT_ONCE - len(chunk)
+                    if room <= 0:
+                        break
+                    chunk += [j for j in list(later.jobs) if j.shape is None][:room]
+            self._measure(chunk)
+        group.checked = True
+        return bool(group.jobs)
+
+    def _measure(self, jobs: list[Job]) -> None:
+        """Give the jobs their shapes; a job the shape function fails on fails alone and leaves."""
         try:
-            shapes = self.shape([j.payload for j in fresh]) if fresh else []
-            for job, shape in zip(fresh, shapes, strict=True):
+            shapes = self.shape([j.payload for j in jobs]) if jobs else []
+            if len(shapes) != len(jobs):
+                raise RuntimeError(f"{len(shapes)} shapes for {len(jobs)} comments")
+            for job, shape in zip(jobs, shapes):
                 job.shape = shape
+                job.group.tokens += shape.tokens
         except Exception:
-            for job in fresh:  # one by one, to find the one that fails
+            for job in jobs:  # one by one, to find the one that fails
+                if job.shape is not None:
+                    continue
                 try:
                     [job.shape] = self.shape([job.payload])
+                    job.group.tokens += job.shape.tokens
                 except Exception as err:
                     log.exception("measuring a comment failed")
-                    job.future.set_exception(err)
-        return [j for j in jobs if j.shape is not None]
+                    with self._cond:
+                        if job in job.group.jobs:
+                            self._drop(job.group, [job])
+                    if job.future.set_running_or_notify_cancel():
+                        job.future.set_exception(err)
 
     def _work(self) -> None:
         while True:
@@ -261,7 +431,8 @@ class Batcher:
                 self._rate = 0.8 * self._rate + 0.2 * rate if self._rate else rate
             if self.on_batch is not None:
                 try:
-                    self.on_batch(BatchStats(len(batch), padded_tokens([j.shape for j in batch]), seconds))
+                    self.on_batch(BatchStats(len(batch), padded_tokens([j.shape for j in batch]), seconds,
+                                             len({id(j.group) for j in batch})))
                 except Exception:
                     log.exception("the batch callback failed")
 

@@ -1,5 +1,9 @@
 """The service's Prometheus metrics, in a registry of its own (one per app, so tests can start several).
 
+Besides the service's own, the process's (prometheus_client's process collector: resident and
+virtual memory, CPU seconds, open file descriptors and their limit, start time), the open HTTP
+connections, and per API key the requests, comments and refusals (labelled by the key's name).
+
 Example:
     >>> m = ServiceMetrics()
     >>> m.answered("/v1/predict", 200, 0.012)
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -42,6 +46,16 @@ class ServiceMetrics:
         self.rejections = Counter("kold_span_rejections", "Requests refused before the model, by reason",
                                   ["reason"], registry=r)
         self.queue = Gauge("kold_span_queue_comments", "Comments waiting for the model", registry=r)
+        self.connections = Gauge("kold_span_open_connections", "HTTP connections open", registry=r)
+        self.cancelled = Counter("kold_span_cancelled_comments", "Comments taken out of the queue: their client left",
+                                 registry=r)
+        self.batch_requests = Histogram("kold_span_batch_requests", "Requests sharing one batch",
+                                        buckets=SIZE_BUCKETS, registry=r)
+        self.key_requests = Counter("kold_span_key_requests", "Requests by API key name and status",
+                                    ["key", "status"], registry=r)
+        self.key_comments = Counter("kold_span_key_comments", "Comments accepted by API key name", ["key"],
+                                    registry=r)
+        ProcessCollector(registry=r)
 
     def answered(self, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
@@ -49,15 +63,27 @@ class ServiceMetrics:
         self.latency.labels(route).observe(seconds)
 
     def rejected(self, reason: str) -> None:
-        """Count one refused request (queue_full, too_large, invalid, loading, shutting_down)."""
+        """Count one refused request (queue_full, too_large, invalid, loading, shutting_down, unauthenticated,
+        forbidden, rate_limited, quota, client_gone)."""
         self.rejections.labels(reason).inc()
 
-    def batch(self, comments: int, tokens: int, seconds: float) -> None:
+    def batch(self, comments: int, tokens: int, seconds: float, requests: int = 1) -> None:
         """Record one batch."""
+        self.batch_requests.observe(requests)
         self.batch_comments.observe(comments)
         self.batch_tokens.observe(tokens)
         self.batch_seconds.observe(seconds)
         self.comments.inc(comments)
+
+    def keyed(self, key: str, status: int, comments: int = 0) -> None:
+        """Count one request of an API key (by its name) and the comments it had accepted."""
+        self.key_requests.labels(key, str(status)).inc()
+        if comments:
+            self.key_comments.labels(key).inc(comments)
+
+    def watch_connections(self, count: Callable[[], int]) -> None:
+        """Read the open connections at each scrape."""
+        self.connections.set_function(count)
 
     def watch_queue(self, length: Callable[[], int]) -> None:
         """Read the queue length at each scrape."""

@@ -7,9 +7,11 @@ the batcher's thread, the only one that touches the model and its tokenizer.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
 
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.inference.inputs import prediction_record
@@ -80,6 +82,47 @@ class RememberedWindows:
             self.kept.pop(window_key(text, context), None)
 
 
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model answers: a name, the SHA-256 of its files (weights, config, tokenizer), the package version."""
+
+    name: str
+    sha256: str
+    version: str
+
+    def header(self) -> str:
+        """The `X-Model` response header: `name; sha256=…; kold-span=…`."""
+        return f"{self.name}; sha256={self.sha256}; kold-span={self.version}"
+
+
+def model_digest(directories: Sequence[Union[str, Path]]) -> str:
+    """The SHA-256 of the model directories' files (relative path, size and bytes of each, in order).
+
+    The same files give the same digest wherever they lie; any changed byte, a file renamed, added or
+    removed, gives another.
+    """
+    digest = hashlib.sha256()
+    for directory in map(Path, directories):
+        files = sorted(p for p in directory.rglob("*") if p.is_file())
+        digest.update(b"%d\0" % len(files))
+        for path in files:
+            digest.update(path.relative_to(directory).as_posix().encode("utf-8") + b"\0%d\0" % path.stat().st_size)
+            with path.open("rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    digest.update(chunk)
+    return digest.hexdigest()
+
+
+def model_name(directories: Sequence[Union[str, Path]]) -> str:
+    """A model's name from its directory: the last two parts of the path (`demo/model`), `+` between members.
+
+    Example:
+        >>> model_name(["/srv/checkpoints/kold_klue/run3/model"]), model_name(["a/m", "b/m"])
+        ('run3/model', 'a/m+b/m')
+    """
+    return "+".join("/".join(Path(d).parts[-2:]) for d in directories)
+
+
 class ServedModel:
     """A `Predictor` (or `Ensemble`) behind the batcher: `shapes` and `run` are its two callables."""
 
@@ -111,6 +154,11 @@ class ServedModel:
             item.windows = len(windows)
             shapes.append(Shape(len(windows), max(len(w["input_ids"]) for w in windows)))
         return shapes
+
+    @staticmethod
+    def size(item: Item) -> int:
+        """A comment's work before it is measured: its characters and its context's (for the turn order)."""
+        return len(item.example.text) + sum(map(len, context_turns(item.example.context)))
 
     def run(self, items: list[Item]) -> list[dict[str, Any]]:
         """Prediction records in order; comments for different annotators go through in separate passes."""

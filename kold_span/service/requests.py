@@ -7,31 +7,44 @@ however malformed, gets past as an exception the service did not expect (a 500).
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from kold_span.data.example import Context, Example
+from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import DataError, KoldSpanError
 from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
 
 
 class RequestError(KoldSpanError, ValueError):
-    """A request the service refuses: the HTTP status, the message and the field it names."""
+    """A request the service refuses: the HTTP status, the message, the field it names, and optional
+    `details` (Perspective's typed error, e.g. `{"errorType": "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE"}`)."""
 
-    def __init__(self, status: int, message: str, field: str = "body"):
+    def __init__(self, status: int, message: str, field: str = "body",
+                 details: Optional[list[dict[str, Any]]] = None):
         super().__init__(message)
-        self.status, self.message, self.field = status, message, field
+        self.status, self.message, self.field, self.details = status, message, field, details
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may hold: bytes of body, comments, characters of one comment or context."""
+    """What one request may hold, in every dimension a client controls (each a `kold-span serve` option).
+
+    `max_chars` bounds one comment, or one comment's context; `max_request_chars` the whole
+    request, comments and contexts together.
+    """
 
     max_bytes: int = 4 * 1024 * 1024
     max_comments: int = 512
     max_chars: int = 20_000
+    max_request_chars: int = 500_000
+    max_context_turns: int = 50
+    max_id_chars: int = 128
+
+
+MAX_FILENAME_CHARS = 200
 
 
 @dataclass
@@ -141,12 +154,41 @@ def _context(value: Any, where: str, limits: Limits) -> Context:
     """A title (string) or dialogue turns (array of strings), within `max_chars` in all."""
     _expect(value, ("string", "array", "null"), where)
     if isinstance(value, list):
+        if len(value) > limits.max_context_turns:
+            raise RequestError(413, f"{where}: {len(value)} turns, over the limit of {limits.max_context_turns} "
+                                    "(--max-context-turns)", where)
         turns = [_text(turn, f"{where}[{i}]", limits, empty_ok=True) for i, turn in enumerate(value)]
         if sum(map(len, turns)) > limits.max_chars:
             raise RequestError(413, f"{where}: {sum(map(len, turns))} characters in all, over the limit of "
                                     f"{limits.max_chars} (--max-chars)", where)
         return turns or None
     return (_text(value, where, limits, empty_ok=True) or None) if value is not None else None
+
+
+def _characters(examples: list[Example]) -> int:
+    """Characters of the comments and their contexts together."""
+    return sum(len(e.text) + sum(map(len, context_turns(e.context))) for e in examples)
+
+
+def _request_size(examples: list[Example], where: str, limits: Limits) -> None:
+    total = _characters(examples)
+    if total > limits.max_request_chars:
+        raise RequestError(413, f"{where}: {total} characters with their contexts, over the limit of "
+                                f"{limits.max_request_chars} per request (--max-request-chars)", where)
+
+
+def _identifier(value: Any, where: str, limits: Limits) -> Optional[str]:
+    """An id: a string or a whole number, at most `max_id_chars` characters (it is echoed back)."""
+    ident = _expect(value, ("string", "number", "null"), where)
+    if isinstance(ident, float):
+        raise RequestError(422, f"{where}: expected a string or a whole number", where)
+    if ident is None:
+        return None
+    text = str(ident)
+    if len(text) > limits.max_id_chars:
+        raise RequestError(413, f"{where}: {len(text)} characters, over the limit of {limits.max_id_chars} "
+                                "(--max-id-chars)", where)
+    return text
 
 
 def _comment_count(items: list[Any], where: str, limits: Limits) -> None:
@@ -183,11 +225,10 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
         context = _context(item.get(key), f"{where}.{key}", limits)
         if key == "title" and isinstance(context, list):
             raise RequestError(422, f"{where}.title: expected string, got array", f"{where}.title")
-        ident = _expect(item.get("id"), ("string", "number", "null"), f"{where}.id")
-        if isinstance(ident, float):
-            raise RequestError(422, f"{where}.id: expected a string or a whole number", f"{where}.id")
-        examples.append(Example(id=str(i + 1) if ident in (None, "") else str(ident),
-                                text=_text(item["text"], f"{where}.text", limits), context=context))
+        ident = _identifier(item.get("id"), f"{where}.id", limits)
+        examples.append(Example(id=ident or str(i + 1), text=_text(item["text"], f"{where}.text", limits),
+                                context=context))
+    _request_size(examples, "comments", limits)
     perspective = body.get("perspective")
     if perspective is not None:
         _expect(perspective, ("object",), "perspective")
@@ -196,6 +237,8 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
     return PredictRequest(examples, perspective)
 
 
+MAX_LANGUAGES = 16
+LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 ANALYZE_FIELDS = ("comment", "context", "requestedAttributes", "spanAnnotations", "languages", "doNotStore",
                   "clientToken", "sessionId", "communityId")
 
@@ -220,6 +263,9 @@ def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
     if body.get("context") is not None:
         entries = _object(body["context"], "context", ("entries",)).get("entries") or []
         _expect(entries, ("array",), "context.entries")
+        if len(entries) > limits.max_context_turns:
+            raise RequestError(413, f"context.entries: {len(entries)} entries, over the limit of "
+                                    f"{limits.max_context_turns} (--max-context-turns)", "context.entries")
         turns = [_object(e, f"context.entries[{i}]", ("text", "type"), ("text",))["text"]
                  for i, e in enumerate(entries)]
         context = _context(turns, "context.entries", limits)
@@ -240,14 +286,25 @@ def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
             raise RequestError(400, f"{where}.scoreThreshold: must lie in [0, 1], got {threshold}",
                                f"{where}.scoreThreshold")
         thresholds[name] = threshold
-    languages = _expect(body.get("languages") or [], ("array",), "languages")
+    languages = _expect(body.get("languages", []) if body.get("languages") is not None else [], ("array",),
+                        "languages")
+    if len(languages) > MAX_LANGUAGES:
+        raise RequestError(400, f"languages: {len(languages)} codes, at most {MAX_LANGUAGES} are read", "languages")
     for i, language in enumerate(languages):
         _expect(language, ("string",), f"languages[{i}]")
+        if not LANGUAGE_CODE.fullmatch(language):
+            raise RequestError(400, f"languages[{i}]: {language[:40]!r} is not a language code such as ko or "
+                                    "ko-KR", f"languages[{i}]")
     for key in ("spanAnnotations", "doNotStore"):
         _expect(body.get(key), ("boolean", "null"), key)
     for key in ("clientToken", "sessionId", "communityId"):
         _expect(body.get(key), ("string", "null"), key)
-    return AnalyzeRequest(Example(id="1", text=text, context=context), thresholds,
+        if len(body.get(key) or "") > limits.max_id_chars:
+            raise RequestError(413, f"{key}: {len(body[key])} characters, over the limit of {limits.max_id_chars} "
+                                    "(--max-id-chars)", key)
+    example = Example(id="1", text=text, context=context)
+    _request_size([example], "comment", limits)
+    return AnalyzeRequest(example, thresholds,
                           span_annotations=bool(body.get("spanAnnotations")), languages=list(languages),
                           client_token=body.get("clientToken"))
 
@@ -262,12 +319,9 @@ def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optiona
     """
     if quoting not in QUOTING:
         raise RequestError(422, f"quoting: must be one of {', '.join(QUOTING)}, got {quoting!r}", "quoting")
-    base = Path(name.replace("\\", "/")).name
-    if not base or base in (".", ".."):
-        raise RequestError(422, "filename: required, e.g. comments.csv (its ending decides how it is read)",
-                           "filename")
+    base = upload_name(name)
     with tempfile.TemporaryDirectory(prefix="kold-span-upload-") as folder:
-        path = Path(folder) / base
+        path = Path(folder) / ("upload" + Path(base).suffix.lower())  # the client's name never touches the disk
         path.write_bytes(data)
         examples: list[Example] = []
         try:
@@ -285,4 +339,33 @@ def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optiona
         where = f"{base}: comment {example.id}"
         _text(example.text, f"{where} text", limits)
         _context(example.context, f"{where} context", limits)
+        if len(example.id) > limits.max_id_chars:
+            raise RequestError(413, f"{where} id: {len(example.id)} characters, over the limit of "
+                                    f"{limits.max_id_chars} (--max-id-chars)", "file")
+    _request_size(examples, base, limits)
     return examples
+
+
+def upload_name(name: str) -> str:
+    r"""The uploaded file's base name, checked: printable, at most `MAX_FILENAME_CHARS` characters.
+
+    Example:
+        >>> upload_name("C:\data\comments.csv")
+        'comments.csv'
+        >>> upload_name("a\x00.csv")
+        Traceback (most recent call last):
+        ...
+        kold_span.service.requests.RequestError: filename: character 2 is a control character; name the file ...
+    """
+    base = Path(name.replace("\\", "/")).name
+    if not base or base in (".", ".."):
+        raise RequestError(422, "filename: required, e.g. comments.csv (its ending decides how it is read)",
+                           "filename")
+    if len(base) > MAX_FILENAME_CHARS:
+        raise RequestError(422, f"filename: {len(base)} characters, over the limit of {MAX_FILENAME_CHARS}",
+                           "filename")
+    bad = next((i for i, ch in enumerate(base) if not ch.isprintable()), None)
+    if bad is not None:
+        raise RequestError(422, f"filename: character {bad + 1} is a control character; name the file like "
+                                "comments.csv", "filename")
+    return base

@@ -1,17 +1,41 @@
-"""Running the app under uvicorn on a socket bound beforehand, and draining on SIGTERM.
+"""Running the app under uvicorn on a socket bound beforehand, guarding connections, draining on SIGTERM.
 
 Binding first lets `kold-span serve` report a port in use as an error (and `--port 0` pick a
-free port it can print). On SIGTERM or Ctrl-C uvicorn stops accepting connections, waits for the
-requests in flight (at most `drain_seconds`), then the app's shutdown finishes the queued comments.
+free port it can print). On SIGTERM or Ctrl-C the app turns `draining` (`/readyz` 503, so a load
+balancer stops sending), uvicorn stops accepting connections, waits for the requests in flight
+(at most `drain_seconds`), then the app's shutdown finishes the queued comments.
+
+uvicorn's HTTP protocol is wrapped (`guarded_protocol`) so that what a client controls before its
+request reaches the app is bounded too: a connection that has not finished its request line and
+headers within `header_timeout` seconds is closed, as is one whose headers pass `max_header_bytes`
+(answered 431), and connections past `max_connections` are closed as they arrive, so clients that
+dribble headers cannot hold every file descriptor.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 import signal
 import socket
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import uvicorn
+from uvicorn.config import HTTP_PROTOCOLS
+from uvicorn.importer import import_from_string
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one connection may do before its request reaches the app (`kold-span serve` options)."""
+
+    max_connections: int = 1000
+    header_timeout: float = 10.0
+    max_header_bytes: int = 16 * 1024
+    keep_alive: int = 5
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -38,17 +62,122 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+HEADERS_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+                     b"connection: close\r\ncontent-length: %d\r\n\r\n%s")
+
+
+class _Guard:
+    """Mixed in before one of uvicorn's HTTP protocols (see the module docstring)."""
+
+    limits: ConnectionLimits = ConnectionLimits()
+    _timer: Optional[asyncio.TimerHandle] = None
+    _header_bytes: int = 0  # -1 once the headers have ended
+    _tail: bytes = b""
+
+    def connection_made(self, transport: Any) -> None:  # noqa: D102
+        super().connection_made(transport)  # type: ignore[misc]
+        if len(self.connections) > self.limits.max_connections:  # type: ignore[attr-defined]
+            log.warning("connection refused: %d open, the limit is %d (--max-connections)",
+                        len(self.connections) - 1, self.limits.max_connections)  # type: ignore[attr-defined]
+            transport.close()
+            return
+        self._await_headers()
+
+    def _await_headers(self) -> None:
+        self._header_bytes, self._tail = 0, b""
+        self._timer = self.loop.call_later(self.limits.header_timeout, self._too_slow)  # type: ignore[attr-defined]
+
+    def _in_request(self) -> bool:
+        cycle = self.cycle  # type: ignore[attr-defined]
+        return cycle is not None and not cycle.response_complete
+
+    def _too_slow(self) -> None:
+        self._timer = None
+        if not self._in_request():
+            log.info("closed a connection that sent no complete request headers in %s s (--header-timeout)",
+                     self.limits.header_timeout)
+            self.transport.close()  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:  # noqa: D102
+        waiting = self._timer is not None
+        if waiting and self._header_bytes >= 0:
+            seen = self._tail + data
+            end = seen.find(b"\r\n\r\n")  # the end of the headers; the body after it is not theirs
+            self._header_bytes += len(data) if end < 0 else max(0, end + 4 - len(self._tail))
+            self._tail = seen[-3:]
+            over = self._header_bytes > self.limits.max_header_bytes
+            if end >= 0:
+                self._header_bytes = -1  # counted whole
+            if over:
+                self._stop_timer()
+                body = (b'{"error": {"code": 431, "status": "INVALID_ARGUMENT", "message": "headers: over %d bytes '
+                        b'(--max-header-bytes)", "field": "headers"}}' % self.limits.max_header_bytes)
+                self.transport.write(HEADERS_TOO_LARGE % (len(body), body))  # type: ignore[attr-defined]
+                self.transport.close()  # type: ignore[attr-defined]
+                return
+        super().data_received(data)  # type: ignore[misc]
+        if waiting and self._in_request():
+            self._stop_timer()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def on_response_complete(self) -> None:  # noqa: D102
+        super().on_response_complete()  # type: ignore[misc]
+        if not self.transport.is_closing():  # type: ignore[attr-defined]
+            self._await_headers()
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:  # noqa: D102
+        self._stop_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+def guarded_protocol(http: str, limits: ConnectionLimits) -> type:
+    """uvicorn's protocol class `http` ("auto", "h11", "httptools") with the guard mixed in."""
+    base = import_from_string(HTTP_PROTOCOLS[http])
+    return type(f"Guarded{base.__name__}", (_Guard, base), {"limits": limits})
+
+
 def _drained(signum: int, frame: Any) -> None:
     """After a graceful shutdown uvicorn raises the signal it stopped for again; by then all is done."""
 
 
-def run(app: Any, sock: socket.socket, access_log: bool = False, drain_seconds: float = 60.0,
-        log_level: str = "info") -> uvicorn.Server:
-    """Serve `app` on `sock` until SIGTERM or SIGINT (or `server.should_exit`); returns the server."""
-    config = uvicorn.Config(app, lifespan="on", access_log=access_log, log_level=log_level,
-                            timeout_graceful_shutdown=drain_seconds)
+def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: str = "info",
+        connections: ConnectionLimits = ConnectionLimits(), http: str = "auto",
+        drain_delay: float = 0.0, created: Optional[Callable[[uvicorn.Server], None]] = None) -> uvicorn.Server:
+    """Serve `app` on `sock` until SIGTERM or SIGINT (or `server.should_exit`); returns the server.
+
+    The first signal turns the service `draining` (`/readyz` 503) and, `drain_delay` seconds later,
+    starts uvicorn's shutdown; a second signal starts it at once. The access log is the app's own
+    (`middleware.Front`), so uvicorn's, which would show query strings, stays off. `created` is
+    called with the uvicorn server before it starts (tests stop it through `should_exit`).
+    """
+    config = uvicorn.Config(app, lifespan="on", access_log=False, log_level=log_level,
+                            timeout_graceful_shutdown=drain_seconds, http=guarded_protocol(http, connections),
+                            limit_concurrency=connections.max_connections, timeout_keep_alive=connections.keep_alive,
+                            h11_max_incomplete_event_size=connections.max_header_bytes, server_header=False)
     server = uvicorn.Server(config)
-    app.state.service.on_failure = lambda err: setattr(server, "should_exit", True)
+    service = app.state.service
+    service.on_failure = lambda err: setattr(server, "should_exit", True)
+    service.metrics.watch_connections(lambda: len(server.server_state.connections))
+    original = server.handle_exit
+
+    def handle_exit(sig: int, frame: Any) -> None:
+        if service.draining or drain_delay <= 0:
+            service.draining = True
+            original(sig, frame)
+            return
+        service.draining = True  # /readyz says 503 "draining" from the first signal on
+        log.info("draining: /readyz says 503; the listener closes in %s s (--drain-delay)", drain_delay)
+        timer = threading.Timer(drain_delay, original, (sig, frame))
+        timer.daemon = True
+        timer.start()
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    if created is not None:
+        created(server)
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, _drained) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:

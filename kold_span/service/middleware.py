@@ -1,0 +1,198 @@
+"""The ASGI layer in front of the routes: request ids, header limits, the Host allow-list, headers, metrics, access log.
+
+`Front` wraps the whole app. For each HTTP request it takes the client's `X-Request-ID` (or makes
+one) and puts it in the response, in the error body and in every log line written while the request
+is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431)
+and a `Host` not on the allow-list (400) before any route runs; adds the timing and model headers;
+counts the request in `/metrics` by route and status; and writes the access log line. A client that
+left before its answer is counted with status 499 (nginx's "client closed request") and logged in one
+quiet line, never as a server error.
+"""
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Callable, Optional
+
+from kold_span.service.metrics import ServiceMetrics
+
+log = logging.getLogger(__name__)
+access = logging.getLogger("kold_span.access")
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("kold_span_request_id", default="-")
+GIVEN_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+TIMING = "kold_span.timing"  # the scope key where handlers leave their queue and inference seconds
+KEY_NAME = "kold_span.key"  # the scope key where the API key check leaves the key's name
+CLIENT_GONE = 499
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds `request_id` to every log record (`-` outside a request), for a format's `%(request_id)s`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = REQUEST_ID.get()
+        return True
+
+
+def request_id(given: Optional[str]) -> str:
+    """The client's request id when it is a sane token (at most 128 characters), else a fresh one.
+
+    Example:
+        >>> request_id("req-42")
+        'req-42'
+        >>> len(request_id("bad id with spaces")), len(request_id(None))
+        (32, 32)
+    """
+    if given and GIVEN_ID.fullmatch(given):
+        return given
+    return uuid.uuid4().hex
+
+
+def error_body(status: int, message: str, field: str, request: str,
+               details: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
+    """`{"error": {"code", "status", "message", "field", "requestId"[, "details"]}}`, Google's error shape.
+
+    Example:
+        >>> error_body(413, "too big", "body", "r1")["error"]["status"]
+        'INVALID_ARGUMENT'
+    """
+    name = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 422: "INVALID_ARGUMENT", 431: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+            503: "UNAVAILABLE", 500: "INTERNAL"}.get(status) or HTTPStatus(status).name
+    error: dict[str, Any] = {"code": status, "status": name, "message": message, "field": field, "requestId": request}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    """Whether a Host header (port removed) is on the list; `*.example.com` takes any subdomain.
+
+    Example:
+        >>> host_allowed("api.example.com:8080", ("*.example.com",)), host_allowed("evil.com", ("example.com",))
+        (True, False)
+    """
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host  # an IPv6 literal keeps its colons
+    name = name.strip("[]").lower()
+    for pattern in allowed:
+        pattern = pattern.lower()
+        if pattern == "*" or name == pattern or (pattern.startswith("*.") and name.endswith(pattern[1:])):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    """What `Front` checks and adds."""
+
+    routes: tuple[str, ...]
+    max_headers: int = 100
+    max_header_bytes: int = 16 * 1024
+    allowed_hosts: tuple[str, ...] = ()
+    access_log: Optional[str] = None  # None, "text" or "json"
+
+
+class Front:
+    """The outermost ASGI middleware (see the module docstring)."""
+
+    def __init__(self, app: Any, metrics: ServiceMetrics, settings: FrontSettings,
+                 model_header: Callable[[], Optional[str]]):
+        self.app, self.metrics, self.settings, self.model_header = app, metrics, settings, model_header
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = scope.get("headers", [])
+        given = next((v for k, v in headers if k == b"x-request-id"), b"").decode("latin-1")
+        rid = request_id(given)
+        token = REQUEST_ID.set(rid)
+        scope["kold_span.request_id"] = rid
+        timing = scope[TIMING] = {"queue": 0.0, "inference": 0.0}
+        status = 500
+        started_response = False
+
+        async def send_with_headers(message: dict) -> None:
+            nonlocal status, started_response
+            if message["type"] == "http.response.start":
+                status, started_response = message["status"], True
+                extra = [(b"x-request-id", rid.encode()),
+                         (b"x-queue-time", f"{timing['queue'] * 1000:.1f}".encode()),
+                         (b"x-inference-time", f"{timing['inference'] * 1000:.1f}".encode())]
+                model = self.model_header()
+                if model:
+                    extra.append((b"x-model", model.encode("utf-8")))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        try:
+            refusal = self._refusal(headers)
+            if refusal is not None:
+                code, message, field = refusal
+                await self._send_error(send_with_headers, code, message, field, rid)
+            else:
+                await self.app(scope, receive, send_with_headers)
+        except Exception as err:
+            if not _client_gone(err):
+                raise
+            status = CLIENT_GONE
+        finally:
+            if status == 500 and not started_response:  # nothing was sent: the client went first
+                status = CLIENT_GONE
+            seconds = time.perf_counter() - started
+            path = scope.get("path", "")
+            self.metrics.answered(path if path in self.settings.routes else "other", status, seconds)
+            if status == CLIENT_GONE:
+                log.info("%s %s: the client left before its answer", scope.get("method"), path[:200])
+            self._access(scope, status, seconds, rid)
+            REQUEST_ID.reset(token)
+
+    def _refusal(self, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
+        s = self.settings
+        if len(headers) > s.max_headers:
+            return 431, f"headers: {len(headers)}, over the limit of {s.max_headers} (--max-headers)", "headers"
+        size = sum(len(k) + len(v) for k, v in headers)
+        if size > s.max_header_bytes:
+            return 431, f"headers: {size} bytes, over the limit of {s.max_header_bytes} (--max-header-bytes)", \
+                "headers"
+        if s.allowed_hosts:
+            host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
+            if not host_allowed(host, s.allowed_hosts):
+                return 400, f"Host: {host[:100]!r} is not served here (--allowed-hosts)", "Host"
+        return None
+
+    async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:
+        body = json.dumps(error_body(status, message, field, rid)).encode("utf-8")
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    def _access(self, scope: dict, status: int, seconds: float, rid: str) -> None:
+        form = self.settings.access_log
+        if form is None:
+            return
+        client = scope.get("client") or ("-", 0)
+        # the path only: a query may hold an API key (?key=), which is never logged
+        fields = {"request_id": rid, "method": scope.get("method"), "path": scope.get("path", "")[:200],
+                  "status": status, "ms": round(seconds * 1000, 1), "client": client[0],
+                  "key": scope.get(KEY_NAME)}
+        if form == "json":
+            access.info(json.dumps(fields, ensure_ascii=False))
+        else:
+            access.info("%s %s %s %d %.1f ms%s", client[0], fields["method"], fields["path"], status, fields["ms"],
+                        f" key={fields['key']}" if fields["key"] else "")
+
+
+def _client_gone(err: BaseException) -> bool:
+    """Whether an exception means the client went away (a disconnect, a reset), not a server fault."""
+    from starlette.requests import ClientDisconnect
+
+    return isinstance(err, (ClientDisconnect, ConnectionResetError, BrokenPipeError))
