@@ -336,8 +336,12 @@ def test_slow_headers_are_cut_off_and_connections_past_the_cap_are_closed(http):
         assert http_request(port)[0] == 200  # and the service still answers
 
 
-def test_the_model_digest_changes_with_any_byte_and_not_with_the_folder(tmp_path):
-    from kold_span.service.model import model_digest
+def test_the_model_identity_changes_with_any_byte_and_not_with_the_folder(tmp_path):
+    """What X-Model and /info name: `Predictor.identity`, the manifest's digest of the directory."""
+    from kold_span.models.manifest import directory_identity
+
+    def model_digest(folders):
+        return directory_identity(folders[0])
 
     one, two = tmp_path / "a" / "model", tmp_path / "b" / "model"
     for folder in (one, two):

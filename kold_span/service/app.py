@@ -108,7 +108,7 @@ class Service:
         threading.Thread(target=self._load, name="kold-span-loader", daemon=True).start()
 
     def _load(self) -> None:
-        from kold_span.service.model import model_digest, model_name
+        from kold_span.service.model import model_name
 
         try:
             started = time.monotonic()
@@ -117,7 +117,7 @@ class Service:
             file = s.attributes_file
             self.attributes = load_attributes(file, model.tasks) if file else default_attributes(model.tasks)
             self.identity = ModelIdentity(s.model_name or model_name(s.models) or "unnamed",
-                                          model_digest(s.models) if s.models else "unknown",
+                                          model.predictor.identity if s.models else "unknown",
                                           versions()["kold-span"])
             self.model = model
             batcher = Batcher(model.run, model.shapes, s.max_batch_tokens, s.max_wait_ms / 1000, s.max_queue,

@@ -7,7 +7,6 @@ the batcher's thread, the only one that touches the model and its tokenizer.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,24 +92,6 @@ class ModelIdentity:
     def header(self) -> str:
         """The `X-Model` response header: `name; sha256=…; kold-span=…`."""
         return f"{self.name}; sha256={self.sha256}; kold-span={self.version}"
-
-
-def model_digest(directories: Sequence[Union[str, Path]]) -> str:
-    """The SHA-256 of the model directories' files (relative path, size and bytes of each, in order).
-
-    The same files give the same digest wherever they lie; any changed byte, a file renamed, added or
-    removed, gives another.
-    """
-    digest = hashlib.sha256()
-    for directory in map(Path, directories):
-        files = sorted(p for p in directory.rglob("*") if p.is_file())
-        digest.update(b"%d\0" % len(files))
-        for path in files:
-            digest.update(path.relative_to(directory).as_posix().encode("utf-8") + b"\0%d\0" % path.stat().st_size)
-            with path.open("rb") as stream:
-                while chunk := stream.read(1 << 20):
-                    digest.update(chunk)
-    return digest.hexdigest()
 
 
 def model_name(directories: Sequence[Union[str, Path]]) -> str:
