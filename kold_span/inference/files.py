@@ -52,8 +52,8 @@ class ReadOptions:
 
 
 def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
-                   precision: str = "auto") -> Predictor:
-    """One model directory as a `Predictor`, several as an `Ensemble` of them.
+                   precision: str = "auto", runtime: str = "auto") -> Predictor:
+    """One model directory as a `Predictor`, several as an `Ensemble` of them; `runtime` runs each one's network.
 
     Example:
         >>> load_predictor(["no/such/model"])
@@ -62,5 +62,5 @@ def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
         FileNotFoundError: model directory no/such/model does not exist
     """
     if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, precision=precision)
-    return Predictor.from_pretrained(directories[0], device=device, precision=precision)
+        return Ensemble.from_pretrained(directories, device=device, precision=precision, runtime=runtime)
+    return Predictor.from_pretrained(directories[0], device=device, precision=precision, runtime=runtime)

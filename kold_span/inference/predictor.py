@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from kold_span.config.choices import SnapMode
+from kold_span.config.choices import Runtime, SnapMode
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError, ModelFormatError
@@ -27,8 +28,9 @@ from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
-from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, autocast,
-                                         check_batch_size, resolve_precision, to_host)
+from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, check_batch_size,
+                                         resolve_precision, to_host)
+from kold_span.inference.runtimes import (ONNX_KEY, OnnxNetwork, TorchNetwork, choose_runtime, graph_entry)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -122,7 +124,7 @@ class Predictor:
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
                  companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
-                 precision: str = "auto"):
+                 precision: str = "auto", network: Optional[OnnxNetwork] = None):
         device = checked_device(device)
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
@@ -133,7 +135,9 @@ class Predictor:
         self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
-        self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
+        # What runs the network (`runtimes`): the torch model under autocast, or an exported ONNX graph.
+        self.network = network or TorchNetwork(self.model, self.device, resolve_precision(precision, self.device))
+        self.precision = self.network.precision  # bf16, fp16 or fp32 (torch); onnx-fp32, onnx-int8-dynamic, ...
 
     # -- saving and loading -------------------------------------------------------------
     def save_pretrained(self, directory: Union[str, Path]) -> Path:
@@ -154,6 +158,10 @@ class Predictor:
             "ngram": sorted(self.companions),
             "encoder": self.model.encoder.config.to_dict(),
         }
+        if isinstance(self.network, OnnxNetwork):  # the graph it runs goes along (a spaCy pipeline's copy, say)
+            if self.network.path.resolve() != (directory / self.network.entry.file).resolve():
+                shutil.copyfile(self.network.path, directory / self.network.entry.file)
+            config[ONNX_KEY] = self.network.entry.to_dict()
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
         state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
         save_file(state, str(directory / WEIGHTS_NAME))
@@ -162,12 +170,16 @@ class Predictor:
         return directory
 
     @classmethod
-    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto") -> "Predictor":
+    def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto",
+                        runtime: str = "auto") -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
 
         `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU and
         fp32 on any CPU; "bf16" on a CPU is faster where it has bf16 instructions, and changes some
-        labels and spans); the weights stay float32.
+        labels and spans); the weights stay float32. `runtime` is what runs
+        the network (`runtimes.choose_runtime`): "torch", "onnx" (the graph `kold-span export`
+        wrote into the directory, on the CPU) or "auto" (that graph when there is one, the device is
+        the CPU and `precision` is auto; torch otherwise).
 
         Example:
             >>> Predictor.from_pretrained("no/such/model")
@@ -180,6 +192,9 @@ class Predictor:
 
         directory = Path(directory)
         config = read_model_config(directory)
+        device = checked_device(device)
+        entry = graph_entry(config, directory)
+        chosen = choose_runtime(runtime, entry, directory, device, precision)
         tasks = [Task.from_dict(t) for t in config["tasks"]]
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
         if config.get("morpheme_pretokenize"):
@@ -196,13 +211,14 @@ class Predictor:
         except RuntimeError as err:
             raise ModelFormatError(f"{directory / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
+        network = OnnxNetwork(directory / entry.file, entry, tasks) if chosen is Runtime.ONNX and entry else None
         return cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
                    context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
                    snap=config["align"]["snap"], trim=config["align"]["trim"],
                    morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
                    perspective=config.get("perspective"),
                    companions=load_companions(directory, config.get("ngram", [])), device=device,
-                   precision=precision)
+                   precision=precision, network=network)
 
     # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
     def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
@@ -228,12 +244,7 @@ class Predictor:
     @torch.inference_mode()
     def run_network(self, prepared: PreparedChunk) -> list[HostProbs]:
         """Every batch of a prepared chunk through the network; each batch's probabilities copied to the host once."""
-        outputs = []
-        with autocast(self.device, self.precision):
-            for _rows, inputs in prepared.batches:
-                logits = self.model(*(t.to(self.device, non_blocking=True) for t in inputs))
-                outputs.append(to_host(self.tasks, logits))
-        return outputs
+        return [to_host(self.tasks, self.network(inputs)) for _rows, inputs in prepared.batches]
 
     def merge(self, prepared: PreparedChunk, outputs: list[HostProbs]) -> list[MergedExample]:
         """Per-example outputs of a chunk: its windows merged, n-gram companions fused."""

@@ -1,0 +1,185 @@
+"""ONNX export and the ONNX Runtime: float32 predicts what torch float32 does; int8 exports and runs.
+
+The tolerance: a float32 graph's probabilities may differ from torch's by at most `TOLERANCE`
+(1e-5, written outputs being rounded to 6 decimals; the export itself refuses a graph more than
+1e-4 off, and observed differences are under 1e-6), and its labels and span offsets are the
+same. int8 changes the numbers: its quality is measured (docs/benchmarks/throughput.md), not
+asserted here; these tests check that it exports, is int8 and runs through every entry point.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import onnx
+import pytest
+
+from conftest import FIXTURES, SAMPLE, untrained_model
+from kold_span.cli.main import main
+from kold_span.config.choices import Runtime
+from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
+from kold_span.inference.export import GRAPH_FILES, export_onnx
+from kold_span.inference.files import load_predictor
+from kold_span.inference.predictor import Predictor
+from kold_span.inference.runtimes import OnnxNetwork, TorchNetwork
+
+TOLERANCE = 1e-5
+MODEL_V1 = FIXTURES / "model_v1"
+TEXTS = ["이 쓰레기 같은 정치인들", "좋은 기사 감사합니다", "", "너 진짜 한심하다 " * 12, "오늘 경기 정말 재밌었어요"]
+CONTEXTS = [None, "국회 본회의 통과", ["첫 댓글", "두 번째 댓글"], "스포츠", None]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict[str, Path]:
+    """An untrained model directory, and copies of it with a float32 and a dynamic int8 graph."""
+    root = tmp_path_factory.mktemp("onnx")
+    plain = untrained_model(root / "plain", max_length=16)  # short windows: the long text has several
+    out = {"torch": plain}
+    for quantize in ("none", "int8"):
+        out[quantize] = shutil.copytree(plain, root / quantize)
+        export_onnx(out[quantize], quantize=quantize)
+    return out
+
+
+def offsets(prediction: dict) -> list[tuple[str, int, int]]:
+    return [(s["type"], s["start"], s["end"]) for s in prediction["spans"]]
+
+
+def decided(prediction: dict) -> dict:
+    return {task: out["label"] for task, out in prediction["labels"].items()}
+
+
+def assert_same_predictions(expected: list[dict], got: list[dict]) -> None:
+    """Same labels and span offsets; every probability and span score within TOLERANCE."""
+    assert len(expected) == len(got)
+    for e, g in zip(expected, got):
+        assert decided(e) == decided(g)
+        assert offsets(e) == offsets(g)
+        for task, out in e["labels"].items():
+            for label, p in out["probs"].items():
+                assert abs(p - g["labels"][task]["probs"][label]) <= TOLERANCE, (task, label)
+        for es, gs in zip(e["spans"], g["spans"]):
+            assert abs(es["score"] - gs["score"]) <= TOLERANCE
+
+
+def test_float32_graph_predicts_what_torch_float32_does(exported):
+    torch_predictor = Predictor.from_pretrained(exported["none"], precision="fp32", runtime="torch")
+    onnx_predictor = Predictor.from_pretrained(exported["none"], runtime="onnx")
+    assert isinstance(onnx_predictor.network, OnnxNetwork) and onnx_predictor.precision == "onnx-fp32"
+    expected = torch_predictor.predict(TEXTS, CONTEXTS, batch_size=2)
+    assert any(p["spans"] for p in expected)  # an untrained model marks spans: the comparison has some to compare
+    assert_same_predictions(expected, onnx_predictor.predict(TEXTS, CONTEXTS, batch_size=2))
+    # The graph's batch and length axes are dynamic: one batch of everything gives the same.
+    assert_same_predictions(expected, onnx_predictor.predict(TEXTS, CONTEXTS, batch_size=64))
+
+
+def test_the_graph_is_named_in_config_json_and_auto_runs_it(exported):
+    config = json.loads((exported["int8"] / "config.json").read_text(encoding="utf-8"))
+    assert config["onnx"]["file"] == GRAPH_FILES["int8"] and config["onnx"]["calibration"] == "dynamic"
+    assert config["onnx"]["outputs"] == ["OFF", "OFF_span"]
+    assert Predictor.from_pretrained(exported["int8"]).precision == "onnx-int8-dynamic"  # auto: the graph
+    assert isinstance(Predictor.from_pretrained(exported["torch"]).network, TorchNetwork)  # auto: no graph, torch
+    # An explicit precision is torch's autocast: auto keeps torch for it, onnx refuses it.
+    assert Predictor.from_pretrained(exported["int8"], precision="fp32").precision == "fp32"
+    with pytest.raises(ArgumentError, match="precision bf16 is torch's autocast"):
+        Predictor.from_pretrained(exported["int8"], precision="bf16", runtime="onnx")
+
+
+def test_int8_graph_is_int8_and_predicts_every_text(exported):
+    graph = onnx.load(str(exported["int8"] / GRAPH_FILES["int8"]))
+    ops = {node.op_type for node in graph.graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops
+    predictions = Predictor.from_pretrained(exported["int8"], runtime="onnx").predict(TEXTS, CONTEXTS)
+    assert [sorted(p["labels"]) for p in predictions] == [["OFF"]] * len(TEXTS)
+    for p in predictions:
+        assert sum(p["labels"]["OFF"]["probs"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_static_int8_calibrates_on_a_file_of_texts(exported, tmp_path):
+    directory = shutil.copytree(exported["torch"], tmp_path / "static")
+    entry = export_onnx(directory, quantize="int8", calibrate=SAMPLE / "comments.txt", calibration_texts=20)
+    assert entry.precision == "onnx-int8-static"
+    ops = {node.op_type for node in onnx.load(str(directory / entry.file)).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    assert len(Predictor.from_pretrained(directory, runtime="onnx").predict(TEXTS, CONTEXTS)) == len(TEXTS)
+
+
+def test_exporting_again_replaces_the_graph(exported, tmp_path):
+    directory = shutil.copytree(exported["none"], tmp_path / "again")
+    export_onnx(directory, quantize="int8")
+    assert not (directory / GRAPH_FILES["none"]).exists() and (directory / GRAPH_FILES["int8"]).exists()
+    assert json.loads((directory / "config.json").read_text(encoding="utf-8"))["onnx"]["quantize"] == "int8"
+
+
+def test_bad_runtime_options_are_clear_errors(exported, tmp_path):
+    with pytest.raises(ArgumentError, match=r"has no ONNX graph; export one with `kold-span export --model"):
+        Predictor.from_pretrained(exported["torch"], runtime="onnx")
+    with pytest.raises(ArgumentError, match="runtime must be one of"):
+        Predictor.from_pretrained(exported["none"], runtime="tensorrt")
+    with pytest.raises(ArgumentError, match="--calibrate FILE is for --quantize int8"):
+        export_onnx(exported["torch"], quantize="none", calibrate=SAMPLE / "comments.txt")
+    broken = shutil.copytree(exported["none"], tmp_path / "broken")
+    (broken / GRAPH_FILES["none"]).unlink()
+    with pytest.raises(ModelFormatError, match="names the ONNX graph model.onnx, which is missing"):
+        Predictor.from_pretrained(broken)
+    (broken / GRAPH_FILES["none"]).write_bytes(b"not a graph")
+    with pytest.raises(ModelFormatError, match="ONNX Runtime cannot load this graph"):
+        Predictor.from_pretrained(broken)
+
+
+def test_predict_runtime_onnx_without_a_graph_is_one_line(exported, tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    assert main(["predict", "--model", str(exported["torch"]), "--input", str(SAMPLE / "comments.txt"),
+                 "--output", str(out), "--runtime", "onnx", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kold-span predict: error: runtime onnx: the model directory") and "export" in err
+    assert not out.exists()
+
+
+def test_cli_export_then_predict_runtime_onnx_gives_the_fixture_predictions(tmp_path, capsys):
+    """model_v1's predictions.jsonl were written by torch float32; its exported float32 graph gives the same."""
+    directory = shutil.copytree(MODEL_V1 / "model", tmp_path / "model")
+    assert main(["export", "--model", str(directory), "--format", "onnx"]) == 0
+    assert "wrote model.onnx (onnx-fp32)" in capsys.readouterr().out
+    out = tmp_path / "predictions.jsonl"
+    assert main(["predict", "--model", str(directory), "--input", str(MODEL_V1 / "inputs.jsonl"),
+                 "--output", str(out), "--runtime", "onnx", "--quiet"]) == 0
+    expected = [json.loads(line) for line in (MODEL_V1 / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [p["id"] for p in got] == [p["id"] for p in expected]
+    assert_same_predictions(expected, got)
+
+
+def test_cli_export_int8_and_an_ensemble_run_on_onnx(exported, tmp_path, capsys):
+    directory = shutil.copytree(exported["torch"], tmp_path / "model")
+    assert main(["export", "--model", str(directory), "--format", "onnx", "--quantize", "int8"]) == 0
+    ensemble = load_predictor([directory, exported["none"]], runtime=Runtime.ONNX)
+    assert [m.precision for m in ensemble.members] == ["onnx-int8-dynamic", "onnx-fp32"]
+    assert len(ensemble.predict(TEXTS, CONTEXTS)) == len(TEXTS)
+
+
+def test_a_saved_onnx_predictor_carries_its_graph(exported, tmp_path):
+    """`save_pretrained` (a spaCy pipeline's `to_disk`) copies the graph it runs, so the copy runs it too."""
+    predictor = Predictor.from_pretrained(exported["int8"], runtime="onnx")
+    copy = predictor.save_pretrained(tmp_path / "copy")
+    again = Predictor.from_pretrained(copy, runtime="onnx")
+    assert again.precision == "onnx-int8-dynamic"
+    assert again.predict(TEXTS, CONTEXTS) == predictor.predict(TEXTS, CONTEXTS)
+
+
+def test_the_spacy_component_and_a_ray_worker_take_the_runtime(exported):
+    import spacy
+
+    from kold_span.inference.ray_engine import RayOptions, ShardPredictor
+
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("kold_span", config={"model": str(exported["none"]), "runtime": "onnx"})
+    doc = nlp("이 쓰레기 같은 정치인들")
+    assert nlp.get_pipe("kold_span").predictor.precision == "onnx-fp32"
+    torch_doc = Predictor.from_pretrained(exported["none"], precision="fp32", runtime="torch").predict([doc.text])[0]
+    assert_same_predictions([torch_doc], [doc._.kold_prediction])
+    worker = ShardPredictor([str(exported["int8"])], RayOptions(runtime="onnx"))
+    assert worker.predictor.precision == "onnx-int8-dynamic"
+    with pytest.raises(KoldSpanError):
+        ShardPredictor([str(exported["torch"])], RayOptions(runtime="onnx"))
