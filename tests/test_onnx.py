@@ -9,6 +9,7 @@ asserted here; these tests check that it exports, is int8 and runs through every
 from __future__ import annotations
 
 import json
+import time
 import shutil
 from pathlib import Path
 
@@ -183,3 +184,47 @@ def test_the_spacy_component_and_a_ray_worker_take_the_runtime(exported):
     assert worker.predictor.precision == "onnx-int8-dynamic"
     with pytest.raises(KoldSpanError):
         ShardPredictor([str(exported["torch"])], RayOptions(runtime="onnx"))
+
+
+def test_the_service_answers_what_predict_runtime_onnx_writes(exported, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from kold_span.inference.ensemble import load_predictor as serve_loader
+    from kold_span.service.app import Settings, create_app
+
+    comments = [{"id": str(i), "text": text, **({"context": context} if context else {})}
+                for i, (text, context) in enumerate(zip(TEXTS, CONTEXTS)) if text]  # the service refuses ""
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in comments), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["predict", "--model", str(exported["int8"]), "--input", str(source), "--output", str(out),
+                 "--runtime", "onnx", "--quiet"]) == 0
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    app = create_app(Settings(models=(str(exported["int8"]),)), lambda: serve_loader([exported["int8"]], runtime="onnx"))
+    with TestClient(app) as client:
+        for _ in range(3000):
+            if client.get("/health").status_code == 200:
+                break
+            time.sleep(0.1)
+        response = client.post("/v1/predict", json={"comments": comments})
+        assert response.status_code == 200, response.text
+        assert [p["id"] for p in response.json()["predictions"]] == [p["id"] for p in written]
+        assert_same_predictions(written, response.json()["predictions"])  # other batches: rounding may differ
+        assert client.get("/info").json()["encoder"]["layers"] == 1
+
+
+@pytest.mark.slow
+def test_kold_span_serve_runtime_onnx_serves_int8_and_refuses_a_directory_without_a_graph(exported, tmp_path):
+    from service_model import post, running_server
+
+    comments = [{"id": "a", "text": TEXTS[0]}, {"id": "b", "text": TEXTS[3], "title": "스포츠"}]
+    with running_server([exported["int8"]], "--runtime", "onnx", "--threads", "1", log_dir=tmp_path) as server:
+        status, body = post(server.url + "v1/predict", {"comments": comments})
+    assert status == 200
+    expected = Predictor.from_pretrained(exported["int8"], runtime="onnx").predict(
+        [c["text"] for c in comments], [c.get("title") for c in comments])
+    assert_same_predictions(expected, body["predictions"])
+    (tmp_path / "second").mkdir()
+    with running_server([exported["torch"]], "--runtime", "onnx", log_dir=tmp_path / "second", ready=False) as server:
+        assert server.process.wait(300) == 2
+    assert "runtime onnx: the model directory" in server.output()
