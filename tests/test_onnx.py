@@ -112,9 +112,12 @@ def test_bad_runtime_options_are_clear_errors(exported, tmp_path):
     (broken / GRAPH_FILES["none"]).unlink()
     with pytest.raises(ModelFormatError, match="names the ONNX graph model.onnx, which is missing"):
         Predictor.from_pretrained(broken)
+    assert Predictor.from_pretrained(broken, runtime="torch").precision == "fp32"  # torch never reads the graph
     (broken / GRAPH_FILES["none"]).write_bytes(b"not a graph")
     with pytest.raises(ModelFormatError, match="ONNX Runtime cannot load this graph"):
         Predictor.from_pretrained(broken)
+    export_onnx(broken)  # what both messages advise
+    assert Predictor.from_pretrained(broken).precision == "onnx-fp32"
 
 
 def test_predict_runtime_onnx_without_a_graph_is_one_line(exported, tmp_path, capsys):

@@ -193,7 +193,8 @@ class Predictor:
         directory = Path(directory)
         config = read_model_config(directory)
         device = checked_device(device)
-        entry = graph_entry(config, directory)
+        # torch never reads the graph: a directory whose graph went missing still loads, and exports again.
+        entry = None if Runtime.parse(runtime, "runtime") is Runtime.TORCH else graph_entry(config, directory)
         chosen = choose_runtime(runtime, entry, directory, device, precision)
         tasks = [Task.from_dict(t) for t in config["tasks"]]
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
