@@ -37,6 +37,10 @@ class GraphEntry:
         >>> GraphEntry.from_dict({"file": "model.int8.onnx", "quantize": "int8", "calibration": "dynamic"},
         ...                      Path("m/config.json")).precision
         'onnx-int8-dynamic'
+        >>> GraphEntry.from_dict({"file": "m.onnx", "quantize": "int4", "calibration": "none"}, Path("m/config.json"))
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ModelFormatError: m/config.json: onnx.quantize must be one of ('none', 'int8'), got 'int4'
         >>> GraphEntry.from_dict({"file": "model.onnx"}, Path("m/config.json"))
         Traceback (most recent call last):
         ...
@@ -73,7 +77,9 @@ class GraphEntry:
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
             raise ModelFormatError(f"{path}: {ONNX_KEY}.file must be a file name inside the model directory, "
                                    f"got {name!r}")
-        Quantization.parse(entry["quantize"], f"{path}: {ONNX_KEY}.quantize")
+        if entry["quantize"] not in Quantization.values():
+            raise ModelFormatError(f"{path}: {ONNX_KEY}.quantize must be one of {Quantization.values()}, "
+                                   f"got {entry['quantize']!r}")
         return cls(file=name, quantize=entry["quantize"], calibration=entry["calibration"],
                    outputs=tuple(entry.get("outputs", ())), opset=int(entry.get("opset", 0)),
                    made_with=str(entry.get("made_with", "")))
