@@ -133,8 +133,12 @@ def trace(predictor: Predictor, path: Path) -> None:
 
 
 def _batch(predictor: Predictor, texts: tuple[str, ...]) -> tuple[torch.Tensor, ...]:
-    """One collated batch of `texts` (no contexts), as the predictor feeds its network."""
-    prepared = predictor.prepare(list(texts), [None] * len(texts), batch_size=len(texts))
+    """Every window of `texts` (no contexts) in one collated batch, as the predictor feeds its network.
+
+    One batch of all windows: the short text's window and the long one's full windows differ in
+    length, so the batch is padded whatever the model's window length.
+    """
+    prepared = predictor.prepare(list(texts), [None] * len(texts), batch_size=10_000)
     return tuple(prepared.batches[0][1])
 
 
