@@ -240,6 +240,9 @@ def main() -> int:
     parser.add_argument("--no-hf", action="store_true", help="leave out the Hugging Face pipeline rows")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks/throughput.md")
     parser.add_argument("--section", default="throughput", help="section of docs/benchmarks/throughput.md to (re)write")
+    parser.add_argument("--save-model", type=Path, metavar="DIR",
+                        help="only save the joint model into DIR and an int8 export of it into DIR-int8 "
+                             "(for bench/serve_load.py), then stop")
     parser.add_argument("--runtimes", action="store_true",
                         help="compare runtimes (torch fp32/bf16, ONNX Runtime fp32/int8) instead of the peers")
     args = parser.parse_args()
@@ -256,6 +259,13 @@ def main() -> int:
                           args.encoder)
     device = joint.device
     bs = args.batch_size
+    if args.save_model:
+        import shutil
+
+        joint.save_pretrained(args.save_model)
+        export_onnx(shutil.copytree(args.save_model, args.save_model.with_name(args.save_model.name + "-int8")),
+                    quantize="int8")
+        return 0
     if args.runtimes:
         return compare_runtimes(joint, examples, source, args)
     setups = {"sequential": (lambda ex: sequential_rows(joint, ex, bs), [joint.model]),
