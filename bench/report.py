@@ -56,6 +56,31 @@ def vector_extensions(flags: str) -> str:
     return ""
 
 
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def isa_flags(flags: Optional[str] = None) -> str:
+    """The vector and matrix extensions int8 and bf16 speed depends on, as /proc/cpuinfo names them.
+
+    VNNI (AVX512-VNNI or AVX-VNNI) multiplies int8 in one instruction, AMX in tiles; without either,
+    int8 goes through AVX2's slower sequence.
+
+    Example:
+        >>> isa_flags("fpu sse2 avx2 avx512f avx512_vnni")
+        'avx2 avx512f avx512_vnni'
+        >>> isa_flags("fpu sse2")
+        'none of avx2, avx512f, avx512_vnni, avx_vnni, avx512_bf16, amx_bf16, amx_int8'
+    """
+    if flags is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        flags = next((line.partition(":")[2] for line in text.splitlines() if line.startswith("flags")), "")
+    present = [flag for flag in ISA_FLAGS if flag in flags.split()]
+    return " ".join(present) if present else "none of " + ", ".join(ISA_FLAGS)
+
+
 def machine_line() -> str:
     """A short description of this machine (CPU model and vector extension, cores, Python)."""
     fields: dict[str, str] = {}

@@ -285,7 +285,8 @@ async def wait_healthy(host: str, port: int, process: subprocess.Popen) -> None:
 
 
 # -- the offline side -----------------------------------------------------------------------------
-def offline(models: list[str], examples: list, batch_size: int, threads: Optional[int], device: str) -> dict:
+def offline(models: list[str], examples: list, batch_size: int, threads: Optional[int], device: str,
+            runtime: str = "auto") -> dict:
     """Comments per second of predict's loop, and the median time of one comment alone."""
     import torch
 
@@ -293,7 +294,7 @@ def offline(models: list[str], examples: list, batch_size: int, threads: Optiona
 
     if threads:
         torch.set_num_threads(threads)
-    predictor = load_predictor(models, device=device)
+    predictor = load_predictor(models, device=device, runtime=runtime)
     list(predictor.predict_examples(examples, batch_size))  # warm-up, and Kiwi's cache
     started = time.perf_counter()
     n = sum(1 for _ in predictor.predict_examples(examples, batch_size))
@@ -313,7 +314,7 @@ async def measure(args: argparse.Namespace, comments: list[dict], offline_rate: 
     log = Path(tempfile.mkdtemp(prefix="kold-span-serve-load-")) / "serve.log"
     options = ["--max-wait-ms", str(args.max_wait_ms), "--max-batch-tokens", str(args.max_batch_tokens),
                "--max-queue", str(args.max_queue), "--max-comments", str(min(256, args.max_queue)),
-               "--device", args.device] + (
+               "--device", args.device, "--runtime", args.runtime] + (
                    ["--threads", str(args.threads)] if args.threads else [])
     process, host, port = start_server(args.model, options, log)
     try:
@@ -439,6 +440,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, help="torch's CPU threads, offline and in the server alike "
                                                     "(default: torch's choice)")
     parser.add_argument("--device", default="cpu", help="where the model runs, offline and in the server")
+    parser.add_argument("--runtime", default="auto", help="torch, onnx or auto, offline and in the server alike")
+    parser.add_argument("--section", default="serve-load",
+                        help="section of docs/SERVICE.md to (re)write; also names bench/results/SECTION.json")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/SERVICE.md")
     args = parser.parse_args()
     for model in args.model:
@@ -450,7 +454,7 @@ def main() -> int:
     examples = corpora.read("kold", SAMPLE)
     comments = [{"id": e.id, "text": e.text, "title": e.context} for e in examples]
     load_before = Path("/proc/loadavg").read_text().split()[0]
-    off = offline(args.model, examples, args.batch_size, args.threads, args.device)
+    off = offline(args.model, examples, args.batch_size, args.threads, args.device, args.runtime)
     print(f"offline: {off['comments_per_s']} comments/s, one comment {off['one_comment_ms']} ms", flush=True)
     served = asyncio.run(measure(args, comments, off["comments_per_s"]))
     config = json.loads((Path(args.model[0]) / "config.json").read_text(encoding="utf-8"))
@@ -463,15 +467,15 @@ def main() -> int:
         "encoder": f"{encoder.get('model_type')}, {encoder.get('num_hidden_layers')} layers, hidden "
                    f"{encoder.get('hidden_size')}, windows of {config['max_length']} tokens",
         "comments": len(comments), "max_wait_ms": args.max_wait_ms, "max_queue": args.max_queue,
-        "burst_seconds": args.burst_seconds, "offline": off, **served,
+        "burst_seconds": args.burst_seconds, "runtime": args.runtime, "offline": off, **served,
     }
-    out = ROOT / "bench/results/serve_load.json"
+    out = ROOT / "bench/results" / f"{args.section.replace('-', '_')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(result, indent=1, ensure_ascii=False))
     if not args.no_docs:
         command = " ".join(["python bench/serve_load.py", *sys.argv[1:]])
-        write_section("serve-load", render(result, command), doc=SERVICE_DOC)
+        write_section(args.section, render(result, command), doc=SERVICE_DOC)
     return 0
 
 

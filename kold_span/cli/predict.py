@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
-from kold_span.config.choices import Precision
+from kold_span.config.choices import Precision, Runtime
 from kold_span.errors import KoldSpanError
 
 
@@ -60,6 +60,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="the network's precision: auto is bf16 on a GPU and fp32 on any CPU; bf16 on a CPU "
                              "with bf16 instructions is faster but changes some labels and spans "
                              "(docs/PREDICTING.md)")
+    parser.add_argument("--runtime", choices=Runtime.values(), default="auto",
+                        help="what runs the network: torch, onnx (the graph `kold-span export` wrote into the model "
+                             "directory, on the CPU) or auto (that graph when there is one, --device is cpu and "
+                             "--precision auto; else torch); see docs/PREDICTING.md")
     ray = parser.add_argument_group("--engine ray: shards over a Ray cluster (docs/SCALE.md)")
     ray.add_argument("--engine", choices=("local", "ray"), default="local",
                      help="local: this process; ray: a pool of Ray workers, one output shard per input shard")
@@ -116,7 +120,8 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     examples, report = read_options(args).open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
-    predictor = load_predictor(args.model, device=args.device, precision=args.precision, verify=args.verify)
+    predictor = load_predictor(args.model, device=args.device, precision=args.precision, runtime=args.runtime,
+                               verify=args.verify)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
         with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
@@ -151,7 +156,7 @@ def run_on_ray(args: argparse.Namespace) -> int:
         raise ArgumentError("--html is for the local engine; with --engine ray, render a shard's output afterwards")
     options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
                          gpus_per_worker=args.gpus_per_worker, address=args.address, shard_format=args.shard_format,
-                         precision=args.precision, batch_size=args.batch_size,
+                         precision=args.precision, runtime=args.runtime, batch_size=args.batch_size,
                          perspective=parse_perspective(args.perspective) if args.perspective else None,
                          read=read_options(args), progress=not args.quiet)
     summary = predict_shards(args.model, shard_paths([args.input]), Path(args.output), options)

@@ -16,6 +16,7 @@ import sys
 from typing import Optional
 
 from kold_span.cli.options import non_negative_float, positive_int
+from kold_span.config.choices import Runtime
 from kold_span.service.requests import Limits
 from kold_span.service.server import ConnectionLimits
 
@@ -59,6 +60,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=port_number, default=8080, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--runtime", choices=Runtime.values(), default="auto",
+                   help="what runs the network: torch, onnx (the graph `kold-span export` wrote into the model "
+                        "directory, on the CPU) or auto (that graph when there is one and --device is cpu)")
     p.add_argument("--threads", type=positive_int,
                    help="torch's CPU threads (default: torch's choice; on a machine shared with other jobs "
                         "1 can be much faster, see docs/SERVICE.md)")
@@ -185,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         if args.threads:
             import torch
             torch.set_num_threads(args.threads)
-        return load_predictor(args.model, device=args.device)
+        return load_predictor(args.model, device=args.device, runtime=args.runtime)
 
     app = create_app(settings, load)
     try:

@@ -134,3 +134,28 @@ class Precision(Choice):
     BF16 = "bf16"
     FP16 = "fp16"
     FP32 = "fp32"
+
+
+class Runtime(Choice):
+    """What runs the network at prediction: torch, ONNX Runtime over the exported graph, or ONNX where there is one.
+
+    Example:
+        >>> Runtime.values()
+        ('auto', 'torch', 'onnx')
+    """
+
+    AUTO = "auto"  # ONNX Runtime when the model directory has an exported graph, else torch
+    TORCH = "torch"
+    ONNX = "onnx"
+
+
+class Quantization(Choice):
+    """The number format of an exported ONNX graph's weights: float32 as trained, or int8.
+
+    Example:
+        >>> Quantization.values()
+        ('none', 'int8')
+    """
+
+    NONE = "none"
+    INT8 = "int8"  # dynamic (activations scaled per batch), or static with a calibration file

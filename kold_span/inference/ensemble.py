@@ -74,9 +74,9 @@ class Ensemble(Predictor):
 
     @classmethod
     def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu",  # type: ignore[override]
-                        precision: str = "auto", verify: bool = True) -> "Ensemble":
+                        precision: str = "auto", runtime: str = "auto", verify: bool = True) -> "Ensemble":
         """Load each model directory (`Predictor.from_pretrained`, its manifest checked unless `verify=False`)."""
-        return cls([Predictor.from_pretrained(d, device=device, precision=precision, verify=verify)
+        return cls([Predictor.from_pretrained(d, device=device, precision=precision, runtime=runtime, verify=verify)
                     for d in directories], [str(d) for d in directories])
 
     @property
@@ -154,8 +154,8 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
     return tuple(float(x) for x in np.mean(rows, axis=0))
 
 
-def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu") -> Predictor:
+def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu", runtime: str = "auto") -> Predictor:
     """One model directory as a `Predictor`, several as an `Ensemble` (what `--model DIR [DIR ...]` loads)."""
     if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device)
-    return Predictor.from_pretrained(directories[0], device=device)
+        return Ensemble.from_pretrained(directories, device=device, runtime=runtime)
+    return Predictor.from_pretrained(directories[0], device=device, runtime=runtime)

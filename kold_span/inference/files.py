@@ -53,8 +53,9 @@ class ReadOptions:
 
 
 def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
-                   precision: str = "auto", verify: bool = True) -> Predictor:
-    """One model directory as a `Predictor`, several as an `Ensemble` of them (manifests checked unless `verify=False`).
+                   precision: str = "auto", runtime: str = "auto", verify: bool = True) -> Predictor:
+    """One model directory as a `Predictor`, several as an `Ensemble` of them; `runtime` runs each one's network,
+    and each manifest is checked unless `verify=False`.
 
     Example:
         >>> load_predictor(["no/such/model"])
@@ -63,5 +64,7 @@ def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
         FileNotFoundError: model directory no/such/model does not exist
     """
     if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, precision=precision, verify=verify)
-    return Predictor.from_pretrained(directories[0], device=device, precision=precision, verify=verify)
+        return Ensemble.from_pretrained(directories, device=device, precision=precision, runtime=runtime,
+                                        verify=verify)
+    return Predictor.from_pretrained(directories[0], device=device, precision=precision, runtime=runtime,
+                                     verify=verify)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.choices import Problem, Runtime, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
@@ -31,8 +32,9 @@ from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
 from kold_span.text.normalize import Normalized, check_steps, normalize, normalize_context
-from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, autocast,
-                                         check_batch_size, resolve_precision, to_host)
+from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, check_batch_size,
+                                         resolve_precision, to_host)
+from kold_span.inference.runtimes import (ONNX_KEY, OnnxNetwork, TorchNetwork, choose_runtime, graph_entry)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -242,7 +244,8 @@ class Predictor:
                  max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
                  morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
                  companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
-                 precision: str = "auto", normalize: Optional[Sequence[str]] = None):
+                 precision: str = "auto", normalize: Optional[Sequence[str]] = None,
+                 network: Optional[OnnxNetwork] = None):
         device = checked_device(device)
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
@@ -253,7 +256,9 @@ class Predictor:
         self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
         self.device = torch.device(device)
-        self.precision = resolve_precision(precision, self.device)  # the network's: bf16, fp16 or fp32
+        # What runs the network (`runtimes`): the torch model under autocast, or an exported ONNX graph.
+        self.network = network or TorchNetwork(self.model, self.device, resolve_precision(precision, self.device))
+        self.precision = self.network.precision  # bf16, fp16 or fp32 (torch); onnx-fp32, onnx-int8-dynamic, ...
         # The normalization steps every input goes through (text.normalize), or None: read as written.
         self.normalize = None if normalize is None else check_steps(normalize)
         self.source: Optional[Path] = None  # the model directory it was loaded from
@@ -300,6 +305,10 @@ class Predictor:
         }
         if self.normalize is not None:  # absent: a model that reads text as written, as before the key
             config["normalize"] = {"steps": list(self.normalize)}
+        if isinstance(self.network, OnnxNetwork):  # the graph it runs goes along (a spaCy pipeline's copy, say)
+            if self.network.path.resolve() != (directory / self.network.entry.file).resolve():
+                shutil.copyfile(self.network.path, directory / self.network.entry.file)
+            config[ONNX_KEY] = self.network.entry.to_dict()
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
         state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
         save_file(state, str(directory / WEIGHTS_NAME))
@@ -310,12 +319,15 @@ class Predictor:
 
     @classmethod
     def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto",
-                        verify: bool = True) -> "Predictor":
+                        runtime: str = "auto", verify: bool = True) -> "Predictor":
         """Load a model directory written by `save_pretrained` (no pickle: safetensors and JSON only).
 
         `precision` is the network's at prediction (`resolve_precision`: "auto" is bf16 on a GPU and
         fp32 on any CPU; "bf16" on a CPU is faster where it has bf16 instructions, and changes some
-        labels and spans); the weights stay float32.
+        labels and spans); the weights stay float32. `runtime` is what runs
+        the network (`runtimes.choose_runtime`): "torch", "onnx" (the graph `kold-span export`
+        wrote into the directory, on the CPU) or "auto" (that graph when there is one, the device is
+        the CPU and `precision` is auto; torch otherwise).
 
         The directory is data, never code: every file is checked against its manifest first
         (`models.manifest`; `verify=False` skips the hashing, for speed), no file may be a link out
@@ -340,6 +352,12 @@ class Predictor:
             raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' holds a task kold-span cannot "
                                    f"read ({err})") from err
         _check_gates(tasks, directory / CONFIG_NAME)
+        device = checked_device(device)
+        # torch never reads the graph: a directory whose graph went missing still loads, and exports again.
+        entry = None if Runtime.parse(runtime, "runtime") is Runtime.TORCH else graph_entry(config, directory)
+        if entry is not None:
+            inside(directory, entry.file, f"{directory / CONFIG_NAME}: key '{ONNX_KEY}'")
+        chosen = choose_runtime(runtime, entry, directory, device, precision)
         tokenizer = _load_tokenizer(directory / TOKENIZER_DIR)
         if config.get("morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
@@ -367,13 +385,14 @@ class Predictor:
         _check_forward(model, tokenizer, directory / CONFIG_NAME)
         for name in config.get("ngram", []):
             inside(directory, f"ngram/{name}", f"{directory / CONFIG_NAME}: key 'ngram'")
+        network = OnnxNetwork(directory / entry.file, entry, tasks) if chosen is Runtime.ONNX and entry else None
         predictor = cls(model, tokenizer, tasks, max_length=config["max_length"], stride=config["stride"],
                         context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
                         snap=config["align"]["snap"], trim=config["align"]["trim"],
                         morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
                         perspective=config.get("perspective"),
                         companions=load_companions(directory, config.get("ngram", [])), device=device,
-                        precision=precision, normalize=_normalize_steps(config, directory))
+                        precision=precision, normalize=_normalize_steps(config, directory), network=network)
         predictor.source, predictor._digests = directory, digests
         return predictor
 
@@ -414,12 +433,7 @@ class Predictor:
     @torch.inference_mode()
     def run_network(self, prepared: PreparedChunk) -> list[HostProbs]:
         """Every batch of a prepared chunk through the network; each batch's probabilities copied to the host once."""
-        outputs = []
-        with autocast(self.device, self.precision):
-            for _rows, inputs in prepared.batches:
-                logits = self.model(*(t.to(self.device, non_blocking=True) for t in inputs))
-                outputs.append(to_host(self.tasks, logits))
-        return outputs
+        return [to_host(self.tasks, self.network(inputs)) for _rows, inputs in prepared.batches]
 
     def merge(self, prepared: PreparedChunk, outputs: list[HostProbs]) -> list[MergedExample]:
         """Per-example outputs of a chunk: its windows merged, n-gram companions fused."""

@@ -47,6 +47,7 @@ class RayOptions:
     address: Optional[str] = None  # an existing cluster ("auto", "ray://head:10001"); None starts a local one
     shard_format: str = "jsonl"
     precision: str = "auto"
+    runtime: str = "auto"  # what runs each worker's network: torch, onnx (the exported graph) or auto
     batch_size: int = 32
     perspective: Optional[dict[str, Any]] = None
     read: ReadOptions = ReadOptions()
@@ -149,7 +150,8 @@ class ShardPredictor:
         torch.set_num_threads(options.cpus_per_worker)
         morphemes.KIWI_THREADS = options.cpus_per_worker  # not every core of a node its workers share
         self.options = options
-        self.predictor = load_predictor(list(model_dirs), device=options.device, precision=options.precision)
+        self.predictor = load_predictor(list(model_dirs), device=options.device, precision=options.precision,
+                                        runtime=options.runtime)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         """Predict each shard of the batch; a user's error (a bad row) is returned, by class name and message."""

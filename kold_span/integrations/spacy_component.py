@@ -163,7 +163,7 @@ class KoldSpanComponent:
     """Sets `doc.cats`, `doc.spans` and `doc._.kold_prediction` from a trained model directory."""
 
     def __init__(self, name: str, model: str, span_keys: Optional[dict[str, str]] = None,
-                 alignment_mode: str = "expand", batch_size: int = 32, device: str = "cpu"):
+                 alignment_mode: str = "expand", batch_size: int = 32, device: str = "cpu", runtime: str = "auto"):
         check_alignment_mode(alignment_mode)
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ArgumentError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
@@ -173,6 +173,7 @@ class KoldSpanComponent:
         self.alignment_mode = alignment_mode
         self.batch_size = batch_size
         self.device = device
+        self.runtime = runtime
         self._predictor: Optional["Predictor"] = None
         self._keys: dict[str, str] = {}
 
@@ -188,7 +189,7 @@ class KoldSpanComponent:
         """Load the model directory and fix the span keys for its span types."""
         from kold_span.inference.predictor import Predictor
 
-        predictor = Predictor.from_pretrained(directory, device=self.device)
+        predictor = Predictor.from_pretrained(directory, device=self.device, runtime=self.runtime)
         self._keys = span_keys_for(predictor.tasks, self.span_keys, f"the model {directory}")
         self._predictor = predictor
 
@@ -227,10 +228,10 @@ class KoldSpanComponent:
 
 
 @Language.factory("kold_span", default_config={"span_keys": {}, "alignment_mode": "expand", "batch_size": 32,
-                                               "device": "cpu"},
+                                               "device": "cpu", "runtime": "auto"},
                   assigns=["doc.cats", "doc.spans", f"doc._.{PREDICTION_ATTR}", f"doc._.{CONTEXT_ATTR}"])
 def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, str], alignment_mode: str,
-                   batch_size: int, device: str) -> KoldSpanComponent:
+                   batch_size: int, device: str, runtime: str = "auto") -> KoldSpanComponent:
     """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.
 
     Args:
@@ -241,8 +242,10 @@ def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, st
         alignment_mode: how a span off token boundaries becomes tokens ("strict", "contract", "expand").
         batch_size: windows per forward pass of the network.
         device: where the network runs ("cpu", "cuda", "cuda:1", ...).
+        runtime: what runs it: "torch", "onnx" (the graph `kold-span export` wrote into the model
+            directory) or "auto" (that graph when there is one and the device is the CPU).
 
     Returns:
         The component.
     """
-    return KoldSpanComponent(name, model, span_keys, alignment_mode, batch_size, device)
+    return KoldSpanComponent(name, model, span_keys, alignment_mode, batch_size, device, runtime)

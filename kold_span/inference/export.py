@@ -1,0 +1,221 @@
+"""`kold-span export`: a model directory's encoder and every head as one ONNX graph, float32 or int8.
+
+The graph takes a batch's `input_ids`, `attention_mask` and `token_type_ids` (batch and length
+axes dynamic) and gives each task's logits under the task's name, as `MultiTaskModel` does; it
+is written into the model directory and named in its config.json (`runtimes.GraphEntry`), where
+`Predictor.from_pretrained(dir, runtime="onnx")` (or "auto") finds it. A directory holds one
+graph: exporting again replaces it.
+
+int8 is dynamic by default (weights int8 per output channel, activations scaled batch by batch:
+no data needed); with calibration texts it is static (activation scales fixed from those texts'
+ranges, QDQ format), an option where dynamic int8 loses quality.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from kold_span.config.choices import Quantization
+from kold_span.data.atomic import write_text_atomic
+from kold_span.errors import ArgumentError, DataError
+from kold_span.inference.inputs import iter_inputs
+from kold_span.inference.predictor import CONFIG_NAME, Predictor, read_model_config
+from kold_span.models.manifest import write_manifest
+from kold_span.inference.runtimes import INPUT_NAMES, ONNX_KEY, GraphEntry, OnnxNetwork
+from kold_span.models.kinds import kind_of
+
+log = logging.getLogger(__name__)
+GRAPH_FILES = {Quantization.NONE: "model.onnx", Quantization.INT8: "model.int8.onnx"}
+OPSET = 17  # LayerNormalization as one node; every onnxruntime of the last years runs it
+CALIBRATION_TEXTS = 256  # static int8: the calibration file's first texts whose activation ranges set the scales
+# float32 ONNX against torch float32 on the export's check batch: the largest difference of a probability
+# that still counts as the same network (observed: under 1e-6).
+AGREEMENT = 1e-4
+# Texts of different lengths, so that the traced batch is padded: the graph then keeps the attention mask.
+TRACE_TEXTS = ("가 나 다 라 마 바 사 아 자 차 카 타 파 하 a b c d e f g", "가")
+CHECK_TEXTS = ("이 쓰레기 같은 정치인들 " * 6, "좋은 기사 감사합니다", "x", "오늘 경기 정말 재밌었어요")
+
+
+class _TaskLogits(nn.Module):
+    """The model's logits as a tuple in task order (a traced graph's outputs are positional)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        logits = self.model(input_ids, attention_mask, token_type_ids)
+        return tuple(logits[task.name] for task in self.model.tasks)
+
+
+def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: Optional[Union[str, Path]] = None,
+                calibration_texts: int = CALIBRATION_TEXTS) -> GraphEntry:
+    """Write the model directory's network as an ONNX graph into it and name the graph in its config.json.
+
+    Args:
+        directory: a model directory (`Predictor.save_pretrained`).
+        quantize: "none" (float32, as trained) or "int8".
+        calibrate: int8 only: a file of texts (any input `kold-span predict` reads) whose first
+            `calibration_texts` texts fix the activation scales (static int8); without it, dynamic int8.
+        calibration_texts: how many texts of `calibrate` to run.
+
+    Returns:
+        The entry written into config.json.
+
+    Raises:
+        ArgumentError: `calibrate` without int8, or a bad `quantize`.
+        ModelFormatError: `directory` is not a model directory this version reads.
+
+    Example:
+        >>> export_onnx("no/such/model", quantize="int4")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: quantize must be one of ('none', 'int8'), got 'int4'
+    """
+    quant = Quantization.parse(quantize, "quantize")
+    if calibrate is not None and quant is not Quantization.INT8:
+        raise ArgumentError("--calibrate FILE is for --quantize int8 (static int8: activation scales from its texts)")
+    if isinstance(calibration_texts, bool) or not isinstance(calibration_texts, int) or calibration_texts < 1:
+        raise ArgumentError(f"calibration_texts must be a whole number of at least 1, got {calibration_texts!r}")
+    directory = Path(directory)
+    config = read_model_config(directory)
+    predictor = Predictor.from_pretrained(directory, precision="fp32", runtime="torch")
+    calibration = "none" if quant is Quantization.NONE else ("static" if calibrate is not None else "dynamic")
+    entry = GraphEntry(file=GRAPH_FILES[quant], quantize=str(quant), calibration=calibration,
+                       outputs=tuple(t.name for t in predictor.tasks), opset=OPSET, made_with=_versions())
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=directory) as tmp:
+        fp32 = Path(tmp) / GRAPH_FILES[Quantization.NONE]
+        trace(predictor, fp32)
+        input_names = check_agreement(predictor, fp32).input_names
+        graph = fp32
+        if quant is Quantization.INT8:
+            graph = Path(tmp) / GRAPH_FILES[Quantization.INT8]
+            if calibrate is None:
+                quantize_dynamic_int8(fp32, graph)
+            else:
+                quantize_static_int8(fp32, graph, calibration_feeds(predictor, Path(calibrate), calibration_texts,
+                                                                         input_names))
+        graph.replace(directory / entry.file)  # the temporary folder is inside the directory: one file system
+    previous = config.get(ONNX_KEY)
+    config[ONNX_KEY] = entry.to_dict()
+    write_text_atomic(directory / CONFIG_NAME, json.dumps(config, indent=1, ensure_ascii=False))
+    if isinstance(previous, dict) and previous.get("file") not in (None, entry.file) \
+            and Path(str(previous["file"])).name == previous["file"]:
+        (directory / previous["file"]).unlink(missing_ok=True)  # one graph per directory
+    write_manifest(directory)  # the graph and the new config.json are part of the model now
+    log.info("wrote %s (%s) into %s", entry.file, entry.precision, directory)
+    return entry
+
+
+def trace(predictor: Predictor, path: Path) -> None:
+    """The predictor's torch network as a float32 ONNX graph (TorchScript exporter, dynamic batch and length)."""
+    inputs = _batch(predictor, TRACE_TEXTS)
+    if bool(inputs[1].all()):
+        raise RuntimeError("the trace batch has no padding: the graph would not keep the attention mask")
+    outputs = [task.name for task in predictor.tasks]
+    axes = {name: {0: "batch", 1: "length"} for name in INPUT_NAMES}
+    for task in predictor.tasks:
+        axes[task.name] = {0: "batch", 1: "length"} if kind_of(task).token_level else {0: "batch"}
+    wrapper = _TaskLogits(predictor.model).eval()  # the exporter restores the wrapper's mode on the model after
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer warns of shape tests it fixes as constants (a padding length of 0, no causal mask) and of
+        # negative indices, none of which a batch of ours has; `check_agreement` runs the graph on other shapes.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator")
+        torch.onnx.export(wrapper, inputs, str(path), dynamo=False, opset_version=OPSET,
+                          input_names=list(INPUT_NAMES), output_names=outputs, dynamic_axes=axes)
+
+
+def _batch(predictor: Predictor, texts: tuple[str, ...]) -> tuple[torch.Tensor, ...]:
+    """Every window of `texts` (no contexts) in one collated batch, as the predictor feeds its network.
+
+    One batch of all windows: the short text's window and the long one's full windows differ in
+    length, so the batch is padded whatever the model's window length.
+    """
+    prepared = predictor.prepare(list(texts), [None] * len(texts), batch_size=10_000)
+    return tuple(prepared.batches[0][1])
+
+
+def check_agreement(predictor: Predictor, path: Path) -> OnnxNetwork:
+    """The float32 graph in a session, checked to give torch float32's probabilities on a check batch.
+
+    Raises:
+        RuntimeError: above `AGREEMENT`: the traced graph is not the network (a bug, not a user's mistake).
+    """
+    from kold_span.inference.pipeline import to_host
+
+    network = OnnxNetwork(path, GraphEntry(path.name, "none"), predictor.tasks, threads=1)
+    inputs = _batch(predictor, CHECK_TEXTS)
+    with torch.inference_mode():
+        expected = to_host(predictor.tasks, predictor.model(*inputs)).values
+    got = to_host(predictor.tasks, network(inputs)).values
+    if expected.shape != got.shape:
+        raise RuntimeError(f"the exported graph gives outputs of shape {tuple(got.shape)}, torch {tuple(expected.shape)}")
+    difference = float((expected - got).abs().max())
+    if difference > AGREEMENT:
+        raise RuntimeError(f"the exported graph's probabilities differ from torch's by {difference:.2g} "
+                           f"(more than {AGREEMENT:g}): the trace lost part of the network")
+    log.info("float32 graph against torch: largest probability difference %.2g", difference)
+    return network
+
+
+def quantize_dynamic_int8(source: Path, target: Path) -> None:
+    """int8 weights per output channel, activations quantized batch by batch (onnxruntime's dynamic int8)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8)
+
+
+def quantize_static_int8(source: Path, target: Path, feeds: list[dict[str, Any]]) -> None:
+    """int8 weights per output channel and activations at scales fixed from `feeds` (MinMax, QDQ format).
+
+    Only the matrix products are quantized: layer norms, softmax and GELU stay float32, where int8
+    costs transformers most of their quality.
+    """
+    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                          quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds: Iterator[dict[str, Any]] = iter(feeds)
+
+        def get_next(self) -> Optional[dict[str, Any]]:
+            return next(self.feeds, None)
+
+    quantize_static(str(source), str(target), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+                    calibrate_method=CalibrationMethod.MinMax)
+
+
+def calibration_feeds(predictor: Predictor, path: Path, count: int, input_names: Sequence[str],
+                      batch_size: int = 16) -> list[dict[str, Any]]:
+    """The first `count` texts of `path` (with their contexts) as batches of the graph's inputs `input_names`.
+
+    Raises:
+        DataError: the file holds no text.
+    """
+    examples = []
+    for example in iter_inputs(path):
+        examples.append(example)
+        if len(examples) == count:
+            break
+    if not examples:
+        raise DataError(f"{path}: no texts to calibrate on")
+    prepared = predictor.prepare([e.text for e in examples], [e.context for e in examples], batch_size)
+    return [{name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs) if name in input_names}
+            for _rows, inputs in prepared.batches]
+
+
+def _versions() -> str:
+    """The exporting torch and onnxruntime versions, recorded beside the graph."""
+    import onnxruntime
+
+    return f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"
