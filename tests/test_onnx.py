@@ -110,12 +110,17 @@ def test_bad_runtime_options_are_clear_errors(exported, tmp_path):
         export_onnx(exported["torch"], quantize="none", calibrate=SAMPLE / "comments.txt")
     broken = shutil.copytree(exported["none"], tmp_path / "broken")
     (broken / GRAPH_FILES["none"]).unlink()
+    with pytest.raises(ModelFormatError, match=r"model\.onnx: missing, though manifest\.json lists it"):
+        Predictor.from_pretrained(broken)
     with pytest.raises(ModelFormatError, match="names the ONNX graph model.onnx, which is missing"):
-        Predictor.from_pretrained(broken)
-    assert Predictor.from_pretrained(broken, runtime="torch").precision == "fp32"  # torch never reads the graph
+        Predictor.from_pretrained(broken, verify=False)
+    # torch never reads the graph (the manifest, checked, still names the file missing)
+    assert Predictor.from_pretrained(broken, runtime="torch", verify=False).precision == "fp32"
     (broken / GRAPH_FILES["none"]).write_bytes(b"not a graph")
+    with pytest.raises(ModelFormatError, match=r"model\.onnx: 11 bytes where the model was saved with"):
+        Predictor.from_pretrained(broken)  # the manifest sees it first
     with pytest.raises(ModelFormatError, match="ONNX Runtime cannot load this graph"):
-        Predictor.from_pretrained(broken)
+        Predictor.from_pretrained(broken, verify=False)
     export_onnx(broken)  # what both messages advise
     assert Predictor.from_pretrained(broken).precision == "onnx-fp32"
 

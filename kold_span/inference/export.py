@@ -27,7 +27,7 @@ from kold_span.data.atomic import write_text_atomic
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.inputs import iter_inputs
 from kold_span.inference.predictor import CONFIG_NAME, Predictor, read_model_config
-from kold_span.models.manifest import write_manifest
+from kold_span.models.manifest import verify_manifest, write_manifest
 from kold_span.inference.runtimes import INPUT_NAMES, ONNX_KEY, GraphEntry, OnnxNetwork
 from kold_span.models.kinds import kind_of
 
@@ -87,7 +87,9 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
         raise ArgumentError(f"calibration_texts must be a whole number of at least 1, got {calibration_texts!r}")
     directory = Path(directory)
     config = read_model_config(directory)
-    predictor = Predictor.from_pretrained(directory, precision="fp32", runtime="torch")
+    # Everything but the graphs this export replaces must be as saved: a corrupt weight file is refused, not exported.
+    verify_manifest(directory, skip=set(GRAPH_FILES.values()))
+    predictor = Predictor.from_pretrained(directory, precision="fp32", runtime="torch", verify=False)
     calibration = "none" if quant is Quantization.NONE else ("static" if calibrate is not None else "dynamic")
     entry = GraphEntry(file=GRAPH_FILES[quant], quantize=str(quant), calibration=calibration,
                        outputs=tuple(t.name for t in predictor.tasks), opset=OPSET, made_with=_versions())

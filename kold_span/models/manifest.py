@@ -31,7 +31,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Iterator, Optional, Union
+from typing import Collection, Iterator, Optional, Union
 
 from kold_span.errors import ModelFormatError
 
@@ -112,8 +112,10 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def verify_manifest(directory: Union[str, Path]) -> Optional[dict[str, str]]:
-    """Check every file the manifest lists (size, then SHA-256); returns {relative path: sha256}, None without one.
+def verify_manifest(directory: Union[str, Path], skip: Collection[str] = ()) -> Optional[dict[str, str]]:
+    """Check every file the manifest lists but `skip` (size, then SHA-256); {relative path: sha256}, None without one.
+
+    `skip` names files about to be replaced (an export writing its graph anew checks everything else).
 
     Raises:
         ModelFormatError: an unreadable manifest, or a listed file missing, of another size or with
@@ -128,6 +130,8 @@ def verify_manifest(directory: Union[str, Path]) -> Optional[dict[str, str]]:
     files = _read_manifest(path)
     digests = {}
     for name, entry in files.items():
+        if name in skip:
+            continue
         target = inside(directory, name, f"{path}: file")
         if not target.is_file():
             raise ModelFormatError(f"{target}: missing, though {MANIFEST_NAME} lists it; copy the model "

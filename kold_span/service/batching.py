@@ -420,21 +420,22 @@ class Batcher:
             started = time.monotonic()
             results = self._run_isolated([j.payload for j in batch])
             finished = time.monotonic()
-            for job, result in zip(batch, results):
-                if isinstance(result, BaseException):
-                    job.future.set_exception(result)
-                else:
-                    job.future.set_result(Done(result, job.arrived, started, finished))
             seconds = finished - started
             if seconds > 0:
                 rate = len(batch) / seconds
                 self._rate = 0.8 * self._rate + 0.2 * rate if self._rate else rate
+            # Counted before any answer leaves: a client that reads /metrics after its answer sees its batch.
             if self.on_batch is not None:
                 try:
                     self.on_batch(BatchStats(len(batch), padded_tokens([j.shape for j in batch]), seconds,
                                              len({id(j.group) for j in batch})))
                 except Exception:
                     log.exception("the batch callback failed")
+            for job, result in zip(batch, results):
+                if isinstance(result, BaseException):
+                    job.future.set_exception(result)
+                else:
+                    job.future.set_result(Done(result, job.arrived, started, finished))
 
     def _run_isolated(self, payloads: list[Any]) -> list[Any]:
         """The batch's results; when the batch fails, each payload alone, so one bad one fails only itself."""
