@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 import yaml
 
-from kold_span.config.choices import Problem, SnapMode, TaskKind
-from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config
+from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config, EvasionConfig
 from kold_span.errors import ConfigError
 
 T = TypeVar("T")
@@ -379,6 +379,9 @@ def check_values(config: Config, where: str) -> None:
     need(bool(config.tasks), "at least one entry under 'tasks' is required")
     need(0.0 <= config.data.speaker_swap <= 1.0,
          f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
+    evasion = config.data.augment.evasion
+    if evasion is not None:
+        check_evasion(evasion, need)
     names = [t.name for t in config.tasks]
     need(len(set(names)) == len(names), f"task names must be unique, got {names}")
     for i, task in enumerate(config.tasks):  # first, as a task's gate is checked by its kind
@@ -452,3 +455,16 @@ def check_values(config: Config, where: str) -> None:
          f"{config.tasks[0].kind.main_metric})")
     if config.data.perspective is not None:
         need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")
+
+
+def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> None:
+    """The values of `data.augment.evasion`: shares in [0, 1], known kinds, at least one."""
+    key = "data.augment.evasion"
+    for name in ("probability", "word_probability"):
+        value = getattr(evasion, name)
+        need(0.0 <= value <= 1.0, f"{key}.{name} is a share, in [0, 1], got {value!r}")
+    need(bool(evasion.kinds), f"{key}.kinds is empty; name at least one of {EvasionKind.values()}")
+    for i, kind in enumerate(evasion.kinds):
+        need(isinstance(kind, EvasionKind), f"{key}.kinds[{i}] must be one of {EvasionKind.values()}, got {kind!r}")
+    need(isinstance(evasion.targets, Targets),
+         f"{key}.targets must be one of {Targets.values()}, got {evasion.targets!r}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional, Union
 
-from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
 
 POOLINGS = ("first", "mean")
 
@@ -97,6 +97,25 @@ class PerspectiveConfig:
 
 
 @dataclass
+class EvasionConfig:
+    """Disguised copies of training texts (`kold_span.text.perturb`), gold spans carried through each edit."""
+
+    probability: float = 0.5  # share of training examples that get one disguised copy beside the original
+    kinds: list[EvasionKind] = field(default_factory=lambda: list(EvasionKind))  # one drawn per copy
+    word_probability: float = 0.5  # share of a chosen example's words disguised
+    targets: Targets = Targets.ALL  # "spans": only words inside a gold span are disguised
+    seed: Optional[int] = None  # null: the run's seed
+    dev: bool = True  # also score a disguised copy of dev after each epoch (dev_perturbed/...)
+
+
+@dataclass
+class AugmentConfig:
+    """Training-data augmentations; each is off while its key is null."""
+
+    evasion: Optional[EvasionConfig] = None
+
+
+@dataclass
 class DataConfig:
     reader: str = "kold"
     train: str = ""
@@ -113,6 +132,7 @@ class DataConfig:
     # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
     speaker_swap: float = 0.0
     perspective: Optional[PerspectiveConfig] = None
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
 
 
 @dataclass
