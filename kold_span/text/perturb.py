@@ -198,8 +198,8 @@ def latin_lookalikes(letter: str) -> tuple[str, ...]:
     """Cyrillic and Greek letters that Unicode's confusables data lists as look-alikes of a Latin letter.
 
     Example:
-        >>> latin_lookalikes("o")[:2], latin_lookalikes("k")
-        (('ο', 'о'), ())
+        >>> [unicodedata.name(c) for c in latin_lookalikes("a")], latin_lookalikes("k")
+        (['GREEK SMALL LETTER ALPHA', 'CYRILLIC SMALL LETTER A'], ())
     """
     from confusable_homoglyphs import confusables
 
