@@ -16,14 +16,15 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
-from kold_span.cli import ablate, agreement, convert, evaluate, import_encoder, predict, pretrain, serve, train
+from kold_span.cli import (ablate, agreement, convert, evaluate, import_encoder, predict, pretrain, robustness, serve,
+                           train)
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
-DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, convert, agreement, pretrain, ablate, "
-               "import-encoder.")
+DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, robustness, convert, agreement, pretrain, "
+               "ablate, import-encoder.")
 # In the order `kold-span --help` lists them.
-COMMANDS = (train, predict, evaluate, convert, agreement, pretrain, import_encoder, ablate, serve)
+COMMANDS = (train, predict, evaluate, robustness, convert, agreement, pretrain, import_encoder, ablate, serve)
 PACKAGE_LOGGER = logging.getLogger("kold_span")
 
 

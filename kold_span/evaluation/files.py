@@ -28,25 +28,37 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     for where, record in iter_json_lines(path):
         if not isinstance(record, dict) or "id" not in record:
             raise DataError(f"{where}: expected an object with an 'id' field")
-        raw_labels = record.get("labels") or {}
-        if not isinstance(raw_labels, dict):
-            raise DataError(f"{where}: field 'labels' must be an object of label name → value")
-        labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
-        raw_spans = record.get("spans") or {}
-        spans: dict[str, list[tuple[int, int]]] = {}
-        if isinstance(raw_spans, list):  # `kold-span predict` output
-            for s in raw_spans:
-                try:
-                    spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
-                except (KeyError, TypeError, ValueError) as err:
-                    raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
-        elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
-            for span_type, pairs in raw_spans.items():
-                spans[span_type] = [_offset_pair(pair, where, span_type) for pair in _as_list(pairs, where, span_type)]
-        else:
-            raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
-        out[str(record["id"])] = {"labels": labels, "spans": spans}
+        out[str(record["id"])] = prediction_fields(record, where)
     return out
+
+
+def prediction_fields(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """{labels: {name: value}, spans: {type: [(start, end)]}} of one predict output row or canonical example.
+
+    Example:
+        >>> row = {"id": "1", "labels": {"OFF": {"label": True, "score": 0.9}},
+        ...        "spans": [{"type": "OFF", "start": 2, "end": 4, "text": "바보", "score": 0.8}]}
+        >>> prediction_fields(row, "row 1")
+        {'labels': {'OFF': True}, 'spans': {'OFF': [(2, 4)]}}
+    """
+    raw_labels = record.get("labels") or {}
+    if not isinstance(raw_labels, dict):
+        raise DataError(f"{where}: field 'labels' must be an object of label name → value")
+    labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
+    raw_spans = record.get("spans") or {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    if isinstance(raw_spans, list):  # `kold-span predict` output
+        for s in raw_spans:
+            try:
+                spans.setdefault(s["type"], []).append((int(s["start"]), int(s["end"])))
+            except (KeyError, TypeError, ValueError) as err:
+                raise DataError(f"{where}: field 'spans': each span needs type, start, end") from err
+    elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
+        for span_type, pairs in raw_spans.items():
+            spans[span_type] = [_offset_pair(pair, where, span_type) for pair in _as_list(pairs, where, span_type)]
+    else:
+        raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
+    return {"labels": labels, "spans": spans}
 
 
 def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:
