@@ -109,6 +109,38 @@ def perturb_example(example: Example, kind: Union[EvasionKind, str], seed: Union
                    meta={**example.meta, "evasion": EvasionKind.parse(kind, "kind").value})
 
 
+def disguised(examples: Sequence[Example], kinds: Sequence[Union[EvasionKind, str]], seed: Union[int, str],
+              probability: float = 0.5, targets: Union[Targets, str] = Targets.ALL) -> list[Example]:
+    """Every example disguised by one kind drawn for it (seeded), ids kept: a disguised dev split.
+
+    Example:
+        >>> dev = [Example("1", "너 진짜 바보", spans={"OFF": [(5, 7)]}), Example("2", "좋은 기사")]
+        >>> [(ex.meta["evasion"], ex.text, ex.spans) for ex in disguised(dev, ["fullwidth", "keyboard"], 3, 1.0)]
+        [('keyboard', 'sj wlsWk qkqh', {'OFF': [(9, 13)]}), ('fullwidth', '좋은 기사', {})]
+    """
+    rng = random.Random(f"{seed}\x00disguised")
+    return [perturb_example(ex, kinds[rng.randrange(len(kinds))], seed, probability, targets) for ex in examples]
+
+
+def disguised_copies(examples: Sequence[Example], kinds: Sequence[Union[EvasionKind, str]], share: float,
+                     seed: Union[int, str], probability: float = 0.5,
+                     targets: Union[Targets, str] = Targets.ALL) -> list[Example]:
+    """Disguised copies of round(share × n) examples chosen with `seed`, to add beside the originals.
+
+    Each copy gets one kind drawn for it and the id "<id>~<kind>"; a copy that came out unchanged
+    (nothing in it to disguise) is left out.
+
+    Example:
+        >>> train = [Example(str(i), text) for i, text in enumerate(["너 진짜 바보", "you idiot", "좋은 기사", "ㅋ"])]
+        >>> [(ex.id, ex.text) for ex in disguised_copies(train, ["spaced_syllables"], 1.0, seed=0, probability=1.0)]
+        [('0~spaced_syllables', '너 진 짜 바 보'), ('1~spaced_syllables', 'y o u i d i o t'), ('2~spaced_syllables', '좋 은 기 사')]
+    """
+    chosen = sorted(random.Random(f"{seed}\x00copies").sample(range(len(examples)), round(share * len(examples))))
+    copies = disguised([examples[i] for i in chosen], kinds, seed, probability, targets)
+    return [replace(copy, id=f"{ex.id}~{copy.meta['evasion']}") for ex, copy in zip((examples[i] for i in chosen), copies)
+            if copy.text != ex.text]
+
+
 def mapped_spans(aligned: AlignedText, spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
     """Spans of `aligned.original` as spans of `aligned.text`; those left empty are dropped."""
     out: dict[str, list[Span]] = {}
