@@ -101,3 +101,23 @@ def test_robustness_command_names_a_bad_kind(tmp_path, capsys):
     assert status == 2
     assert "--perturb kind must be one of" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_bench_scores_an_experiment_dev_side_and_writes_its_section(tmp_path, monkeypatch):
+    import sys
+
+    from conftest import BENCH, DEMO
+    sys.path.insert(0, str(BENCH))
+    bench = pytest.importorskip("robustness")
+    model = untrained_model(tmp_path / "model")
+    page = tmp_path / "robustness.md"
+    monkeypatch.setattr(bench, "PAGE", page)
+    monkeypatch.setattr(sys, "argv", ["bench/robustness.py", "--model", str(model), "--config", str(DEMO),
+                                      "--side", "dev", "--perturb", "nfd", "--limit", "4", "--name", "demo",
+                                      "--out", str(tmp_path / "out")])
+    assert bench.main() == 0
+    gold = (tmp_path / "out" / "demo" / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(gold) == 4
+    text = page.read_text(encoding="utf-8")
+    assert "<!-- begin robustness-demo -->" in text and "python bench/robustness.py --model" in text
+    assert "kold-span robustness --model" in text and "Machine: " in text and "| nfd |" in text
