@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -33,6 +34,14 @@ from kold_span.evaluation.robustness import render_markdown  # noqa: E402
 PAGE = DOCS / "robustness.md"
 
 
+def local(path: Path) -> str:
+    """A path relative to the checkout when it lies inside it (as the docs show it), else as it is."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def gold_examples(args: argparse.Namespace) -> list:
     """The examples to score: the experiment's dev or test side, or --test read with its reader."""
     config = load_config(args.config, args.set)
@@ -45,11 +54,12 @@ def gold_examples(args: argparse.Namespace) -> list:
     return examples[:args.limit] if args.limit else examples
 
 
-def section(name: str, report: dict, bench_command: str, command: str) -> str:
-    """The docs section: what was scored, both commands, the machine, the table."""
+def section(name: str, report: dict, bench_command: str, command: str, note: str = "") -> str:
+    """The docs section: what was scored (and `note`: which model this is), both commands, the machine, the table."""
     table = render_markdown(report).split("\n", 2)[2].strip()
     return "\n".join([
         f"## {name}", "",
+        *([note, ""] if note else []),
         f"Model `{report['model']}`, gold {report['examples']} examples ({report['input']}).", "",
         "```", bench_command, "# which ran:", command, "```", "",
         f"Machine: {machine_line()}.", "", table, ""])
@@ -69,12 +79,19 @@ def main() -> int:
     parser.add_argument("--negative", nargs="+", default=["false"])
     parser.add_argument("--limit", type=int, help="score the first N examples only (smoke runs)")
     parser.add_argument("--name", help="the section's name (default: the config's file name, side and targets)")
-    parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "robustness")
+    parser.add_argument("--out", default=str(ROOT / "checkpoints" / "robustness"))
+    parser.add_argument("--note", default="", help="a sentence under the section's title: which model this is")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
+    # Paths given are read from here; then the run works from the checkout (the configs' relative
+    # data paths are read from there) and names every path relative to it.
+    for key in ("model", "config", "test", "out"):
+        if getattr(args, key):
+            setattr(args, key, local(Path(getattr(args, key)).resolve()))
+    os.chdir(ROOT)
 
     name = args.name or f"{Path(args.config).stem}-{'test-file' if args.test else args.side}-{args.targets}"
-    out = args.out / name
+    out = Path(args.out) / name
     out.mkdir(parents=True, exist_ok=True)
     gold = out / "gold.jsonl"
     write_jsonl(gold_examples(args), gold)
@@ -87,7 +104,7 @@ def main() -> int:
     report = json.loads((out / "robustness.json").read_text(encoding="utf-8"))
     bench_command = "python bench/robustness.py " + shlex.join(sys.argv[1:])
     if not args.no_docs:
-        write_section(f"robustness-{name}", section(name, report, bench_command, shlex.join(["kold-span", *argv])),
+        write_section(f"robustness-{name}", section(name, report, bench_command, shlex.join(["kold-span", *argv]), args.note),
                       PAGE)
         print(f"wrote section robustness-{name} of {PAGE}")
     return 0

@@ -112,6 +112,7 @@ def test_bench_scores_an_experiment_dev_side_and_writes_its_section(tmp_path, mo
     model = untrained_model(tmp_path / "model")
     page = tmp_path / "robustness.md"
     monkeypatch.setattr(bench, "PAGE", page)
+    monkeypatch.chdir(tmp_path)  # main() works from the checkout; the original directory comes back after
     monkeypatch.setattr(sys, "argv", ["bench/robustness.py", "--model", str(model), "--config", str(DEMO),
                                       "--side", "dev", "--perturb", "nfd", "--limit", "4", "--name", "demo",
                                       "--out", str(tmp_path / "out")])
