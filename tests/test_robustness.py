@@ -103,6 +103,7 @@ def test_robustness_command_names_a_bad_kind(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_bench_scores_an_experiment_dev_side_and_writes_its_section(tmp_path, monkeypatch):
     import sys
 

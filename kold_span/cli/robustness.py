@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     report = measure(gold, model_predictions(model, args.batch_size), kinds, seeds=args.seeds,
                      word_probability=args.word_probability, targets=args.targets, policy=args.policy,
                      negative=args.negative)
-    command = shlex.join(["kold-span", *sys.argv[1:]]) if sys.argv[1:2] == ["robustness"] else ""
+    # The command as typed, when this process is `kold-span ... robustness ...` (not a caller's main()).
+    command = shlex.join(["kold-span", *sys.argv[1:]]) if "robustness" in sys.argv[1:3] else ""
     report = {"model": str(args.model), "input": str(args.input), **report}
     paths = write_report(report, args.out, command)
     print(render_markdown(report).split("\n", 2)[2].strip())
