@@ -105,6 +105,15 @@ def test_keyboard_types_hangul_on_english_keys():
     assert disguise("stupid", "keyboard") == "stupid"
 
 
+def test_keyboard_keys_type_each_syllable_back_on_a_2_beolsik_keyboard():
+    from hangulpy import convert_qwerty_to_hangul  # the other direction, a separate code path
+
+    for code in range(0xAC00, 0xD7A4, 7):
+        syllable = chr(code)
+        keys = disguise(syllable, "keyboard")
+        assert keys.isascii() and keys.isalpha() and convert_qwerty_to_hangul(keys) == syllable
+
+
 def test_elongation_repeats_a_vowel_of_a_latin_word():
     out = disguise("stupid", "elongation")
     assert re.fullmatch(r"stu{3,5}pid|stupi{3,5}d", out)
