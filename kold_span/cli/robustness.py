@@ -6,7 +6,7 @@ import shlex
 import sys
 
 from kold_span.cli.options import positive_int
-from kold_span.config.choices import Precision, Targets
+from kold_span.config.choices import EvasionKind, Precision, Targets
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -29,8 +29,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                           "names them; default: canonical JSONL)")
     parser.add_argument("--perturb", default="all", metavar="all|KIND,...",
                         help="the perturbation kinds (docs/ROBUSTNESS.md): all, or a comma-separated list of "
-                             "nfd, compat_jamo, zero_width, bidi, fullwidth, confusables, leet, separators, "
-                             "digit_insert, spaced_syllables, keyboard, elongation, char_swap, deletion, duplication")
+                             + ", ".join(EvasionKind.values()))
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="where robustness.md, robustness.json and robustness.png are written")
     parser.add_argument("--seeds", type=positive_int, default=1, help="perturbation seeds per kind (mean ± sd)")
