@@ -122,6 +122,38 @@ class SnapMode(Choice):
         return self is SnapMode.MORPHEME
 
 
+class EvasionKind(Choice):
+    """A way of disguising words to slip past a filter (`text.perturb`; `data.augment.evasion`, `kold-span robustness`).
+
+    Example:
+        >>> EvasionKind.parse("leet", "kind").value, len(EvasionKind.values())
+        ('leet', 15)
+    """
+
+    NFD = "nfd"  # Hangul syllables decomposed into conjoining jamo (what macOS and some keyboards produce)
+    COMPAT_JAMO = "compat_jamo"  # a word's first syllable as compatibility jamo: 시발 → ㅅㅣ발
+    ZERO_WIDTH = "zero_width"  # a zero-width space inside a word
+    BIDI = "bidi"  # bidi embedding, override or isolate controls around a word (invisible in display)
+    FULLWIDTH = "fullwidth"  # ASCII letters and digits as their fullwidth forms
+    CONFUSABLES = "confusables"  # Latin letters as Cyrillic or Greek look-alikes
+    LEET = "leet"  # digits and symbols for Latin letters: idiot → 1d10t
+    SEPARATORS = "separators"  # a separator inside a word: 씨.발, f*ck
+    DIGIT_INSERT = "digit_insert"  # a digit inside a word: 시1발
+    SPACED_SYLLABLES = "spaced_syllables"  # a space between each character: 씨 발
+    KEYBOARD = "keyboard"  # Hangul typed with the English keys of the 2-beolsik layout: 시발 → tlqkf
+    ELONGATION = "elongation"  # a letter repeated: stupid → stuuupid
+    CHAR_SWAP = "char_swap"  # two neighbouring characters exchanged
+    DELETION = "deletion"  # one character left out
+    DUPLICATION = "duplication"  # one character doubled
+
+
+class Targets(Choice):
+    """Which words a perturbation may disguise: any word, or only words inside a gold span."""
+
+    ALL = "all"
+    SPANS = "spans"
+
+
 class Precision(Choice):
     """The number format the network predicts in: chosen for the device (auto), bf16 or fp16 autocast, float32.
 

@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 import yaml
 
-from kold_span.config.choices import Problem, SnapMode, TaskKind
-from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config
+from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, SECTIONS, Config, EvasionConfig
 from kold_span.errors import ConfigError
 
 T = TypeVar("T")
@@ -447,6 +447,9 @@ def check_values(config: Config, where: str) -> None:
     need(bool(config.tasks), "at least one entry under 'tasks' is required")
     need(0.0 <= config.data.speaker_swap <= 1.0,
          f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
+    evasion = config.data.augment.evasion
+    if evasion is not None:
+        check_evasion(evasion, need)
     names = [t.name for t in config.tasks]
     need(len(set(names)) == len(names), f"task names must be unique, got {names}")
     for i, task in enumerate(config.tasks):  # first, as a task's gate is checked by its kind
@@ -529,3 +532,16 @@ def check_values(config: Config, where: str) -> None:
              f"data.negatives.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
         need(negatives.limit is None or negatives.limit >= 1,
              f"data.negatives.limit must be at least 1 or null, got {negatives.limit!r}")
+
+
+def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> None:
+    """The values of `data.augment.evasion`: shares in [0, 1], known kinds, at least one."""
+    key = "data.augment.evasion"
+    for name in ("probability", "word_probability"):
+        value = getattr(evasion, name)
+        need(0.0 <= value <= 1.0, f"{key}.{name} is a share, in [0, 1], got {value!r}")
+    need(bool(evasion.kinds), f"{key}.kinds is empty; name at least one of {EvasionKind.values()}")
+    for i, kind in enumerate(evasion.kinds):
+        need(isinstance(kind, EvasionKind), f"{key}.kinds[{i}] must be one of {EvasionKind.values()}, got {kind!r}")
+    need(isinstance(evasion.targets, Targets),
+         f"{key}.targets must be one of {Targets.values()}, got {evasion.targets!r}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional, Union
 
-from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
 
 POOLINGS = ("first", "mean")
 
@@ -111,6 +111,25 @@ class NegativesConfig:
 
 
 @dataclass
+class EvasionConfig:
+    """Disguised copies of training texts (`kold_span.text.perturb`), gold spans carried through each edit."""
+
+    probability: float = 0.5  # share of training examples that get one disguised copy beside the original
+    kinds: list[EvasionKind] = field(default_factory=lambda: list(EvasionKind))  # one drawn per copy
+    word_probability: float = 0.5  # share of a chosen example's words disguised
+    targets: Targets = Targets.ALL  # "spans": only words inside a gold span are disguised
+    seed: Optional[int] = None  # null: the run's seed
+    dev: bool = True  # also score a disguised copy of dev after each epoch (dev_perturbed/...)
+
+
+@dataclass
+class AugmentConfig:
+    """Training-data augmentations; each is off while its key is null."""
+
+    evasion: Optional[EvasionConfig] = None
+
+
+@dataclass
 class DataConfig:
     reader: str = "kold"
     train: str = ""
@@ -128,6 +147,7 @@ class DataConfig:
     speaker_swap: float = 0.0
     perspective: Optional[PerspectiveConfig] = None
     negatives: Optional[NegativesConfig] = None  # benign texts from another corpus (a corpus without them)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
 
 
 @dataclass

@@ -36,34 +36,49 @@ def read_predictions(path: Path, lenient: bool = False) -> dict[str, dict[str, A
     for where, record in iter_json_lines(path):
         if not isinstance(record, dict) or "id" not in record:
             raise DataError(f"{where}: expected an object with an 'id' field")
-        raw_labels = record.get("labels") or {}
-        if not isinstance(raw_labels, dict):
-            raise DataError(f"{where}: field 'labels' must be an object of label name → value")
-        labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
-        raw_spans = record.get("spans") or {}
-        spans: dict[str, list[tuple[int, int]]] = {}
-        if isinstance(raw_spans, list):  # `kold-span predict` output
-            for s in raw_spans:
-                if not (isinstance(s, dict) and all(key in s for key in ("type", "start", "end"))
-                        and isinstance(s["type"], str)):
-                    raise DataError(f"{where}: field 'spans': each span needs type, start, end")
-                pair = _checked_pair([s["start"], s["end"]], where, f"spans ({s['type']})", lenient)
-                if pair is not None:
-                    spans.setdefault(s["type"], []).append(pair)
-        elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
-            for span_type, pairs in raw_spans.items():
-                checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient)
-                           for pair in _as_list(pairs, where, span_type)]
-                spans[span_type] = [pair for pair in checked if pair is not None]
-        else:
-            raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
         key = str(record["id"])
         if key in out:
             log.warning("%s: id %r again (first at %s); the later prediction is scored", where, key[:40],
                         out[key]["where"])
         text = record.get("text")
-        out[key] = {"labels": labels, "spans": spans, "text": text if isinstance(text, str) else None, "where": where}
+        out[key] = {**prediction_fields(record, where, lenient), "text": text if isinstance(text, str) else None,
+                    "where": where}
     return out
+
+
+def prediction_fields(record: dict[str, Any], where: str, lenient: bool = False) -> dict[str, Any]:
+    """{labels: {name: value}, spans: {type: [(start, end)]}} of one predict output row or canonical example.
+
+    A bad span is a `DataError` naming `where`, or with `lenient` a warning and the span left out.
+
+    Example:
+        >>> row = {"id": "1", "labels": {"OFF": {"label": True, "score": 0.9}},
+        ...        "spans": [{"type": "OFF", "start": 2, "end": 4, "text": "바보", "score": 0.8}]}
+        >>> prediction_fields(row, "row 1")
+        {'labels': {'OFF': True}, 'spans': {'OFF': [(2, 4)]}}
+    """
+    raw_labels = record.get("labels") or {}
+    if not isinstance(raw_labels, dict):
+        raise DataError(f"{where}: field 'labels' must be an object of label name → value")
+    labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
+    raw_spans = record.get("spans") or {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    if isinstance(raw_spans, list):  # `kold-span predict` output
+        for s in raw_spans:
+            if not (isinstance(s, dict) and all(key in s for key in ("type", "start", "end"))
+                    and isinstance(s["type"], str)):
+                raise DataError(f"{where}: field 'spans': each span needs type, start, end")
+            pair = _checked_pair([s["start"], s["end"]], where, f"spans ({s['type']})", lenient)
+            if pair is not None:
+                spans.setdefault(s["type"], []).append(pair)
+    elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
+        for span_type, pairs in raw_spans.items():
+            checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient)
+                       for pair in _as_list(pairs, where, span_type)]
+            spans[span_type] = [pair for pair in checked if pair is not None]
+    else:
+        raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
+    return {"labels": labels, "spans": spans}
 
 
 def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:

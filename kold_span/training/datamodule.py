@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import pytorch_lightning as pl
 import torch
@@ -83,16 +83,18 @@ class WindowsDataModule(pl.LightningDataModule):
 
     def __init__(self, splits: dict[str, list[Example]], tasks: Sequence[Task], encoder: InputEncoder,
                  batch_size: int = 16, eval_batch_size: int = 64, num_workers: int = 0,
-                 cache_dir: Optional[Path] = None, group_by_length: bool = False, seed: int = 0):
+                 cache_dir: Optional[Path] = None, group_by_length: bool = False, seed: int = 0,
+                 val_splits: Sequence[str] = ("dev",)):
         super().__init__()
         self.splits, self.tasks, self.encoder = splits, list(tasks), encoder
+        self.val_splits = list(val_splits)  # validated in this order (the first one is monitored)
         self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
         self.cache_dir = cache_dir
         self.group_by_length, self.seed = group_by_length, seed
         self.datasets: dict[str, Any] = {}
 
     def setup(self, stage: Optional[str] = None) -> None:
-        for name in SPLITS:
+        for name in [*SPLITS, *self.val_splits]:
             if name not in self.datasets and self.splits.get(name):
                 self.datasets[name] = windows_dataset(self.splits[name], self.tasks, self.encoder, self.cache_dir)
 
@@ -127,8 +129,10 @@ class WindowsDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.batch_size, shuffle=True)
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("dev", self.eval_batch_size, shuffle=False) if "dev" in self.datasets else []
+    def val_dataloader(self) -> Union[DataLoader, list[DataLoader]]:
+        loaders = [self._loader(name, self.eval_batch_size, shuffle=False)
+                   for name in self.val_splits if name in self.datasets]
+        return loaders[0] if len(loaders) == 1 else loaders  # one split: a loader, as Lightning reads it plainly
 
     def test_dataloader(self) -> DataLoader:
         return self._loader("test", self.eval_batch_size, shuffle=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
 import time
 import warnings
@@ -27,7 +28,11 @@ from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.tasks import Task, build_tasks
 from kold_span.text.normalize import normalize_example
+from kold_span.text.perturb import disguised, disguised_copies
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra
+
+log = logging.getLogger(__name__)
+DEV_PERTURBED = "dev_perturbed"  # the disguised dev split of data.augment.evasion
 
 if TYPE_CHECKING:
     from kold_span.inference.predictor import Predictor
@@ -114,7 +119,8 @@ def build(config: Config, resume: bool = False) -> Built:
     run_dir = run_directory(config, resume)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    splits = load_splits(config)
+    # Disguised first, then normalized: with both on, the model trains on what the normalizer leaves of a disguise.
+    splits = with_evasion(config, load_splits(config))
     extra = ngram_extra(config, splits)  # held out by the texts as read
     splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -127,15 +133,38 @@ def build(config: Config, resume: bool = False) -> Built:
     tc = config.trainer
     datamodule = WindowsDataModule(splits, tasks, inputs, tc.batch_size, tc.eval_batch_size, tc.num_workers,
                                    cache_dir=Path(config.output_dir) / ".cache",
-                                   group_by_length=tc.group_by_length, seed=config.seed)
+                                   group_by_length=tc.group_by_length, seed=config.seed,
+                                   val_splits=("dev", DEV_PERTURBED))
     datamodule.setup()
-    evaluator = None
-    if splits["dev"]:
-        evaluator = dev_evaluator(tasks, splits["dev"], datamodule.window_meta("dev"), config.align.snap,
-                                  config.align.trim)
+    evaluators = {}
+    for split in ("dev", DEV_PERTURBED):
+        if splits.get(split):
+            evaluators[split] = dev_evaluator(tasks, splits[split], datamodule.window_meta(split), config.align.snap,
+                                              config.align.trim)
     model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     return Built(config, run_dir, splits, extra, tasks, tokenizer, datamodule,
-                 MultiTaskModule(model, tasks, tc, evaluator))
+                 MultiTaskModule(model, tasks, tc, evaluators.get("dev"), evaluators.get(DEV_PERTURBED)))
+
+
+def with_evasion(config: Config, splits: dict[str, list[Example]]) -> dict[str, list[Example]]:
+    """`data.augment.evasion`: disguised copies of a share of train added to it, and a disguised dev beside dev.
+
+    Off (the key is null), the splits come back as they are. The disguised dev (`dev_perturbed`)
+    holds every dev example with one kind drawn for it, gold spans mapped; it is scored after each
+    epoch and at the end, never used to choose checkpoints, thresholds or fusion weights.
+    """
+    evasion = config.data.augment.evasion
+    if evasion is None:
+        return splits
+    seed = config.seed if evasion.seed is None else evasion.seed
+    copies = disguised_copies(splits["train"], evasion.kinds, evasion.probability, seed,
+                              evasion.word_probability, evasion.targets)
+    out = {**splits, "train": splits["train"] + copies}
+    if evasion.dev and splits["dev"]:
+        out[DEV_PERTURBED] = disguised(splits["dev"], evasion.kinds, seed, evasion.word_probability, evasion.targets)
+    log.info("data.augment.evasion: %d disguised copies added to %d training examples%s", len(copies),
+             len(splits["train"]), "; dev also scored disguised" if DEV_PERTURBED in out else "")
+    return out
 
 
 def normalized_splits(splits: dict[str, list[Example]], extra: NgramExtra, steps: Optional[Sequence[str]]
@@ -291,6 +320,9 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     if splits["dev"]:
         results["dev"] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits["dev"],
                                             tc.eval_batch_size)
+    if splits.get(DEV_PERTURBED):
+        results[DEV_PERTURBED] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits[DEV_PERTURBED],
+                                                    tc.eval_batch_size)
     predictor = calibration.apply_to(trained)
     model_dir = predictor.save_pretrained(run_dir / "model")
     if splits["test"]:

@@ -1,0 +1,92 @@
+"""`kold-span robustness --model DIR --input GOLD --perturb all --out DIR`: scores clean and under each evasion kind."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from kold_span.cli.options import positive_int
+from kold_span.config.choices import EvasionKind, Precision, Targets
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `robustness` subcommand and its options.
+
+    Example:
+        >>> import argparse
+        >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
+        >>> args = parser.parse_args(['--model', 'm', '--input', 'dev.jsonl', '--out', 'report', '--perturb', 'nfd,leet'])
+        >>> args.perturb, args.seeds, args.targets, args.word_probability, args.negative
+        ('nfd,leet', 1, 'all', 0.5, ['false'])
+    """
+    parser = subparsers.add_parser("robustness", help="score a model on a labelled file, clean and with words "
+                                                      "disguised by each evasion kind")
+    parser.add_argument("--model", required=True, metavar="DIR", help="a model directory")
+    parser.add_argument("--input", required=True, metavar="GOLD",
+                        help="labelled examples: canonical JSONL (as `kold-span evaluate --gold` reads), or a "
+                             "corpus file with --reader")
+    parser.add_argument("--reader", default="jsonl", help="the corpus reader of --input (as `kold-span convert` "
+                                                          "names them; default: canonical JSONL)")
+    parser.add_argument("--perturb", default="all", metavar="all|KIND,...",
+                        help="the perturbation kinds (docs/ROBUSTNESS.md): all, or a comma-separated list of "
+                             + ", ".join(EvasionKind.values()))
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="where robustness.md, robustness.json and robustness.png are written")
+    parser.add_argument("--seeds", type=positive_int, default=1, help="perturbation seeds per kind (mean ± sd)")
+    parser.add_argument("--targets", choices=Targets.values(), default="all",
+                        help="disguise any word, or only words inside a gold span (the hardest case)")
+    parser.add_argument("--word-probability", type=_share, default=0.5,
+                        help="the chance of each word to be disguised (default 0.5)")
+    parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
+                        help="empty-gold rule of the span F1 (as `kold-span evaluate`)")
+    parser.add_argument("--negative", nargs="+", default=["false"], metavar="VALUE",
+                        help="label values that mean nothing to flag, for the benign false-positive count "
+                             "(default: false; e.g. --negative false none for BEEP!'s hate: none)")
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
+    parser.add_argument("--precision", choices=Precision.values(), default="fp32",
+                        help="the network's precision (default fp32, as training scores dev and test)")
+    return parser
+
+
+def _share(text: str) -> float:
+    """An argparse type: a number in [0, 1].
+
+    Example:
+        >>> _share("0.25")
+        0.25
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score clean and perturbed, print the table, write the three files."""
+    from kold_span import corpora
+    from kold_span.data.jsonl import require_path
+    from kold_span.errors import DataError
+    from kold_span.evaluation.robustness import measure, model_predictions, render_markdown, write_report
+    from kold_span.inference.files import load_predictor
+    from kold_span.text.perturb import parse_kinds
+
+    kinds = parse_kinds(args.perturb)
+    require_path(args.input, "--input")
+    gold = corpora.read(args.reader, args.input)
+    if not gold:
+        raise DataError(f"{args.input}: no gold examples to score against")
+    model = load_predictor([args.model], device=args.device, precision=args.precision)
+    report = measure(gold, model_predictions(model, args.batch_size), kinds, seeds=args.seeds,
+                     word_probability=args.word_probability, targets=args.targets, policy=args.policy,
+                     negative=args.negative)
+    # The command as typed, when this process is `kold-span ... robustness ...` (not a caller's main()).
+    command = shlex.join(["kold-span", *sys.argv[1:]]) if "robustness" in sys.argv[1:3] else ""
+    report = {"model": str(args.model), "input": str(args.input), **report}
+    paths = write_report(report, args.out, command)
+    print(render_markdown(report).split("\n", 2)[2].strip())
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0

@@ -1,0 +1,287 @@
+"""`kold-span robustness`: a model scored on a labelled file, clean and with words disguised by each evasion kind.
+
+`measure` predicts the gold examples as they are, then, per kind and seed, a copy whose words are
+disguised (`text.perturb.perturb_example`, gold spans mapped onto the disguised text), and scores
+each with `evaluate_examples` (the scoring of `kold-span evaluate`). Only the texts a kind changed
+are predicted again; the others keep their clean prediction. It also counts false positives on
+benign texts (no gold span, every label negative): the share that gets a span or a positive label.
+`render_markdown`, `plot_drops` and `write_report` turn the result into robustness.md, .png, .json.
+
+The model is anything with `predict_examples(examples, batch_size)` yielding `predict`'s rows
+(`inference.Predictor`); `model_predictions` adapts it.
+"""
+from __future__ import annotations
+
+import io
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
+
+from kold_span.config.choices import EvasionKind, Targets
+from kold_span.data.atomic import atomic_write, write_text_atomic
+from kold_span.data.example import Example, LabelValue, label_str
+from kold_span.errors import DataError
+from kold_span.evaluation.files import evaluate_examples, prediction_fields
+from kold_span.text.perturb import perturb_example
+
+# examples → id → {labels: {name: value}, spans: {type: [(start, end)]}}
+Predict = Callable[[Sequence[Example]], dict[str, dict[str, Any]]]
+FILES = ("robustness.json", "robustness.md", "robustness.png")
+
+
+def model_predictions(model: Any, batch_size: int = 32) -> Predict:
+    """A `Predict` from a model with `predict_examples` (a `Predictor`): its rows as `prediction_fields`."""
+    def predict(examples: Sequence[Example]) -> dict[str, dict[str, Any]]:
+        return {str(row["id"]): prediction_fields(row, f"prediction of {row['id']}")
+                for row in model.predict_examples(examples, batch_size)}
+    return predict
+
+
+def headline_metrics(scores: dict[str, Any]) -> list[str]:
+    """The metrics a robustness table shows: each span type's char-F1, then each label's macro-F1.
+
+    Example:
+        >>> headline_metrics({"span/OFF/char_f1": 0.5, "span/OFF/char_micro_f1": 0.4,
+        ...                   "label/OFF/macro_f1": 0.7, "label/OFF/accuracy": 0.8, "examples": 3})
+        ['span/OFF/char_f1', 'label/OFF/macro_f1']
+    """
+    spans = sorted(k for k in scores if k.startswith("span/") and k.endswith("/char_f1"))
+    labels = sorted(k for k in scores if k.startswith("label/") and k.endswith("/macro_f1"))
+    return spans + labels
+
+
+def is_negative(value: LabelValue, negative: Iterable[str]) -> bool:
+    """Whether a label value says "nothing to flag": one of `negative` (as a label string), or an empty label set.
+
+    Example:
+        >>> is_negative(False, ["false"]), is_negative("none", ["false", "none"]), is_negative([], ["false"])
+        (True, True, True)
+        >>> is_negative("hate", ["false", "none"]), is_negative(["혐오"], ["false"])
+        (False, False)
+    """
+    negative = set(negative)
+    if isinstance(value, list):
+        return all(label_str(v) in negative for v in value)
+    return label_str(value) in negative
+
+
+def _labels(example_labels: dict[str, LabelValue]) -> dict[str, LabelValue]:
+    """The labels a benign check reads: values that are labels (not vote shares), not missing."""
+    return {k: v for k, v in example_labels.items() if v is not None and not isinstance(v, dict)}
+
+
+def is_benign(example: Example, negative: Iterable[str]) -> bool:
+    """No gold span of any type and every label negative.
+
+    Example:
+        >>> is_benign(Example("1", "좋은 기사", labels={"OFF": False}), ["false"])
+        True
+        >>> is_benign(Example("2", "너 바보", labels={"OFF": True}, spans={"OFF": [(2, 4)]}), ["false"])
+        False
+    """
+    negative = list(negative)
+    return (not any(example.spans.values())
+            and all(is_negative(v, negative) for v in _labels(example.labels).values()))
+
+
+def is_flagged(prediction: dict[str, Any], label_names: Iterable[str], negative: Iterable[str]) -> bool:
+    """Whether a prediction marks a span or gives one of `label_names` a positive value."""
+    negative = list(negative)
+    labels = prediction["labels"]
+    return (any(prediction["spans"].values())
+            or any(name in labels and labels[name] is not None and not is_negative(labels[name], negative)
+                   for name in label_names))
+
+
+def benign_flagged(gold: Sequence[Example], preds: dict[str, dict[str, Any]],
+                   negative: Sequence[str]) -> tuple[int, Optional[float]]:
+    """(how many gold texts are benign, the share of them the predictions flag; None without any).
+
+    Example:
+        >>> gold = [Example("1", "좋은 기사", labels={"OFF": False}), Example("2", "고마워요", labels={"OFF": False}),
+        ...         Example("3", "바보", labels={"OFF": True}, spans={"OFF": [(0, 2)]})]
+        >>> preds = {"1": {"labels": {"OFF": True}, "spans": {}}, "2": {"labels": {"OFF": False}, "spans": {"OFF": []}},
+        ...          "3": {"labels": {"OFF": True}, "spans": {"OFF": [(0, 2)]}}}
+        >>> benign_flagged(gold, preds, ["false"])
+        (2, 0.5)
+    """
+    benign = [ex for ex in gold if is_benign(ex, negative)]
+    if not benign:
+        return 0, None
+    flagged = sum(is_flagged(preds[ex.id], _labels(ex.labels), negative) for ex in benign)
+    return len(benign), flagged / len(benign)
+
+
+def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[EvasionKind, str]], seeds: int = 1,
+            word_probability: float = 0.5, targets: Union[Targets, str] = Targets.ALL, policy: str = "semeval",
+            negative: Sequence[str] = ("false",)) -> dict[str, Any]:
+    """Scores on `gold` as written and under each perturbation kind, `seeds` seeds each.
+
+    Args:
+        gold: labelled examples (unique ids).
+        predict: examples → their predictions by id (`model_predictions`).
+        kinds: the perturbation kinds.
+        seeds: perturbation seeds per kind (0, 1, ...): the mean and standard deviation are over these.
+        word_probability: the chance of each eligible word to be disguised.
+        targets: "all" words, or only words inside gold "spans".
+        policy: the empty-gold rule of the span F1 (as `kold-span evaluate --policy`).
+        negative: label values that mean "nothing to flag" (the benign texts' labels).
+
+    Returns:
+        A JSON-ready dict: the settings, the headline `metrics`, the `clean` scores, and per kind
+        the share of texts it changed, the perturbed scores (each seed's, mean, sd), the drop
+        against clean (clean − perturbed mean) and the benign texts flagged.
+    """
+    ids = [ex.id for ex in gold]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        raise DataError(f"the gold examples' ids must be unique to score perturbed copies, repeated: {repeated}")
+    targets = Targets.parse(targets, "targets")
+    kinds = [EvasionKind.parse(k, "perturbation kind") for k in kinds]
+    clean_preds = predict(gold)
+    clean_scores = evaluate_examples(list(gold), clean_preds, policy)
+    metrics = headline_metrics(clean_scores)
+    benign_count, benign_clean = benign_flagged(gold, clean_preds, negative)
+    span_types = {t for p in clean_preds.values() for t in p["spans"]}
+    result: dict[str, Any] = {
+        "examples": len(gold), "targets": targets.value, "word_probability": word_probability,
+        "seeds": list(range(seeds)), "policy": policy, "metrics": metrics,
+        "clean": {m: clean_scores[m] for m in metrics},
+        "benign": {"texts": benign_count, "negative": list(negative), "clean": benign_clean},
+        "kinds": {},
+    }
+    for kind in kinds:
+        runs = []
+        for seed in range(seeds):
+            disguised = [perturb_example(ex, kind, seed, word_probability, targets) for ex in gold]
+            changed = [d for ex, d in zip(gold, disguised) if d.text != ex.text]
+            preds = {**clean_preds, **predict(changed)} if changed else dict(clean_preds)
+            # A span type no disguised text gets any more is still scored (as missed), not left out.
+            preds = {i: {"labels": p["labels"], "spans": {**dict.fromkeys(span_types, []), **p["spans"]}}
+                     for i, p in preds.items()}
+            scores = evaluate_examples(disguised, preds, policy)
+            runs.append({"seed": seed, "changed": len(changed) / len(gold),
+                         "scores": {m: scores.get(m) for m in metrics},
+                         "benign_flagged": benign_flagged(disguised, preds, negative)[1]})
+        result["kinds"][kind.value] = summarize_runs(runs, result["clean"])
+    return result
+
+
+def _mean_sd(values: Sequence[Optional[float]]) -> dict[str, Optional[float]]:
+    """{"mean", "sd"} of the values present (sd: sample standard deviation, None under two values)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return {"mean": None, "sd": None}
+    return {"mean": statistics.fmean(present), "sd": statistics.stdev(present) if len(present) > 1 else None}
+
+
+def summarize_runs(runs: Sequence[dict[str, Any]], clean: dict[str, Optional[float]]) -> dict[str, Any]:
+    """One kind's seeds summarized: changed share, each metric's mean ± sd and drop, benign flagged.
+
+    Example:
+        >>> runs = [{"seed": 0, "changed": 0.5, "scores": {"m": 0.6}, "benign_flagged": 0.1},
+        ...         {"seed": 1, "changed": 0.5, "scores": {"m": 0.4}, "benign_flagged": 0.1}]
+        >>> out = summarize_runs(runs, {"m": 0.8})
+        >>> round(out["perturbed"]["m"]["mean"], 3), round(out["drop"]["m"], 3), out["changed"]
+        (0.5, 0.3, 0.5)
+    """
+    out: dict[str, Any] = {"changed": statistics.fmean(r["changed"] for r in runs), "perturbed": {}, "drop": {}}
+    for metric, clean_value in clean.items():
+        stats = _mean_sd([r["scores"][metric] for r in runs])
+        out["perturbed"][metric] = {**stats, "runs": [r["scores"][metric] for r in runs]}
+        out["drop"][metric] = (None if stats["mean"] is None or clean_value is None
+                               else clean_value - stats["mean"])
+    out["benign_flagged"] = _mean_sd([r["benign_flagged"] for r in runs])
+    return out
+
+
+def _number(value: Optional[float], sd: Optional[float] = None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" ± {sd:.3f}" if sd is not None else "")
+
+
+def render_markdown(report: dict[str, Any], command: str = "") -> str:
+    """robustness.md: the settings, then one row per kind: texts changed, each metric perturbed and its drop.
+
+    Example:
+        >>> report = {"examples": 2, "targets": "all", "word_probability": 0.5, "seeds": [0], "policy": "semeval",
+        ...           "metrics": ["span/OFF/char_f1"], "clean": {"span/OFF/char_f1": 0.8},
+        ...           "benign": {"texts": 1, "negative": ["false"], "clean": 0.0},
+        ...           "kinds": {"nfd": summarize_runs([{"seed": 0, "changed": 1.0, "scores": {"span/OFF/char_f1": 0.5},
+        ...                                             "benign_flagged": 1.0}], {"span/OFF/char_f1": 0.8})}}
+        >>> print(render_markdown(report).splitlines()[-1])
+        | nfd | 100% | 0.500 | 0.300 | 100% |
+    """
+    metrics = report["metrics"]
+    lines = ["# Robustness to evasion", ""]
+    if command:
+        lines += ["```", command, "```", ""]
+    benign = report["benign"]
+    lines += [f"{report['examples']} examples; words disguised: {report['targets']} words, each with probability "
+              f"{report['word_probability']}; perturbation seeds: {len(report['seeds'])}; span F1 policy: "
+              f"{report['policy']}. Drop = clean − perturbed (mean ± sd over the seeds); \"benign flagged\": the "
+              f"share of the {benign['texts']} benign texts (no gold span, labels in {benign['negative']}) that "
+              "get a span or a positive label.", ""]
+    header = ["kind", "texts changed"]
+    for m in metrics:
+        header += [m, "drop"]
+    header.append("benign flagged")
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    clean_row = ["clean", "–"]
+    for m in metrics:
+        clean_row += [_number(report["clean"][m]), "–"]
+    clean_row.append(_percent(benign["clean"]))
+    lines.append("| " + " | ".join(clean_row) + " |")
+    for kind, entry in report["kinds"].items():
+        row = [kind, _percent(entry["changed"])]
+        for m in metrics:
+            stats = entry["perturbed"][m]
+            row += [_number(stats["mean"], stats["sd"]), _number(entry["drop"][m])]
+        row.append(_percent(entry["benign_flagged"]["mean"]))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _percent(value: Optional[float]) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def plot_drops(report: dict[str, Any], target: Union[Path, io.BytesIO]) -> None:
+    """Horizontal bars: each kind's drop of the first headline metric, with the sd over seeds."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    kinds = list(report["kinds"])
+    metric = report["metrics"][0] if report["metrics"] else None
+    drops = [(report["kinds"][k]["drop"].get(metric) or 0.0) if metric else 0.0 for k in kinds]
+    sds = [(report["kinds"][k]["perturbed"][metric]["sd"] or 0.0) if metric else 0.0 for k in kinds]
+    fig = Figure(figsize=(6, 1.2 + 0.3 * max(1, len(kinds))), dpi=90)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.barh(range(len(kinds)), drops, xerr=sds, color="#c0504d", capsize=2)
+    ax.set_yticks(range(len(kinds)), kinds, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="#555555", linewidth=0.8)
+    clean = report["clean"].get(metric) if metric else None
+    ax.set_xlabel(f"drop in {metric} (clean {_number(clean)})" if metric else "no metric scored")
+    ax.set_title(f"{report['examples']} examples, {report['targets']} words, {len(report['seeds'])} seed(s)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(target, format="png")
+
+
+def write_report(report: dict[str, Any], out_dir: Union[str, Path], command: str = "") -> list[Path]:
+    """Write robustness.json, robustness.md and robustness.png into `out_dir`, each whole or not at all."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in FILES]
+    markdown = render_markdown(report, command)
+    plot = io.BytesIO()
+    plot_drops(report, plot)
+    write_text_atomic(paths[0], json.dumps({"command": command, **report}, indent=1, ensure_ascii=False))
+    write_text_atomic(paths[1], markdown)
+    with atomic_write(paths[2], "wb") as f:
+        f.write(plot.getvalue())
+    return paths
