@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from kold_span.text import normalize as normalize_module
 from kold_span.text.aligned import grapheme_bounds
-from kold_span.text.normalize import STEPS, check_steps, normalize, syllables
+from kold_span.text.hangul import syllables
+from kold_span.text.normalize import STEPS, check_steps, normalize
 
 NFD_TEXT = unicodedata.normalize("NFD", "바보 멍청이 꺼져라")
 

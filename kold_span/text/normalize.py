@@ -65,6 +65,7 @@ import regex
 
 from kold_span.data.example import Context, Example, Span
 from kold_span.text.aligned import AlignedText, Replacement
+from kold_span.text.hangul import KEYBOARD, syllables
 
 STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
@@ -380,52 +381,6 @@ def _leet_reading(word: str) -> Optional[str]:
 
 
 # -- Hangul: jamo, keyboard ---------------------------------------------------------------
-def _hangul_tables():
-    """hangul-jamo's compatibility jamo: leading consonants, vowels and trailing consonants."""
-    import hangul_jamo
-
-    return hangul_jamo.LEADING_CONSONANTS, hangul_jamo.VOWELS, hangul_jamo.TRAILING_CONSONANTS
-
-
-# Two jamo that one syllable writes as one (Hangul orthography): vowels and final clusters.
-_DOUBLE_VOWELS = {"ㅗㅏ": "ㅘ", "ㅗㅐ": "ㅙ", "ㅗㅣ": "ㅚ", "ㅜㅓ": "ㅝ", "ㅜㅔ": "ㅞ", "ㅜㅣ": "ㅟ", "ㅡㅣ": "ㅢ"}
-_DOUBLE_FINALS = {"ㄱㅅ": "ㄳ", "ㄴㅈ": "ㄵ", "ㄴㅎ": "ㄶ", "ㄹㄱ": "ㄺ", "ㄹㅁ": "ㄻ", "ㄹㅂ": "ㄼ", "ㄹㅅ": "ㄽ",
-                  "ㄹㅌ": "ㄾ", "ㄹㅍ": "ㄿ", "ㄹㅎ": "ㅀ", "ㅂㅅ": "ㅄ"}
-# The standard Korean 2-set keyboard (KS X 5002): the jamo on each key, shifted where it differs.
-_KEYBOARD = dict(zip("qwertyuiopasdfghjklzxcvbnm", "ㅂㅈㄷㄱㅅㅛㅕㅑㅐㅔㅁㄴㅇㄹㅎㅗㅓㅏㅣㅋㅌㅊㅍㅠㅜㅡ"))
-_KEYBOARD.update(zip("QWERTOP", "ㅃㅉㄸㄲㅆㅒㅖ"))
-
-
-def syllables(jamo: str) -> Optional[list[tuple[int, int, str]]]:
-    """A run of compatibility jamo as whole syllables `(start, end, syllable)`, or None if any is left over.
-
-    Example:
-        >>> syllables("ㅅㅣㅂㅏㄹ"), syllables("ㅋㅋ")
-        ([(0, 2, '시'), (2, 5, '발')], None)
-        >>> syllables("ㅇㅗㅏㄴㅈ")
-        [(0, 5, '왅')]
-    """
-    import hangul_jamo
-
-    leading, vowels, trailing = _hangul_tables()
-    out, i, n = [], 0, len(jamo)
-    while i < n:
-        start = i
-        if jamo[i] not in leading or i + 1 >= n or jamo[i + 1] not in vowels:
-            return None
-        vowel, i = jamo[i + 1], i + 2
-        if i < n and vowel + jamo[i] in _DOUBLE_VOWELS:
-            vowel, i = _DOUBLE_VOWELS[vowel + jamo[i]], i + 1
-        final = None
-        if i < n and jamo[i] in trailing and not (i + 1 < n and jamo[i + 1] in vowels):
-            final, i = jamo[i], i + 1
-            pair = final + jamo[i] if i < n else ""
-            if pair in _DOUBLE_FINALS and not (i + 1 < n and jamo[i + 1] in vowels):
-                final, i = _DOUBLE_FINALS[pair], i + 1
-        out.append((start, i, hangul_jamo.compose_jamo_characters(jamo[start], vowel, final)))
-    return out
-
-
 _COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
 
 
@@ -453,7 +408,7 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
         if any(c.isupper() and c not in "QWERTOP" for c in keys) or keys.istitle() \
                 or _zipf(keys.lower(), ("en", "es")) > 0:
             continue
-        parsed = syllables("".join(_KEYBOARD[c] for c in keys))
+        parsed = syllables("".join(KEYBOARD[c] for c in keys))
         if not parsed or len(parsed) < 2:
             continue
         edits += [(word.start() + s, word.start() + e, syllable) for s, e, syllable in parsed]

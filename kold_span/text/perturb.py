@@ -33,6 +33,7 @@ from kold_span.config.choices import EvasionKind, Targets
 from kold_span.data.example import Example, Span
 from kold_span.errors import ArgumentError
 from kold_span.text.aligned import AlignedText, Replacement
+from kold_span.text.hangul import keys_for
 from kold_span.text.words import word_offsets
 
 # A kind's edits of one word: (start, end, new) on the word, sorted, not overlapping; [] = no change.
@@ -278,9 +279,7 @@ def spaced_syllables(word: str, rng: random.Random) -> list[Replacement]:
 
 def keyboard(word: str, rng: random.Random) -> list[Replacement]:
     """Each Hangul syllable as the English keys that type it on a 2-beolsik keyboard: 시발 → tlqkf."""
-    from hangulpy import convert_hangul_to_qwerty
-
-    return [(i, i + 1, convert_hangul_to_qwerty(c)) for i, c in enumerate(word) if _is_syllable(c)]
+    return [(i, i + 1, keys_for(c)) for i, c in enumerate(word) if _is_syllable(c)]
 
 
 def elongation(word: str, rng: random.Random) -> list[Replacement]:
