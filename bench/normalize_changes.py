@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span.config.loading import load_config  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
-from kold_span.text.normalize import STEPS, _words_of_length, normalize  # noqa: E402
+from kold_span.text.normalize import STEPS, words_of_length, normalize  # noqa: E402
 
 CONFIGS = {"Toxic Spans (en)": "toxic_spans_minilm", "BEEP! (ko)": "beep_e5", "KoCoSa (ko)": "kocosa_e5",
            "UnSmile (ko)": "unsmile_e5", "IroSvA es (es)": "irosva_e5"}
@@ -64,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for length in range(3, 16):  # the word lists and leet's per-length index, built once per process
-        _words_of_length(length)
+        words_of_length(length)
     normalize("tlqkf 씨.발 stuuupid")
     for name, config_name in CONFIGS.items():
         texts = dev_texts(config_name, args.data)

@@ -296,7 +296,7 @@ def is_word(word: str, langs: Sequence[str] = ("en", "es")) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _words_of_length(length: int) -> str:
+def words_of_length(length: int) -> str:
     """The common English and Spanish words of a length, most frequent first, one per line."""
     scores: dict[str, float] = {}
     for lang in ("en", "es"):
@@ -376,7 +376,7 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
 def _leet_reading(word: str) -> Optional[str]:
     """The most frequent common word that `word` spells with its leet characters read as letters."""
     pattern = "".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word)
-    found = regex.search(f"^{pattern}$", _words_of_length(len(word)), regex.MULTILINE)
+    found = regex.search(f"^{pattern}$", words_of_length(len(word)), regex.MULTILINE)
     return found.group() if found else None
 
 
