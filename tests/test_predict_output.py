@@ -107,7 +107,9 @@ def test_an_error_midway_keeps_the_rows_so_far_apart_and_resume_finishes_the_sam
     assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == [r["id"] for r in rows]
 
 
-def test_resume_goes_back_to_the_last_whole_chunk_of_a_half_written_output(model, tmp_path, capsys):
+def test_resume_refuses_a_finished_or_half_written_output_it_cannot_check(model, tmp_path, capsys):
+    """No OUTPUT.partial and no options beside it: neither the options nor the model can be checked, so the
+    rows are never kept (a finished output of another model was once resumed into a mix of two models)."""
     rows = comments(40)
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     whole = tmp_path / "whole.jsonl"
@@ -116,10 +118,13 @@ def test_resume_goes_back_to_the_last_whole_chunk_of_a_half_written_output(model
     lines = whole.read_bytes().splitlines(keepends=True)
     out = tmp_path / "out.jsonl"  # as a writer that is not atomic leaves it: 21 rows and half of the 22nd
     out.write_bytes(b"".join(lines[:21]) + lines[21][:30])
-    assert predict(model, source, out, "--resume") == 0
-    # 21 complete rows: the run goes back to the end of the first chunk of 16 and predicts from there
-    assert capsys.readouterr().out == f"wrote 40 predictions ({CHUNK} kept from the unfinished run) to {out}\n"
-    assert out.read_bytes() == whole.read_bytes()
+    before = out.read_bytes()
+    for target in (out, whole):  # half-written, and finished
+        kept = target.read_bytes()
+        assert predict(model, source, target, "--resume") == 2
+        assert "nothing here can be resumed and checked; predict without --resume" in capsys.readouterr().err
+        assert target.read_bytes() == kept
+    assert out.read_bytes() == before
     assert listing(tmp_path) == ["in.jsonl", "out.jsonl", "whole.jsonl"]
 
 

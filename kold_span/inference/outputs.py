@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,10 +298,14 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
 def _resume_point(output: Path, partial: Path, chunk: int, kind: str) -> tuple[int, int]:
     """How many complete rows of the unfinished output to keep (whole chunks), and the bytes they take."""
     if not partial.exists():
-        if not output.exists() or kind != "jsonl":  # a finished Parquet output is predicted again
-            log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
-            return 0, 0
-        shutil.copyfile(output, partial)  # a half-written output of an earlier version, or a finished one
+        if output.exists():
+            # A finished output, or one a writer of an earlier version left half-written: no options and no
+            # model identity to check it against, so its rows are never taken as this run's.
+            raise UnfinishedOutputError(f"{output}: finished, or written without {partial.name} and its options: "
+                                        "nothing here can be resumed and checked; predict without --resume "
+                                        "to write it anew")
+        log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
+        return 0, 0
     ends = [0]
     for end, _ in complete_rows(partial):
         ends.append(end)
