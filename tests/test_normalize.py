@@ -161,3 +161,12 @@ def test_each_step_alone_keeps_the_alignment_consistent(step):
     aligned = normalize(text, (step,)).aligned
     assert len(aligned.sources) == len(aligned.text)
     assert regex.sub(r"\s", "", aligned.text) != ""
+
+
+def test_separators_are_removed_before_single_syllables_are_joined():
+    """`아 씨.발` was `아씨.발`: the space joined 아 to 씨 first, and 씨.발 was left as written (found in review)."""
+    result = normalize("아 씨.발")
+    assert result.aligned.text == "아 씨발" and result.signals == {"separators": 1}
+    assert normalize("씨 발 놈아").aligned.text == "씨발 놈아"
+    steps = tuple(s for s in STEPS if s != "spaced")  # normalize.spaced: false
+    assert normalize("씨 발 놈아", steps).aligned.text == "씨 발 놈아"

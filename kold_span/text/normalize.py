@@ -36,9 +36,12 @@ The steps, in the order they run (`STEPS`):
   part of a URL or handle, and its keys spell two or more whole syllables.
 - `jamo`: a run of compatibility jamo that spells whole syllables is recomposed (`ㅅㅣ발` →
   `시발`); a run that does not (`ㅋㅋ`, `ㅅㅂ`, `ㅠㅠ`) is an abbreviation and stays.
-- `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) and a space
-  between single syllables (`씨 발`) removed, only where the joined word is a common Korean word;
-  never sentence punctuation, quotes or brackets, nor the digits of an ordinal (`제2의`).
+- `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) removed, only where
+  the joined word is a common Korean word; never sentence punctuation, quotes or brackets, nor the
+  digits of an ordinal (`제2의`).
+- `spaced`: after `separators`, a space between two single syllables (`씨 발`) removed where they
+  spell a common Korean word. It can join an interjection to a one-syllable word (`오 이 기자` →
+  `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
 Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
@@ -67,7 +70,8 @@ from kold_span.data.example import Context, Example, Span
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
 
-STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators")
+STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
+         "spaced")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
 MAX_PASSES = 3
@@ -425,13 +429,13 @@ _CHAIN = regex.compile(_SYLLABLES + r"(?:(?:" + _SEPARATOR + r"{1,3}| )" + _SYLL
 _PIECE = regex.compile(_SYLLABLES)
 
 
-def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """Separators between Hangul removed where the joined word is a common Korean word.
+def _join_pieces(t: AlignedText, across_space: bool) -> list[Replacement]:
+    """Gaps between Hangul pieces removed where the joined word is a common Korean word.
 
-    A space joins only two single syllables (`씨 발`), counted as `spaced`.
+    `across_space` False: gaps of separators and digits (`씨.발`, `시1발`); True: one space between two
+    single syllables (`씨 발`).
     """
     edits: list[Replacement] = []
-    counts = {"separators": 0, "spaced": 0}
     for chain in _CHAIN.finditer(t.text):
         pieces = list(_PIECE.finditer(t.text, chain.start(), chain.end()))
         current = pieces[0]
@@ -440,22 +444,37 @@ def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
             gap = t.text[current.end():piece.start()]
             spaced = gap == " "
             candidate = joined + piece.group()
-            ok = is_word(candidate, ("ko",)) and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+            ok = spaced == across_space and is_word(candidate, ("ko",))
+            ok = ok and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
             # 제2의, 제3장: an ordinal, not a word cut by a digit.
             ok = ok and not (joined.endswith("제") and any(c.isdigit() for c in gap))
             if ok:
                 edits.append((current.end(), piece.start(), ""))
-                counts["spaced" if spaced else "separators"] += 1
                 joined = candidate
             else:
                 joined = piece.group()
             current = piece
-    return edits, counts
+    return edits
+
+
+def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Separators and digits between Hangul removed where the joined word is a common Korean word."""
+    edits = _join_pieces(t, across_space=False)
+    return edits, {"separators": len(edits)}
+
+
+def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """A space between two single syllables removed where they spell a common Korean word (`씨 발`).
+
+    It runs after `separators`, so `아 씨.발` is first `아 씨발`, whose space joins nothing.
+    """
+    edits = _join_pieces(t, across_space=True)
+    return edits, {"spaced": len(edits)}
 
 
 _STEPS: dict[str, Step] = {"nfc": _nfc, "width": _width, "invisible": _invisible, "confusables": _confusables,
                            "elongation": _elongation, "leet": _leet, "keyboard": _keyboard, "jamo": _jamo,
-                           "separators": _separators}
+                           "separators": _separators, "spaced": _spaced}
 
 
 # -- inputs and examples ------------------------------------------------------------------
