@@ -39,6 +39,7 @@ from starlette.requests import ClientDisconnect
 
 from kold_span.data.example import Example
 from kold_span.data.perspectives import check_perspective
+from kold_span.errors import KoldSpanError
 from kold_span.service.attributes import (AttributeMap, analyze_response, check_analyze, default_attributes,
                                           load_attributes)
 from kold_span.service.batching import (Batcher, BatchStats, Closed, CommentTooLarge, Done, QueueFull,
@@ -131,7 +132,10 @@ class Service:
             log.info("model %s ready after %.1f s (warm-up batch answered)", self.identity.header(),
                      time.monotonic() - started)
         except BaseException as err:
-            log.exception("the model could not be loaded")
+            if isinstance(err, KoldSpanError):  # a user's mistake: the command line says it in one line
+                log.debug("the model could not be loaded", exc_info=True)
+            else:
+                log.exception("the model could not be loaded")
             self.failure = err
             self.on_failure(err)
 
