@@ -493,6 +493,8 @@ def test_shipped_experiment_file_is_the_configuration_dev_chose_and_fuses_the_ng
         d = config.to_dict()
         for key in ("train", "dev", "test"):  # bench/quality.py names its own split files
             d["data"].pop(key)
+        # chosen by the robustness runs (docs/benchmarks/robustness.md), where it left the clean dev score as it was
+        d.pop("normalize")
         for task in d["tasks"]:
             # the fused model is decoded at 0.5 as the hybrid column is, so the encoder's thresholds
             # (`threshold: dev` in a measured row) do not reach what the shipped file predicts
