@@ -1,16 +1,19 @@
-"""How many labels and span characters change when a trained model predicts in bf16 instead of float32.
+"""How many labels and span characters change when a trained model predicts on a faster CPU path than float32.
 
 For each finished run (a folder with `config.json` and `model/`, as `kold-span train` writes it), the
-run's own dev side is read again (same reader, filter and seeded carving) and predicted twice on the
-CPU, once per precision. Counted: examples whose label changes, per sequence task; span characters
-predicted by one precision and not the other (the symmetric difference), per span type, against the
-characters float32 marks; the dev score of each; and the time each took.
+run's own dev side is read again (same reader, filter and seeded carving) and predicted on the CPU by
+torch in float32 and by the faster path: `--against bf16` (torch's bf16 autocast) or `--against int8`
+(the network exported to a dynamic int8 ONNX graph, in a copy of the model directory, run on ONNX
+Runtime). Counted: examples whose label changes, per sequence task; span characters predicted by one
+and not the other (the symmetric difference), per span type, against the characters float32 marks;
+the dev score of each; and the time each took.
 
-    python bench/bf16_agreement.py checkpoints/prec/quality-toxic_spans/ts checkpoints/prec/quality-beep/beep
+    python bench/cpu_agreement.py checkpoints/prec/quality-toxic_spans/ts checkpoints/prec/quality-beep/beep
+    python bench/cpu_agreement.py --against int8 checkpoints/prec/quality-toxic_spans/ts
 
-Results: bench/results/bf16-vs-fp32.json and docs/benchmarks/bf16-vs-fp32.md (with the CPU's vector
-extensions: on a CPU without bf16 instructions bf16 is emulated, slow, and its numbers still show what
-such a CPU would compute).
+Results: bench/results/<against>-vs-fp32.json and docs/benchmarks/<against>-vs-fp32.md (with the CPU's
+vector extensions: on a CPU without bf16 instructions bf16 is emulated, slow, and its numbers still
+show what such a CPU would compute).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -33,9 +37,10 @@ from report import machine_line, write_section  # noqa: E402
 from kold_span.config import config_from_dict  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
 from kold_span.evaluation.files import evaluate_examples, read_predictions  # noqa: E402
+from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 
-PRECISIONS = ("fp32", "bf16")
+AGAINST = ("bf16", "int8")
 
 
 def span_chars(prediction: dict[str, Any]) -> dict[str, set[int]]:
@@ -51,7 +56,7 @@ def span_chars(prediction: dict[str, Any]) -> dict[str, set[int]]:
     return marked
 
 
-def changes(fp32: list[dict[str, Any]], bf16: list[dict[str, Any]]) -> dict[str, Any]:
+def changes(fp32: list[dict[str, Any]], fast: list[dict[str, Any]]) -> dict[str, Any]:
     """Labels and span characters that differ between two precisions' rows of the same examples.
 
     Example:
@@ -62,7 +67,7 @@ def changes(fp32: list[dict[str, Any]], bf16: list[dict[str, Any]]) -> dict[str,
     """
     labels: dict[str, dict[str, int]] = {}
     spans: dict[str, dict[str, int]] = {}
-    for a, b in zip(fp32, bf16, strict=True):
+    for a, b in zip(fp32, fast, strict=True):
         for task, value in a["labels"].items():
             row = labels.setdefault(task, {"changed": 0, "of": 0})
             row["of"] += 1
@@ -86,40 +91,50 @@ def dev_scores(dev: list, rows: list[dict[str, Any]]) -> dict[str, Any]:
         return evaluate_examples(dev, read_predictions(path))
 
 
-def measure(run_dir: Path, batch_size: int) -> dict[str, Any]:
-    """Predict a run's dev side in each precision; the changes, dev scores and seconds."""
+def load(model: Path, path: str, folder: Path) -> Predictor:
+    """The model as one path runs it: "fp32" and "bf16" on torch, "int8" from a dynamic int8 graph in a copy."""
+    if path != "int8":
+        return Predictor.from_pretrained(model, precision=path, runtime="torch")
+    copy = shutil.copytree(model, folder / "int8")
+    export_onnx(copy, quantize="int8")
+    return Predictor.from_pretrained(copy, runtime="onnx")
+
+
+def measure(run_dir: Path, against: str, batch_size: int) -> dict[str, Any]:
+    """Predict a run's dev side in float32 and on the faster path; the changes, dev scores and seconds."""
     config = config_from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")),
                               str(run_dir / "config.json"))
     dev = load_splits(config)["dev"]
     rows: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
     scores: dict[str, dict[str, float]] = {}
-    for precision in PRECISIONS:
-        predictor = Predictor.from_pretrained(run_dir / "model", precision=precision)
-        start = time.perf_counter()
-        rows[precision] = list(predictor.predict_examples(dev, batch_size=batch_size))
-        seconds[precision] = time.perf_counter() - start
-        scores[precision] = dev_scores(dev, rows[precision])
-    return {"run": str(run_dir), "experiment": config.experiment, "dev": len(dev), "seconds": seconds,
-            "scores": scores, **changes(rows["fp32"], rows["bf16"])}
+    with tempfile.TemporaryDirectory() as folder:
+        for path in ("fp32", against):
+            predictor = load(run_dir / "model", path, Path(folder))
+            start = time.perf_counter()
+            rows[path] = list(predictor.predict_examples(dev, batch_size=batch_size))
+            seconds[path] = time.perf_counter() - start
+            scores[path] = dev_scores(dev, rows[path])
+    return {"run": str(run_dir), "experiment": config.experiment, "against": against, "dev": len(dev),
+            "seconds": seconds, "scores": scores, **changes(rows["fp32"], rows[against])}
 
 
-def render(results: list[dict[str, Any]], command: str) -> str:
+def render(results: list[dict[str, Any]], command: str, against: str) -> str:
     """The Markdown section: one line per task or span type of each run."""
     lines = [f"Command: `{command}` — {machine_line()}, {os.environ.get('OMP_NUM_THREADS', 'all')} thread(s).", "",
-             "| run | dev | what | changed by bf16 | fp32 dev score | bf16 dev score | fp32 s | bf16 s |",
+             f"| run | dev | what | changed by {against} | fp32 dev score | {against} dev score | fp32 s | {against} s |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        fp32, bf16 = r["scores"]["fp32"], r["scores"]["bf16"]
-        timing = f"{r['seconds']['fp32']:.1f} | {r['seconds']['bf16']:.1f}"
+        fp32, fast = r["scores"]["fp32"], r["scores"][against]
+        timing = f"{r['seconds']['fp32']:.1f} | {r['seconds'][against]:.1f}"
         for task, c in r["labels"].items():
             key = next((k for k in (f"label/{task}/macro_f1", f"label/{task}/micro_f1") if k in fp32), None)
-            score = f"{fp32[key]:.4f} | {bf16[key]:.4f}" if key else "— | —"
+            score = f"{fp32[key]:.4f} | {fast[key]:.4f}" if key else "— | —"
             lines.append(f"| {r['experiment']} | {r['dev']} | label {task} | {c['changed']} of {c['of']} "
                          f"({100 * c['changed'] / max(c['of'], 1):.2f}%) | {score} | {timing} |")
         for span_type, c in r["spans"].items():
             key = f"span/{span_type}/char_f1"
-            score = f"{fp32[key]:.4f} | {bf16[key]:.4f}" if key in fp32 else "— | —"
+            score = f"{fp32[key]:.4f} | {fast[key]:.4f}" if key in fp32 else "— | —"
             lines.append(f"| {r['experiment']} | {r['dev']} | span {span_type} | {c['changed_chars']} characters "
                          f"({100 * c['changed_chars'] / max(c['fp32_chars'], 1):.2f}% of fp32's {c['fp32_chars']}), "
                          f"{c['rows_changed']} of {c['of']} rows | {score} | {timing} |")
@@ -129,18 +144,21 @@ def render(results: list[dict[str, Any]], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="finished run folders (config.json and model/)")
+    parser.add_argument("--against", choices=AGAINST, default="bf16", help="the faster path compared with float32")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--section", default="bf16-vs-fp32")
+    parser.add_argument("--section", help="default: <against>-vs-fp32")
     parser.add_argument("--no-docs", action="store_true", help="print the section instead of writing docs")
     args = parser.parse_args(argv)
-    results = [measure(run, args.batch_size) for run in args.runs]
-    command = "python bench/bf16_agreement.py " + " ".join(shlex.quote(str(r)) for r in args.runs)
-    body = render(results, command)
+    section = args.section or f"{args.against}-vs-fp32"
+    results = [measure(run, args.against, args.batch_size) for run in args.runs]
+    command = (f"python bench/cpu_agreement.py --against {args.against} "
+               + " ".join(shlex.quote(str(r)) for r in args.runs))
+    body = render(results, command, args.against)
     print(body)
     if not args.no_docs:
-        out = ROOT / "bench" / "results" / f"{args.section}.json"
+        out = ROOT / "bench" / "results" / f"{section}.json"
         out.write_text(json.dumps(results, indent=1), encoding="utf-8")
-        write_section(args.section, body)
+        write_section(section, body)
     return 0
 
 
