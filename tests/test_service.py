@@ -133,6 +133,7 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
     assert [t["name"] for t in info["tasks"]] == ["OFF", "OFF_span"]
     assert info["attributes"]["TOXICITY"] == {"task": "OFF", "label": "true", "spans": "OFF_span"}
     assert info["encoder"]["model_type"] == "bert" and info["encoder"]["max_length"] == 64
+    assert info["runtime"] == ["fp32"] and info["normalize"] == [None]  # torch float32, text read as written
     assert info["limits"] == {"max_bytes": 4 * 1024 * 1024, "max_comments": 512, "max_chars": 20000,
                               "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
                               "max_queue": 1024, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,

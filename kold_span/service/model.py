@@ -162,7 +162,7 @@ class ServedModel:
         return records
 
     def describe(self) -> dict[str, Any]:
-        """Tasks, perspective and encoder, for `/info`."""
+        """Tasks, perspective, encoder, what runs the network and how inputs are normalized, for `/info`."""
         predictor = self.predictor
         members = getattr(predictor, "members", [predictor])
         config = members[0].model.encoder.config
@@ -174,4 +174,8 @@ class ServedModel:
                         "layers": getattr(config, "num_hidden_layers", None),
                         "max_length": self.windows.max_length, "stride": self.windows.stride,
                         "ensemble_members": len(members)},
+            # fp32 or bf16 (torch), onnx-fp32 or onnx-int8-dynamic/static: whether int8 is live
+            "runtime": [m.precision for m in members],
+            # the normalization steps every comment goes through (text.normalize), null: read as written
+            "normalize": [list(m.normalize) if m.normalize is not None else None for m in members],
         }
