@@ -5,7 +5,7 @@ import argparse
 import shlex
 import sys
 
-from kold_span.cli.options import positive_int
+from kold_span.cli.options import positive_int, share
 from kold_span.config.choices import EvasionKind, Precision, Targets
 
 
@@ -35,7 +35,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_int, default=1, help="perturbation seeds per kind (mean ± sd)")
     parser.add_argument("--targets", choices=Targets.values(), default="all",
                         help="disguise any word, or only words inside a gold span (the hardest case)")
-    parser.add_argument("--word-probability", type=_share, default=0.5,
+    parser.add_argument("--word-probability", type=share, default=0.5,
                         help="the chance of each word to be disguised (default 0.5)")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (as `kold-span evaluate`)")
@@ -47,22 +47,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--precision", choices=Precision.values(), default="fp32",
                         help="the network's precision (default fp32, as training scores dev and test)")
     return parser
-
-
-def _share(text: str) -> float:
-    """An argparse type: a number in [0, 1].
-
-    Example:
-        >>> _share("0.25")
-        0.25
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
