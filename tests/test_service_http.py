@@ -36,6 +36,7 @@ class Fake(GatedPredictor):
         super().__init__()
         self.model = SimpleNamespace(encoder=SimpleNamespace(config=SimpleNamespace(model_type="fake")))
         self.encoder.max_length, self.encoder.stride = 64, 16
+        self.precision, self.normalize = "fp32", None  # what /info reports of the network and the inputs
 
 
 @contextmanager
