@@ -260,8 +260,10 @@ def test_a_full_queue_is_429_with_retry_after_and_health_stays_200():
                 too_many = client.post("/v1/predict", json={"comments": [{"text": "a"}, {"text": "b"}]})
                 assert too_many.status_code == 429 and int(too_many.headers["retry-after"]) >= 1
                 assert "--max-queue" in too_many.json()["error"]["message"]
+                assert too_many.json()["error"]["details"] == [{"errorType": "QUEUE_FULL"}]
         full = client.post("/v1/predict", json={"comments": [{"text": "d"}]})  # refused before reading the body
         assert full.status_code == 429 and full.headers["retry-after"].isdigit()
+        assert full.json()["error"]["details"] == [{"errorType": "QUEUE_FULL"}]  # the page says "busy" from it
         assert client.get("/health").status_code == 200  # the event loop is free while the model works
         fake.gate.set()
         for sender in senders:
