@@ -208,6 +208,30 @@ def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
     assert "team_a" in ours and "alpha-key" not in ours and "beta-key" not in ours  # names logged, never keys
 
 
+def test_info_shows_no_path_of_the_servers_disk(tmp_path):
+    """Every string in /info, walked: no absolute path, nothing of the model's, keys' or feedback's folders."""
+    fake = Fake()
+    fake.identity = "ab" * 32
+    attributes = tmp_path / "secret-attrs" / "attributes.yaml"
+    attributes.parent.mkdir()
+    attributes.write_text("attributes:\n  TOXICITY: {task: OFF, spans: OFF_span}\n", encoding="utf-8")
+    ring = KeyRing(load_keys(key_file(tmp_path, team="k")), rate="5/second", daily_quota=100)
+    with serving(fake, models=("/srv/secret-disk/run3/model",), attributes_file=str(attributes), keys=ring,
+                 feedback_file=str(tmp_path / "secret-feedback.jsonl")) as client:
+        info = client.get("/info").json()
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in [k, *strings(v)]]
+        return [s for v in value for s in strings(v)] if isinstance(value, list) else [value]
+
+    shown = [s for s in strings(info) if isinstance(s, str)]
+    assert info["model"]["name"] == "run3/model" and info["attributes"]["TOXICITY"]["task"] == "OFF"
+    assert info["access"]["api_keys"] is True and info["feedback"]["enabled"] is True
+    for text in shown:
+        assert not text.startswith(("/", "~")) and "secret" not in text and str(tmp_path) not in text, text
+
+
 def test_a_key_file_with_a_plain_key_or_a_bad_line_is_an_error_naming_the_line(tmp_path):
     from kold_span.errors import ConfigError
 
