@@ -99,8 +99,8 @@ def upload_csv(browser, path, rows):
                     encoding="utf-8")
     browser.find_element(By.ID, "file").send_keys(str(path))
     browser.find_element(By.ID, "upload").click()
-    wait_for(browser, lambda d: d.find_element(By.ID, "upload").is_enabled()
-             and (d.find_element(By.ID, "file-result").is_displayed() or d.find_element(By.ID, "file-error").is_displayed()))
+    wait_for(browser, lambda d: d.find_element(By.ID, "upload").is_enabled() and any(
+        d.find_element(By.ID, shown).is_displayed() for shown in ("file-result", "file-error")))
 
 
 # The text a box shows, with each hidden-character badge read back as the character it stands for.
@@ -279,7 +279,8 @@ def test_each_refusal_is_a_sentence_and_retry_after_is_said_in_words(browser, se
 
 
 HIDDEN_SAMPLES = ["a\u200bb\u202ec \U0001F468\u200d\U0001F469 \ufe01", "바\u00ad보\ufeff", "\u2067abc\u2069 x\u061c",
-                  "\u2764\ufe0f \u2764\ufe0e a\ufe0f", "멍\u200d청", "क\u200dष", "\U0001F3F4\U000E0067\U000E0062\U000E007F",
+                  "\u2764\ufe0f \u2764\ufe0e a\ufe0f", "멍\u200d청", "क\u200dष",
+                  "\U0001F3F4\U000E0067\U000E0062\U000E007F",
                   "tab\tnew\nline\x07bell\x85", "\u3164\u115f\u1160\uffa0", "\u200e\u200f\u202a\u202b\u202c\u202d",
                   "\u2060\u2061\u2062\u2063\u2064 \u034f\u180e", "\U000E0100x", "\U0001F1F0\U0001F1F7", ""]
 
@@ -345,7 +346,8 @@ def test_a_typed_comment_with_hidden_characters_keeps_its_spans_on_the_right_cha
     shown = browser.execute_script(READ_BACK + """
         const box = document.getElementById('highlighted');
         return {readBack: walk(box), textContent: box.textContent,
-                marks: Array.from(box.querySelectorAll('mark')).map(m => [+m.dataset.start, +m.dataset.end, walk(m)])};""")
+                marks: Array.from(box.querySelectorAll('mark'))
+                  .map(m => [+m.dataset.start, +m.dataset.end, walk(m)])};""")
     assert shown["readBack"] == text and "\u202e" not in shown["textContent"]
     for start, end, piece in shown["marks"]:
         assert piece == text[start:end]
