@@ -260,8 +260,10 @@ def test_a_full_queue_is_429_with_retry_after_and_health_stays_200():
                 too_many = client.post("/v1/predict", json={"comments": [{"text": "a"}, {"text": "b"}]})
                 assert too_many.status_code == 429 and int(too_many.headers["retry-after"]) >= 1
                 assert "--max-queue" in too_many.json()["error"]["message"]
+                assert too_many.json()["error"]["details"] == [{"errorType": "QUEUE_FULL"}]
         full = client.post("/v1/predict", json={"comments": [{"text": "d"}]})  # refused before reading the body
         assert full.status_code == 429 and full.headers["retry-after"].isdigit()
+        assert full.json()["error"]["details"] == [{"errorType": "QUEUE_FULL"}]  # the page says "busy" from it
         assert client.get("/health").status_code == 200  # the event loop is free while the model works
         fake.gate.set()
         for sender in senders:
@@ -334,14 +336,40 @@ CASES = st.one_of(
 )
 
 
+FUZZ_COMMENT_TOKENS, FUZZ_REQUEST_TOKENS = 64, 160  # one window of the tiny model; and 2.5 of them
+
+
 @pytest.fixture(scope="module")
 def fuzz_client(model_dir):
     # small limits, so that the fuzzed bodies reach each class: bytes, comments, characters of one and of all,
-    # context turns, id length
+    # context turns, id length, tokens of one comment and of a request
     client = serving(lambda: load_predictor([model_dir]), limits=Limits(
-        max_bytes=4000, max_comments=4, max_chars=80, max_request_chars=200, max_context_turns=3, max_id_chars=8))
+        max_bytes=4000, max_comments=4, max_chars=80, max_request_chars=200, max_context_turns=3, max_id_chars=8),
+        max_request_tokens=FUZZ_REQUEST_TOKENS, max_comment_tokens=FUZZ_COMMENT_TOKENS)
     yield client
     client.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("route, body, option", [
+    ("/v1/predict", {"comments": [{"text": "가" * 30}] * 40}, "--max-bytes"),
+    ("/v1/predict", {"comments": [{"text": "a"}] * 5}, "--max-comments"),
+    ("/v1/predict", {"comments": [{"text": "a" * 81}]}, "--max-chars"),
+    ("/v1/predict", {"comments": [{"text": "a" * 70}] * 3}, "--max-request-chars"),
+    ("/v1/predict", {"comments": [{"text": "a", "context": ["x"] * 4}]}, "--max-context-turns"),
+    ("/v1/predict", {"comments": [{"text": "a", "id": "i" * 9}]}, "--max-id-chars"),
+    ("/v1/predict", {"comments": [{"text": "가" * 80}]}, "--max-comment-tokens"),  # 82 tokens: 2 windows
+    ("/v1/predict", {"comments": [{"text": "가" * 60}] * 3}, "--max-request-tokens"),  # 3 × 62
+    ("/v1alpha1/comments:analyze", {"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}},
+                                    "context": {"entries": [{"text": "x"}] * 4}}, "--max-context-turns"),
+    ("/v1alpha1/comments:analyze", {"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}},
+                                    "clientToken": "t" * 9}, "--max-id-chars"),
+    (FILE + "f.txt", "\n".join(["가" * 60] * 3), "--max-request-tokens"),
+])
+def test_every_limit_class_of_the_fuzz_is_within_its_reach(fuzz_client, route, body, option):
+    """Each limit the fuzz below runs under, reached by one body of the sizes it generates: its 413s are real."""
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    answer = fuzz_client.post(route, content=content)
+    assert answer.status_code == 413 and f"({option})" in answer.json()["error"]["message"], answer.text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -4,11 +4,15 @@ Skipped where chromium or chromedriver is missing, except in CI (CI=true), where
 them and a missing browser is a failure. Each run saves a screenshot of the page after an analysis
 to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy).
 """
+import hashlib
 import json
 import os
+import random
+import re
 
 import pytest
 
+from kold_span.text.normalize import hidden_characters
 from service_model import ROOT, chromium, get, post, running_server, tiny_model
 
 FOUND = chromium()
@@ -45,6 +49,20 @@ def server(tmp_path_factory, feedback_file):
         yield server
 
 
+KEYS = {"ann": "ann-key-0123456789", "bob": "bob-key-9876543210"}
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory):
+    """The service with API keys: 3 requests a minute and 3 comments a day per key, and feedback."""
+    folder = tmp_path_factory.mktemp("keyed")
+    keys = folder / "keys.txt"
+    keys.write_text("".join(f"{name} {hashlib.sha256(key.encode()).hexdigest()}\n" for name, key in KEYS.items()))
+    with running_server([tiny_model()], "--api-keys", str(keys), "--rate-limit", "3/minute", "--daily-quota", "3",
+                        "--feedback", str(folder / "feedback.jsonl"), log_dir=folder) as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     browser_path, driver_path = FOUND
@@ -61,6 +79,36 @@ def browser(tmp_path_factory):
 def open_page(browser, server):
     browser.get(server.url)
     WebDriverWait(browser, 120).until(lambda d: d.find_element(By.ID, "analyze").is_enabled())
+
+
+def wait_for(browser, predicate, seconds=60):
+    return WebDriverWait(browser, seconds).until(lambda d: predicate(d))
+
+
+def click_and_read(browser, button, answer):
+    """Click a button and return the text of `answer` once the page has shown it."""
+    browser.execute_script("showError(arguments[0], '')", answer)
+    browser.find_element(By.ID, button).click()
+    wait_for(browser, lambda d: d.find_element(By.ID, answer).is_displayed()
+             and d.find_element(By.ID, button).is_enabled())
+    return browser.find_element(By.ID, answer).text
+
+
+def upload_csv(browser, path, rows):
+    path.write_text("guid,title,comment\n" + "".join(f"g{i},제목 {i},댓글 {i} 바보냐\n" for i in range(rows)),
+                    encoding="utf-8")
+    browser.find_element(By.ID, "file").send_keys(str(path))
+    browser.find_element(By.ID, "upload").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "upload").is_enabled() and any(
+        d.find_element(By.ID, shown).is_displayed() for shown in ("file-result", "file-error")))
+
+
+# The text a box shows, with each hidden-character badge read back as the character it stands for.
+READ_BACK = """
+const walk = (node) => node.nodeType === Node.TEXT_NODE ? node.data
+  : node.classList && node.classList.contains('hidden-char') ? String.fromCodePoint(parseInt(node.dataset.code, 16))
+  : Array.from(node.childNodes).map(walk).join('');
+"""
 
 
 def marked_text(root, span_type):
@@ -157,3 +205,151 @@ def test_errors_are_sentences_for_people(browser, server):
         "fetch('v1/predict', {method: 'POST', body: JSON.stringify({comments: [{text: ' '}]})})"
         ".then(problem).then(done);")
     assert message == "The comment: empty"
+
+
+def test_with_keys_the_page_asks_for_one_and_sends_it_in_a_header_on_every_request(browser, keyed_server, tmp_path):
+    open_page(browser, keyed_server)
+    key = browser.find_element(By.ID, "api-key")
+    assert key.is_displayed() and key.get_attribute("type") == "password"
+    browser.find_element(By.ID, "comment").send_keys(COMMENT)
+    assert click_and_read(browser, "analyze", "analyze-error") == \
+        "This service needs an API key: paste yours in the API key field above."
+    key.send_keys("not-a-key")
+    assert click_and_read(browser, "analyze", "analyze-error") == \
+        "The API key was not accepted: check it and paste it again."
+    key.clear()
+    key.send_keys(KEYS["ann"])
+    browser.find_element(By.ID, "analyze").click()  # predict: the 1st request and comment of ann's 3
+    wait_for(browser, lambda d: d.find_element(By.ID, "result").is_displayed())
+    assert not browser.find_element(By.ID, "analyze-error").is_displayed()
+    assert click_and_read(browser, "wrong", "wrong-note").startswith("Thanks: saved as OFF = ")  # feedback: 2nd
+    upload_csv(browser, tmp_path / "one.csv", 1)  # the file route: 3rd
+    assert [r.get_attribute("data-id") for r in browser.find_elements(By.CSS_SELECTOR, "#file-rows tr")] == ["g0"]
+    # the key went in a header: never in a URL the page opened, never kept past the tab
+    urls = browser.execute_script("return [location.href, ...performance.getEntriesByType('resource')"
+                                  ".map(e => e.name)]")
+    assert len(urls) > 4 and not any(KEYS["ann"] in url for url in urls), urls
+    assert browser.execute_script("return localStorage.length") == 0
+    assert browser.execute_script("return document.cookie") == ""
+    open_page(browser, keyed_server)  # a reload in the same tab keeps it (sessionStorage)
+    assert browser.find_element(By.ID, "api-key").get_attribute("value") == KEYS["ann"]
+    assert KEYS["ann"] not in keyed_server.output()
+
+
+def test_a_keys_rate_limit_and_quota_are_told_apart_from_a_busy_service(browser, keyed_server, tmp_path):
+    open_page(browser, keyed_server)
+    browser.execute_script("sessionStorage.clear()")
+    open_page(browser, keyed_server)
+    browser.find_element(By.ID, "api-key").send_keys(KEYS["bob"])
+    upload_csv(browser, tmp_path / "three.csv", 3)  # request 1 of 3 this minute, comments 3 of 3 today
+    assert browser.find_element(By.ID, "file-result").is_displayed()
+    browser.find_element(By.ID, "comment").send_keys("한 줄 더")
+    quota = click_and_read(browser, "analyze", "analyze-error")  # request 2
+    assert re.fullmatch(r"Your API key has used its daily quota of comments\. Try again in (about )?2[34] hours\.",
+                        quota), quota
+    assert click_and_read(browser, "analyze", "analyze-error") == quota  # request 3
+    rate = click_and_read(browser, "analyze", "analyze-error")  # request 4: past 3 a minute
+    assert re.fullmatch(r"Your API key has sent too many requests\. Try again in (\d+ seconds?|1 minute)\.", rate), rate
+
+
+def test_each_refusal_is_a_sentence_and_retry_after_is_said_in_words(browser, server):
+    open_page(browser, server)
+    said = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const answer = (status, errorType, retry) => new Response(JSON.stringify({error: {code: status,
+            message: "m", field: "key", details: errorType ? [{errorType}] : undefined}}),
+            {status, headers: retry ? {"Retry-After": String(retry)} : {}});
+        Promise.all([answer(429, "QUEUE_FULL", 3), answer(429, null, 1), answer(429, "RATE_LIMIT_EXCEEDED", 90),
+                     answer(429, "QUOTA_EXCEEDED", 86399), answer(429, "FEEDBACK_FULL", 1), answer(401),
+                     answer(403)].map(problem))
+          .then((sentences) => done([sentences, [1, 2, 59, 60, 61, 3600, 3601, 7200].map(inWords)]));""")
+    sentences, words = said
+    assert sentences == [
+        "The service is busy right now. Try again in 3 seconds.",
+        "The service is busy right now. Try again in 1 second.",
+        "Your API key has sent too many requests. Try again in about 2 minutes.",
+        "Your API key has used its daily quota of comments. Try again in about 24 hours.",
+        "The feedback file is full: tell the people who run this service.",
+        "This service needs an API key: paste yours in the API key field above.",
+        "The API key was not accepted: check it and paste it again.",
+    ]
+    assert words == ["1 second", "2 seconds", "59 seconds", "1 minute", "about 2 minutes", "1 hour", "about 2 hours",
+                     "2 hours"]
+    assert not browser.find_element(By.ID, "api-key").is_displayed()  # no keys here: no key field
+
+
+HIDDEN_SAMPLES = ["a\u200bb\u202ec \U0001F468\u200d\U0001F469 \ufe01", "바\u00ad보\ufeff", "\u2067abc\u2069 x\u061c",
+                  "\u2764\ufe0f \u2764\ufe0e a\ufe0f", "멍\u200d청", "क\u200dष",
+                  "\U0001F3F4\U000E0067\U000E0062\U000E007F",
+                  "tab\tnew\nline\x07bell\x85", "\u3164\u115f\u1160\uffa0", "\u200e\u200f\u202a\u202b\u202c\u202d",
+                  "\u2060\u2061\u2062\u2063\u2064 \u034f\u180e", "\U000E0100x", "\U0001F1F0\U0001F1F7", ""]
+
+
+def test_the_pages_hidden_characters_are_the_normalizers(browser, server):
+    """The page's table of hidden characters against text.normalize's (by example and 300 random texts)."""
+    pool = "가a1 .\u200b\u200c\u200d\u202e\u2066\u2069\u00ad\ufeff\ufe0f\ufe00\u061c\x01\u3164\u2764" \
+           "\U0001F468\U0001F469\U0001F1F0\U000E0067ж\u0915"
+    rng = random.Random(45)
+    texts = HIDDEN_SAMPLES + ["".join(rng.choice(pool) for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    open_page(browser, server)
+    found = browser.execute_script("return arguments[0].map(hiddenCharacters)", texts)
+    for text, page in zip(texts, found):
+        assert [tuple(pair) for pair in page] == hidden_characters(text), ascii(text)
+
+
+def test_hidden_characters_are_shown_as_badges_and_a_bidi_override_reverses_nothing(browser, server):
+    text = "ab\u202ecd\u200bef\u00ad \ufeff바\u2067보\ufe0f \U0001F468\u200d\U0001F469 \u2764\ufe0f"
+    spans = [{"type": "OFF", "start": 3, "end": 7, "text": text[3:7], "score": 0.9}]
+    open_page(browser, server)
+    shown = browser.execute_script(READ_BACK + """
+        showPrediction({text: arguments[0], labels: {}, spans: arguments[1], signals: {invisible: 4, bidi: 2}});
+        const box = document.getElementById('highlighted');
+        const letters = [], walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+        for (let node; (node = walker.nextNode());) {
+          if (node.parentNode.classList.contains('hidden-char')) continue;
+          let at = 0;
+          for (const c of node.data) {
+            const range = document.createRange();
+            range.setStart(node, at); range.setEnd(node, at + c.length); at += c.length;
+            letters.push([c, range.getBoundingClientRect().left]);
+          }
+        }
+        return {readBack: walk(box), textContent: box.textContent,
+                badges: Array.from(box.querySelectorAll('.hidden-char')).map(b => [b.dataset.code, b.textContent]),
+                marked: Array.from(box.querySelectorAll('mark')).map(walk).join(''),
+                spanItem: walk(document.querySelector('#spans li')),
+                bidi: getComputedStyle(box).unicodeBidi, letters,
+                signals: document.getElementById('signals').textContent,
+                signalsShown: !document.getElementById('signals').hidden};""", text, spans)
+    assert shown["readBack"] == text  # every character is there, hidden ones as badges
+    expected = hidden_characters(text)
+    assert [(int(code, 16), name) for code, name in shown["badges"]] == [(ord(text[i]), n) for i, n in expected]
+    assert [name for _, name in shown["badges"]][:4] == ["RLO", "ZWSP", "SHY", "BOM"]
+    assert not set("\u202e\u200b\u00ad\ufeff\u2067") & set(shown["textContent"])  # shown, never acting
+    assert "\U0001F468\u200d\U0001F469" in shown["textContent"]  # an emoji sequence stays whole
+    assert shown["marked"] == text[3:7] and "cd" in shown["spanItem"] and "\u200b" in shown["spanItem"]
+    assert shown["bidi"] in ("isolate", "plaintext")
+    left = {c: x for c, x in shown["letters"]}
+    assert left["a"] < left["b"] < left["c"] < left["d"] < left["e"] < left["f"], shown["letters"]  # not reversed
+    assert shown["signalsShown"] and "invisible 4" in shown["signals"] and "bidi 2" in shown["signals"]
+
+
+def test_a_typed_comment_with_hidden_characters_keeps_its_spans_on_the_right_characters(browser, server):
+    text = "저 의원은\u202e 진짜 멍\u200b청하다. 말하는 것마다 역겹다 ㅋㅋ"
+    status, answer = post(server.url + "v1/predict", {"comments": [{"text": text}]})
+    [expected] = answer["predictions"]
+    assert status == 200
+    open_page(browser, server)
+    browser.find_element(By.ID, "comment").send_keys(text)
+    browser.find_element(By.ID, "analyze").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "result").is_displayed())
+    shown = browser.execute_script(READ_BACK + """
+        const box = document.getElementById('highlighted');
+        return {readBack: walk(box), textContent: box.textContent,
+                marks: Array.from(box.querySelectorAll('mark'))
+                  .map(m => [+m.dataset.start, +m.dataset.end, walk(m)])};""")
+    assert shown["readBack"] == text and "\u202e" not in shown["textContent"]
+    for start, end, piece in shown["marks"]:
+        assert piece == text[start:end]
+    covered = {i for s in expected["spans"] for i in range(s["start"], s["end"])}
+    assert {i for start, end, _ in shown["marks"] for i in range(start, end)} == covered

@@ -181,8 +181,10 @@ def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
     with serving(keys=ring, access_log="text") as client, caplog.at_level(logging.DEBUG):
         none = client.post("/v1/predict", json=body)
         assert none.status_code == 401 and none.json()["error"]["status"] == "UNAUTHENTICATED"
+        assert none.json()["error"]["details"] == [{"errorType": "API_KEY_MISSING"}]
         wrong = client.post("/v1/predict", json=body, headers={"X-API-Key": "guess"})
         assert wrong.status_code == 403 and wrong.json()["error"]["status"] == "PERMISSION_DENIED"
+        assert wrong.json()["error"]["details"] == [{"errorType": "API_KEY_INVALID"}]
         assert client.get("/readyz").status_code == 200 and client.get("/info").status_code == 200  # no key needed
         assert client.post("/v1/predict", json=body, headers={"Authorization": "Bearer alpha-key"}).status_code == 200
         three = {"comments": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}
@@ -190,9 +192,11 @@ def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
         over_quota = client.post("/v1/predict", json=body, headers={"X-API-Key": "alpha-key"})
         assert over_quota.status_code == 429 and int(over_quota.headers["retry-after"]) > 3600
         assert "(--daily-quota)" in over_quota.json()["error"]["message"]
+        assert over_quota.json()["error"]["details"] == [{"errorType": "QUOTA_EXCEEDED"}]  # not the queue's 429
         over_rate = client.post("/v1/predict", json=body, headers={"X-API-Key": "alpha-key"})  # the 4th this minute
         assert over_rate.status_code == 429 and 1 <= int(over_rate.headers["retry-after"]) <= 60
         assert "(--rate-limit)" in over_rate.json()["error"]["message"]
+        assert over_rate.json()["error"]["details"] == [{"errorType": "RATE_LIMIT_EXCEEDED"}]
         assert client.post("/v1/predict", json=body, headers={"X-API-Key": "beta-key"}).status_code == 200
         metrics = client.get("/metrics").text
     assert 'kold_span_key_comments_total{key="team_a"} 4.0' in metrics
@@ -202,6 +206,30 @@ def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
     assert re.search(r'kold_span_rejections_total\{reason="forbidden"\} 1', metrics)
     ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(("kold_span", "uvicorn")))
     assert "team_a" in ours and "alpha-key" not in ours and "beta-key" not in ours  # names logged, never keys
+
+
+def test_info_shows_no_path_of_the_servers_disk(tmp_path):
+    """Every string in /info, walked: no absolute path, nothing of the model's, keys' or feedback's folders."""
+    fake = Fake()
+    fake.identity = "ab" * 32
+    attributes = tmp_path / "secret-attrs" / "attributes.yaml"
+    attributes.parent.mkdir()
+    attributes.write_text("attributes:\n  TOXICITY: {task: OFF, spans: OFF_span}\n", encoding="utf-8")
+    ring = KeyRing(load_keys(key_file(tmp_path, team="k")), rate="5/second", daily_quota=100)
+    with serving(fake, models=("/srv/secret-disk/run3/model",), attributes_file=str(attributes), keys=ring,
+                 feedback_file=str(tmp_path / "secret-feedback.jsonl")) as client:
+        info = client.get("/info").json()
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in [k, *strings(v)]]
+        return [s for v in value for s in strings(v)] if isinstance(value, list) else [value]
+
+    shown = [s for s in strings(info) if isinstance(s, str)]
+    assert info["model"]["name"] == "run3/model" and info["attributes"]["TOXICITY"]["task"] == "OFF"
+    assert info["access"]["api_keys"] is True and info["feedback"]["enabled"] is True
+    for text in shown:
+        assert not text.startswith(("/", "~")) and "secret" not in text and str(tmp_path) not in text, text
 
 
 def test_a_key_file_with_a_plain_key_or_a_bad_line_is_an_error_naming_the_line(tmp_path):
@@ -418,6 +446,7 @@ def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator
         while (full := client.post(suggest, json=body, headers=key)).status_code == 200:
             assert path.stat().st_size <= 1500
         assert full.status_code == 429 and "--feedback-max-bytes)" in full.json()["error"]["message"]
+        assert full.json()["error"]["details"] == [{"errorType": "FEEDBACK_FULL"}]
     examples = corpora.read("jsonl", path)  # what train reads with data.format: jsonl
     first, second = examples[0], examples[1]
     assert (first.text, first.context, first.labels, first.spans) == ("너 진짜 바보냐", "기사 제목", {"OFF": True},

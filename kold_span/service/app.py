@@ -55,6 +55,8 @@ from kold_span.service.requests import (Limits, RequestError, analyze_request, p
 from kold_span.service.server import ConnectionLimits
 
 log = logging.getLogger(__name__)
+# A full queue's 429 details ("busy"), apart from a key's RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED.
+QUEUE_FULL = [{"errorType": "QUEUE_FULL"}]
 
 STATIC = Path(__file__).parent / "static"
 PAGE = STATIC / "index.html"
@@ -203,7 +205,7 @@ class Service:
         if not batcher.has_room():
             self.metrics.rejected("queue_full")
             raise RequestError(429, f"{batcher.queued} comments are waiting and the queue holds "
-                                    f"{batcher.max_queue} (--max-queue)", "comments")
+                                    f"{batcher.max_queue} (--max-queue)", "comments", QUEUE_FULL)
 
     def check_perspective(self, perspective: Optional[dict[str, Any]]) -> None:
         """422 for annotator traits the model does not read."""
@@ -230,7 +232,7 @@ class Service:
             futures = self.batcher.submit(items)
         except QueueFull as err:
             self.metrics.rejected("queue_full")
-            raise RequestError(429, str(err), "comments") from None
+            raise RequestError(429, str(err), "comments", QUEUE_FULL) from None
         except Closed as err:
             self.metrics.rejected("shutting_down")
             raise RequestError(503, str(err), "model") from None

@@ -106,7 +106,7 @@ class FeedbackFile:
             try:
                 if os.fstat(fd).st_size + len(line) > self.max_bytes:
                     raise RequestError(429, f"the feedback file is full ({self.max_bytes} bytes, --feedback-max-bytes)",
-                                       "feedback")
+                                       "feedback", [{"errorType": "FEEDBACK_FULL"}])
                 written = os.write(fd, line)
                 if written != len(line):  # a full disk: take the partial line back out
                     os.ftruncate(fd, os.fstat(fd).st_size - written)

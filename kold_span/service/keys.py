@@ -5,7 +5,8 @@ SHA-256 of the key in hex (`printf %s "$KEY" | sha256sum` prints it), so the fil
 A request presents its key as `Authorization: Bearer KEY`, `X-API-Key: KEY` or `?key=KEY`
 (Perspective's clients send the last). The presented key is hashed and compared with every stored
 hash by `hmac.compare_digest`, without stopping at a match, so the time taken says nothing of which
-key came close. No key is a 401, an unknown one a 403; keys are never logged, names are.
+key came close. No key is a 401, an unknown one a 403; keys are never logged, names are. Each refusal says which
+in its error's `details` (`errorType`), so a client tells a spent key from a busy service.
 
 Each key's request rate (`--rate-limit`, e.g. `20/second`, a moving window) and comments a day
 (`--daily-quota`, a fixed window of a day from the key's first request) are counted by the `limits` package; past
@@ -34,10 +35,12 @@ NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
 
 class Throttled(RequestError):
-    """A 429 for one key: its rate or its daily quota is spent; retry after `retry_after` seconds."""
+    """A 429 for one key: its rate or its daily quota is spent (`reason`, the error's `errorType`:
+    RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED, apart from the queue's QUEUE_FULL); retry after
+    `retry_after` seconds."""
 
-    def __init__(self, message: str, field: str, retry_after: int):
-        super().__init__(429, message, field)
+    def __init__(self, message: str, field: str, retry_after: int, reason: str):
+        super().__init__(429, message, field, [{"errorType": reason}])
         self.retry_after = retry_after
 
 
@@ -113,21 +116,21 @@ class KeyRing:
         """The key presented, or a 401 (none) or 403 (no such key)."""
         if not presented:
             raise RequestError(401, "no API key: send it as 'Authorization: Bearer KEY', 'X-API-Key: KEY' "
-                                    "or ?key=KEY", "key")
+                                    "or ?key=KEY", "key", [{"errorType": "API_KEY_MISSING"}])
         digest = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
         found = None
         for key in self.keys:  # every key compared, in constant time each
             if hmac.compare_digest(key.digest, digest):
                 found = key
         if found is None:
-            raise RequestError(403, "the API key is not valid", "key")
+            raise RequestError(403, "the API key is not valid", "key", [{"errorType": "API_KEY_INVALID"}])
         return found
 
     def admit(self, key: ApiKey) -> None:
         """Count one request of `key` against its rate; 429 past it."""
         if self.rate is not None and not self._moving.hit(self.rate, "rate", key.name):
             raise Throttled(f"key {key.name}: over its rate of {self.rate} (--rate-limit)", "key",
-                            self._wait(self._moving, self.rate, key.name, "rate"))
+                            self._wait(self._moving, self.rate, key.name, "rate"), "RATE_LIMIT_EXCEEDED")
 
     def charge(self, key: ApiKey, comments: int) -> None:
         """Count `comments` against the key's daily quota; 429 (and nothing counted) past it."""
@@ -136,7 +139,8 @@ class KeyRing:
         if not self._fixed.test(self.quota, "quota", key.name, cost=comments):  # a refusal costs nothing
             left = self._fixed.get_window_stats(self.quota, "quota", key.name).remaining
             raise Throttled(f"key {key.name}: {comments} comments, {left} left of its {self.quota.amount} a day "
-                            "(--daily-quota)", "key", self._wait(self._fixed, self.quota, key.name, "quota"))
+                            "(--daily-quota)", "key", self._wait(self._fixed, self.quota, key.name, "quota"),
+                            "QUOTA_EXCEEDED")
         self._fixed.hit(self.quota, "quota", key.name, cost=comments)
 
     def describe(self) -> dict[str, Optional[str]]:
