@@ -21,13 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from kold_span import corpora  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
 from kold_span.text.normalize import STEPS, words_of_length, normalize  # noqa: E402
 
 CONFIGS = {"Toxic Spans (en)": "toxic_spans_minilm", "BEEP! (ko)": "beep_e5", "KoCoSa (ko)": "kocosa_e5",
            "UnSmile (ko)": "unsmile_e5", "IroSvA es (es)": "irosva_e5"}
-KINDS = ("width", "invisible", "bidi", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
+KINDS = ("width", "spaces", "invisible", "bidi", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
          "spaced")
 
 
@@ -40,6 +41,15 @@ def dev_texts(config_name: str, data: Path) -> list[str]:
     for example in load_splits(config)["dev"]:
         texts.append(example.text)
     return texts
+
+
+def multipico_english(data: Path) -> list[str]:
+    """MultiPICo's English replies and posts (ordinary social-media text, irony or not), each once."""
+    texts: list[str] = []
+    for example in corpora.read("multipico", data / "multipico"):
+        if example.meta.get("lang") == "en":
+            texts += [example.text] + ([example.context] if isinstance(example.context, str) else [])
+    return list(dict.fromkeys(texts))
 
 
 def measure(texts: list[str]) -> tuple[int, int, Counter, float]:
@@ -66,8 +76,10 @@ def main() -> None:
     for length in range(3, 16):  # the word lists and leet's per-length index, built once per process
         words_of_length(length)
     normalize("tlqkf 씨.발 stuuupid")
-    for name, config_name in CONFIGS.items():
-        texts = dev_texts(config_name, args.data)
+    sources = [(name, lambda c=config_name: dev_texts(c, args.data)) for name, config_name in CONFIGS.items()]
+    sources.append(("MultiPICo en, every text (en)", lambda: multipico_english(args.data)))
+    for name, texts_of in sources:
+        texts = texts_of()
         nfc_changed, beyond, kinds, seconds = measure(texts)
         per_kind = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k]) or "none"
         chars = sum(map(len, texts))

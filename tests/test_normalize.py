@@ -40,6 +40,13 @@ def test_docstring_examples():
     ("\u202eidiot\u202c you", "idiot you", {"bidi": 2}),
     ("stuuuupid cooool", "stupid cool", {"elongation": 2}),
     (NFD_TEXT, "바보 멍청이 꺼져라", {"nfc": 8}),
+    ("you\u00a0idiot\u3000now\u202f!", "you idiot now !", {"spaces": 3}),
+    ("씨\u2009발", "씨발", {"spaces": 1, "spaced": 1}),
+    ("you are s t u p i d", "you are stupid", {"spaced": 5}),
+    ("F U C K off", "FUCK off", {"spaced": 3}),
+    ("y o u i d i o t !", "you idiot !", {"spaced": 6}),
+    ("st.upid man", "stupid man", {"separators": 1}),
+    ("you id1iot", "you idiot", {"separators": 1}),
 ])
 def test_evasions_from_the_issue(written, normalized, signals):
     result = normalize(written)
@@ -56,6 +63,10 @@ def test_evasions_from_the_issue(written, normalized, signals):
     "\U0001F468\u200d\U0001F469\u200d\U0001F467 \u2764\ufe0f",  # emoji ZWJ and variation sequences
     "نمی\u200cخواهم",                              # a Persian non-joiner between Arabic letters
     "m² ① … naïve Ωmega Москва",                  # compatibility characters that are text; whole Cyrillic words
+    "I am a b c d, x y z",                        # single letters that spell no word stay apart
+    "e-mail co-op some.thing well-known U.S. a.k.a. i.e.",  # pieces that are words, abbreviations
+    "google.com/st.upid @st.upid #id1iot",        # URLs, handles, tags
+    "a\tb\nc \u1680 d",                            # tabs, line breaks and the Ogham space mark are not spaces to fold
 ])
 def test_ordinary_text_is_unchanged(ordinary):
     result = normalize(ordinary)
@@ -73,6 +84,22 @@ def test_spans_map_back_over_what_was_removed_or_folded():
     assert key.aligned.to_original(3, 4) == (4, 7)      # 발 from "qkf"
     nfd = normalize(NFD_TEXT)
     assert nfd.aligned.to_original(0, 2) == (0, 4)      # 바보 from four conjoining jamo
+
+
+def test_spaces_letters_and_latin_separators_map_back_exactly():
+    spaces = normalize("you\u00a0idiot\u3000now")
+    assert spaces.aligned.text == "you idiot now"
+    assert spaces.aligned.sources == tuple((i, i + 1) for i in range(13))  # one character for one
+    spaced = normalize("you are s t u p i d .")
+    assert spaced.aligned.text == "you are stupid ."
+    assert spaced.aligned.to_original(8, 14) == (8, 19)  # the spaces between the letters are inside
+    assert spaced.aligned.from_original(8, 19) == (8, 14)
+    assert spaced.aligned.to_original(15, 16) == (20, 21)
+    two = normalize("y o u i d i o t")
+    assert two.aligned.text == "you idiot" and two.aligned.to_original(4, 9) == (6, 15)
+    dotted = normalize("st.upid")
+    assert dotted.aligned.text == "stupid" and dotted.aligned.to_original(0, 6) == (0, 7)
+    assert dotted.aligned.to_original(2, 3) == (3, 4)
 
 
 def test_gold_spans_map_onto_the_normalized_text():
@@ -102,7 +129,7 @@ def test_syllables_of_compound_vowels_and_finals():
 # Property tests over text that mixes the evasions with ordinary characters.
 ALPHABET = st.sampled_from(list("가나다바보씨발시놈 ㅅㅂㅋㅣㅏㅗ.1*$0!aeiostudkqlfh xyz\u0456\u043e") +
                            ["\u200b", "\u200d", "\u202e", "\ufe0f", "\u0301", "\u1100", "\u1161", "\u11a8",
-                            "ｉ", "\U0001F468", "\U0001F469", "é"])
+                            "ｉ", "\U0001F468", "\U0001F469", "é", "\u00a0", "\u3000", " s", " t", " u", "-"])
 TEXTS = st.lists(ALPHABET, max_size=24).map("".join)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -220,3 +220,18 @@ def test_probability_zero_changes_nothing(text, kind, seed):
 def _words(text):
     from kold_span.text.words import word_offsets
     return word_offsets(text)
+
+
+def test_perturb_takes_all_kinds_as_the_robustness_command_does():
+    """`perturb(text, "all")` raised "perturbation kind must be one of ..." though `--perturb all` works (issue 43)."""
+    text = "너 진짜 바보 you stupid idiot"
+    mixed = perturb(text, "all", seed=4, probability=1.0)
+    assert mixed.text != text and mixed == perturb(text, list(EvasionKind), seed=4, probability=1.0)
+    assert perturb(text, "leet", seed=4, probability=1.0) == perturb(text, EvasionKind.LEET, 4, 1.0)
+    assert perturb(text, "leet,nfd", seed=4, probability=1.0) == perturb(text, ["leet", "nfd"], 4, 1.0)
+    assert perturb(text, "all", seed=5, probability=1.0) != mixed  # the seed decides which kind each word gets
+    ex = Example(id="1", text="you idiot", spans={"OFF": [(4, 9)]})
+    out = perturb_example(ex, "nfd,leet", seed=0, probability=1.0)
+    assert out.meta == {"evasion": "nfd,leet"}
+    with pytest.raises(ArgumentError, match="perturb\\(\\) kind must be one of"):
+        perturb(text, "all,lit", seed=0)

@@ -173,8 +173,9 @@ class NormalizeConfig:
     leet: bool = True  # 1d10t, $tupid, f*ck
     keyboard: bool = True  # tlqkf -> 시발 (Korean typed on an English keyboard)
     jamo: bool = True  # ㅅㅣ발 -> 시발
-    separators: bool = True  # 씨.발, 시1발
-    spaced: bool = True  # 씨 발 (two single syllables that spell a common word; can join an interjection: 오 이 → 오이)
+    separators: bool = True  # 씨.발, 시1발, st.upid
+    # 씨 발, s t u p i d (single syllables or letters that spell a common word; can join an interjection: 오 이 → 오이)
+    spaced: bool = True
 
     def steps(self) -> Optional[tuple[str, ...]]:
         """The names of the steps switched on, or None when normalization is off.

@@ -16,7 +16,10 @@ The steps, in the order they run (`STEPS`):
   a letter beside a combining mark that the removed character had separated.
 - `width`: compatibility forms of letters and digits (fullwidth `ｉｄｉｏｔ`, halfwidth Hangul,
   mathematical alphanumerics `𝐢𝐝𝐢𝐨𝐭`) to their plain letter (that character's compatibility
-  decomposition; other compatibility characters such as `²`, `①`, `…` are text and stay).
+  decomposition; other compatibility characters such as `²`, `①`, `…` are text and stay); and
+  every space whose compatibility form is a plain space (no-break U+00A0, U+2000–U+200A, narrow
+  no-break U+202F, U+205F, ideographic U+3000) to a plain space (`signals["spaces"]`), so the
+  steps that read spaces see one.
 - `invisible`: zero-width space/non-joiner/joiner, word joiner, invisible operators, BOM, soft
   hyphen, variation selectors, Hangul fillers, tags and control characters removed, and bidi
   embeddings, overrides, isolates and marks (`signals["bidi"]`). Inside an emoji cluster the
@@ -38,10 +41,15 @@ The steps, in the order they run (`STEPS`):
   `시발`); a run that does not (`ㅋㅋ`, `ㅅㅂ`, `ㅠㅠ`) is an abbreviation and stays.
 - `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) removed, only where
   the joined word is a common Korean word; never sentence punctuation, quotes or brackets, nor the
-  digits of an ordinal (`제2의`).
+  digits of an ordinal (`제2의`). The same inside a Latin word (`st.upid`, `id1iot`, after `leet`
+  has read what it can) where the joined word of 4+ letters is a common English or Spanish word and
+  a piece is none (`e-mail`, `some.thing` stay), never in a URL, path or handle.
 - `spaced`: after `separators`, a space between two single syllables (`씨 발`) removed where they
   spell a common Korean word. It can join an interjection to a one-syllable word (`오 이 기자` →
-  `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`).
+  `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`). Also a run
+  of three or more single Latin letters apart by single spaces (`s t u p i d`, `y o u i d i o t`)
+  joined into the fewest common English or Spanish words of 2+ letters it splits into, one of them
+  3+ letters long; a run that splits into none stays (`a b c d`, `x y z`).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
 Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
@@ -168,10 +176,26 @@ def _width_fold(char: str) -> Optional[str]:
     return folded if folded.isalnum() else None
 
 
+@functools.lru_cache(maxsize=64)
+def _is_wide_space(char: str) -> bool:
+    """Whether a character is a space other than U+0020 whose compatibility form is a plain space.
+
+    No-break, en, em, thin, hair, narrow no-break, medium mathematical and ideographic spaces;
+    not tabs or line breaks (not Zs), nor the Ogham space mark (no compatibility form).
+    """
+    return char != " " and unicodedata.category(char) == "Zs" and unicodedata.normalize("NFKC", char) == " "
+
+
 def _width(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """Fullwidth, halfwidth and mathematical letters and digits to plain ones."""
-    edits = [(i, i + 1, folded) for i, c in enumerate(t.text) if ord(c) > 0x2000 and (folded := _width_fold(c))]
-    return edits, {"width": len(edits)}
+    """Fullwidth, halfwidth and mathematical letters and digits to plain ones; wide and no-break spaces to a space."""
+    edits, spaces = [], 0
+    for i, c in enumerate(t.text):
+        if c == "\u00a0" or (ord(c) > 0x1fff and _is_wide_space(c)):
+            edits.append((i, i + 1, " "))
+            spaces += 1
+        elif ord(c) > 0x2000 and (folded := _width_fold(c)):
+            edits.append((i, i + 1, folded))
+    return edits, {"width": len(edits) - spaces, "spaces": spaces}
 
 
 # -- invisible characters -----------------------------------------------------------------
@@ -457,18 +481,98 @@ def _join_pieces(t: AlignedText, across_space: bool) -> list[Replacement]:
     return edits
 
 
+# A Latin word cut by separators or digits (`st.upid`, `id1iot`): the same separators as in Hangul.
+_LATIN_CHAIN = regex.compile(r"(?<![\p{L}\p{N}@#/.:_-])\p{Latin}+(?:" + _SEPARATOR + r"{1,2}\p{Latin}+)+"
+                             r"(?![\p{L}\p{N}/@]|[.:_-]\p{L})")
+_LATIN_PIECE = regex.compile(r"\p{Latin}+")
+MIN_JOINED_LATIN = 4
+
+
+def _latin_separators(t: AlignedText) -> list[Replacement]:
+    """Separators and digits inside a Latin word removed where the joined word is a common English or Spanish word.
+
+    Only where some piece is no word itself (`st.upid` joins; `e-mail`, `some.thing`, `co-op` stay), or
+    the separators are digits, which no ordinary word holds (`id1iot`); never a URL, path or handle.
+    """
+    edits: list[Replacement] = []
+    for chain in _LATIN_CHAIN.finditer(t.text):
+        pieces = list(_LATIN_PIECE.finditer(t.text, chain.start(), chain.end()))
+        joined = "".join(p.group() for p in pieces)
+        gaps = [t.text[a.end():b.start()] for a, b in zip(pieces, pieces[1:])]
+        if len(joined) < MIN_JOINED_LATIN or not is_word(joined):
+            continue
+        digits = all(g.isdigit() for g in gaps)
+        if not digits and all(is_word(p.group()) for p in pieces):
+            continue
+        edits += [(a.end(), b.start(), "") for a, b in zip(pieces, pieces[1:])]
+    return edits
+
+
 def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """Separators and digits between Hangul removed where the joined word is a common Korean word."""
-    edits = _join_pieces(t, across_space=False)
+    """Separators and digits between Hangul, or inside a Latin word, removed where the joined word is a common word."""
+    edits = sorted(_join_pieces(t, across_space=False) + _latin_separators(t))
     return edits, {"separators": len(edits)}
 
 
+# Single Latin letters, each a word of its own, three or more in a row apart by single spaces (`s t u p i d`).
+_SPACED_LETTERS = regex.compile(r"(?<![\p{L}\p{N}\p{M}][\p{P}\p{S}]?)\p{Latin}(?: \p{Latin}){2,}(?![\p{L}\p{N}\p{M}])")
+MAX_SPACED_LETTERS = 60
+
+
+def _segmentation(letters: str) -> Optional[list[int]]:
+    """Where to cut a run of letters into the fewest common English or Spanish words of two letters or more
+    (the most frequent ones among equals), one of them at least `MIN_JOINED_LATIN - 1` long; None if none.
+
+    Example:
+        >>> _segmentation("youarestupid"), _segmentation("abcd")
+        ([3, 6, 12], None)
+    """
+    # best[i]: (pieces, −Zipf sum, cuts) for letters[:i]
+    best: list[Optional[tuple[int, float, list[int]]]] = [(0, 0.0, [])] + [None] * len(letters)
+    for end in range(2, len(letters) + 1):
+        for start in range(max(0, end - 20), end - 1):
+            if best[start] is None:
+                continue
+            zipf = _zipf(letters[start:end].lower(), ("en", "es"))
+            if zipf < WORD_ZIPF:
+                continue
+            pieces, score, cuts = best[start]
+            candidate = (pieces + 1, score - zipf, cuts + [end])
+            if best[end] is None or candidate[:2] < best[end][:2]:
+                best[end] = candidate
+    found = best[len(letters)]
+    if found is None:
+        return None
+    cuts = found[2]
+    longest = max(b - a for a, b in zip([0] + cuts, cuts))
+    return cuts if longest >= MIN_JOINED_LATIN - 1 else None
+
+
+def _spaced_letters(t: AlignedText) -> list[Replacement]:
+    """Runs of three or more single Latin letters apart by single spaces joined into the common words they spell.
+
+    `s t u p i d` → `stupid`, `y o u i d i o t` → `you idiot`; a run that spells no words stays (`a b c d`).
+    """
+    edits: list[Replacement] = []
+    for run in _SPACED_LETTERS.finditer(t.text):
+        letters = run.group()[::2]
+        if len(letters) > MAX_SPACED_LETTERS:
+            continue
+        cuts = _segmentation(letters)
+        if cuts is None:
+            continue
+        inside = [i for i in range(1, len(letters)) if i not in cuts]
+        edits += [(run.start() + 2 * i - 1, run.start() + 2 * i, "") for i in inside]
+    return edits
+
+
 def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """A space between two single syllables removed where they spell a common Korean word (`씨 발`).
+    """A space between two single syllables removed where they spell a common Korean word (`씨 발`), and
+    single Latin letters spaced apart joined into the words they spell (`s t u p i d`).
 
     It runs after `separators`, so `아 씨.발` is first `아 씨발`, whose space joins nothing.
     """
-    edits = _join_pieces(t, across_space=True)
+    edits = sorted(_join_pieces(t, across_space=True) + _spaced_letters(t))
     return edits, {"spaced": len(edits)}
 
 

@@ -52,14 +52,15 @@ _SEPARATORS = ".,-_~*"
 _CONFUSABLE_SCRIPTS = ("CYRILLIC ", "GREEK ")
 
 
-def perturb(text: str, kind: Union[EvasionKind, str], seed: Union[int, str], probability: float = 0.5,
-            within: Optional[Sequence[Span]] = None) -> AlignedText:
+def perturb(text: str, kind: Union[EvasionKind, str, Sequence[Union[EvasionKind, str]]], seed: Union[int, str],
+            probability: float = 0.5, within: Optional[Sequence[Span]] = None) -> AlignedText:
     """`text` with words disguised by `kind`, aligned to the original.
 
     Args:
         text: the text to disguise.
-        kind: an `EvasionKind` (or its name).
-        seed: with the text and kind, it decides every random choice.
+        kind: an `EvasionKind` (or its name); or several, as `--perturb` names them ("all",
+            "leet,nfd" or a list): each disguised word then gets one of them, drawn with the seed.
+        seed: with the text and kind(s), it decides every random choice.
         probability: the chance of each word to be disguised.
         within: only words overlapping one of these spans may be disguised (gold spans: the
             words that matter); None: any word.
@@ -72,17 +73,33 @@ def perturb(text: str, kind: Union[EvasionKind, str], seed: Union[int, str], pro
         >>> t.text[:4], t.text[4:] != "idiot", t.from_original(4, 9)
         ('you ', True, (4, 9))
     """
-    kind = EvasionKind.parse(kind, "perturbation kind")
-    disguise = WORD_EDITS[kind]
-    rng = random.Random(f"{seed}\x00{kind.value}\x00{text}")
+    kinds = kinds_of(kind)
+    rng = random.Random(f"{seed}\x00{'+'.join(k.value for k in kinds)}\x00{text}")
     edits: list[Replacement] = []
     for start, end in word_offsets(text):
         if within is not None and not any(s < end and start < e for s, e in within):
             continue
         if rng.random() >= probability:
             continue
+        disguise = WORD_EDITS[kinds[0] if len(kinds) == 1 else kinds[rng.randrange(len(kinds))]]
         edits += [(start + s, start + e, new) for s, e, new in disguise(text[start:end], rng)]
     return AlignedText.identity(text).edit(edits)
+
+
+def kinds_of(kind: Union[EvasionKind, str, Sequence[Union[EvasionKind, str]]]) -> list[EvasionKind]:
+    """The kinds `perturb` draws from: one kind, or several named as `--perturb` names them.
+
+    Example:
+        >>> [k.value for k in kinds_of("leet")], [k.value for k in kinds_of("nfd,leet")]
+        (['leet'], ['nfd', 'leet'])
+        >>> kinds_of("all") == list(EvasionKind)
+        True
+    """
+    if isinstance(kind, EvasionKind):
+        return [kind]
+    if isinstance(kind, str) and kind in EvasionKind.values():
+        return [EvasionKind(kind)]
+    return parse_kinds(kind, "perturb()")
 
 
 def perturb_example(example: Example, kind: Union[EvasionKind, str], seed: Union[int, str],
@@ -91,7 +108,8 @@ def perturb_example(example: Example, kind: Union[EvasionKind, str], seed: Union
 
     With `targets="spans"` only words inside the example's gold spans (of any type) are disguised;
     an example without spans then stays as it is. The context is left as written. `meta` records
-    the kind under "evasion". A span whose characters were all removed (a deletion) is dropped.
+    the kind under "evasion" (several: comma-separated). A span whose characters were all removed (a
+    deletion) is dropped.
 
     Example:
         >>> ex = Example(id="1", text="너 진짜 바보", labels={"OFF": True}, spans={"OFF": [(5, 7)]})
@@ -107,7 +125,7 @@ def perturb_example(example: Example, kind: Union[EvasionKind, str], seed: Union
     annotations = [replace(a, spans=mapped_spans(aligned, a.spans)) for a in example.annotations]
     return replace(example, text=aligned.text, spans=mapped_spans(aligned, example.spans),
                    annotations=annotations, labels=dict(example.labels),
-                   meta={**example.meta, "evasion": EvasionKind.parse(kind, "kind").value})
+                   meta={**example.meta, "evasion": ",".join(k.value for k in kinds_of(kind))})
 
 
 def disguised(examples: Sequence[Example], kinds: Sequence[Union[EvasionKind, str]], seed: Union[int, str],
