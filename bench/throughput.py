@@ -29,7 +29,11 @@ int8 dynamic and int8 static (calibrated on the first 256 of the same comments);
 what `kold-span export` writes. Beside the speed, each row's fidelity to torch float32 on the
 same comments: the mean and largest difference of P(OFF), and the share of comments with the same
 OFF label and the same span offsets. With untrained heads these say how far the numbers move, not
-what a trained model loses: that needs dev scores of trained models.
+what a trained model loses: that needs dev scores of trained models. `--optimum` adds Optimum's
+`ORTModelForSequenceClassification` + `ORTModelForTokenClassification` pipeline pair on the same
+weights, float32 and int8, timed after those rows by `bench/optimum_peer.py` in the peer's own
+virtualenv (`--peer-venv`, default checkpoints/peer-venvs/optimum; made with `python -m venv` and
+pip when missing, because optimum-onnx pins transformers < 4.58).
 
 `--encoder NAME_OR_DIR` runs every row over a pretrained encoder and its own tokenizer (an
 English one such as the packaged MiniLM reads Toxic Spans comments, which have no title; the heads
