@@ -40,7 +40,7 @@ from kold_span.evaluation.files import evaluate_examples, read_predictions  # no
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 
-AGAINST = ("bf16", "int8")
+AGAINST = ("bf16", "int8", "int8-static")
 
 
 def span_chars(prediction: dict[str, Any]) -> dict[str, set[int]]:
@@ -91,12 +91,19 @@ def dev_scores(dev: list, rows: list[dict[str, Any]]) -> dict[str, Any]:
         return evaluate_examples(dev, read_predictions(path))
 
 
-def load(model: Path, path: str, folder: Path) -> Predictor:
-    """The model as one path runs it: "fp32" and "bf16" on torch, "int8" from a dynamic int8 graph in a copy."""
-    if path != "int8":
+def load(model: Path, path: str, folder: Path, train: list | None = None) -> Predictor:
+    """The model as one path runs it: "fp32" and "bf16" on torch, "int8" from a dynamic int8 graph in a copy,
+    "int8-static" from a static one calibrated on the first 256 texts of `train` (the run's own train side)."""
+    if not path.startswith("int8"):
         return Predictor.from_pretrained(model, precision=path, runtime="torch")
-    copy = shutil.copytree(model, folder / "int8")
-    export_onnx(copy, quantize="int8")
+    copy = shutil.copytree(model, folder / path)
+    calibrate = None
+    if path == "int8-static":
+        calibrate = folder / "calibration.jsonl"
+        calibrate.write_text("".join(json.dumps({"text": e.text, **({"context": e.context} if e.context else {})},
+                                                ensure_ascii=False) + "\n"
+                                     for e in train[:256]), encoding="utf-8")
+    export_onnx(copy, quantize="int8", calibrate=calibrate)
     return Predictor.from_pretrained(copy, runtime="onnx")
 
 
@@ -104,13 +111,14 @@ def measure(run_dir: Path, against: str, batch_size: int) -> dict[str, Any]:
     """Predict a run's dev side in float32 and on the faster path; the changes, dev scores and seconds."""
     config = config_from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")),
                               str(run_dir / "config.json"))
-    dev = load_splits(config)["dev"]
+    splits = load_splits(config)
+    dev = splits["dev"]
     rows: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
     scores: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for path in ("fp32", against):
-            predictor = load(run_dir / "model", path, Path(folder))
+            predictor = load(run_dir / "model", path, Path(folder), splits["train"])
             start = time.perf_counter()
             rows[path] = list(predictor.predict_examples(dev, batch_size=batch_size))
             seconds[path] = time.perf_counter() - start

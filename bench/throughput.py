@@ -29,7 +29,11 @@ int8 dynamic and int8 static (calibrated on the first 256 of the same comments);
 what `kold-span export` writes. Beside the speed, each row's fidelity to torch float32 on the
 same comments: the mean and largest difference of P(OFF), and the share of comments with the same
 OFF label and the same span offsets. With untrained heads these say how far the numbers move, not
-what a trained model loses: that needs dev scores of trained models.
+what a trained model loses: that needs dev scores of trained models. `--optimum` adds Optimum's
+`ORTModelForSequenceClassification` + `ORTModelForTokenClassification` pipeline pair on the same
+weights, float32 and int8, timed after those rows by `bench/optimum_peer.py` in the peer's own
+virtualenv (`--peer-venv`, default checkpoints/peer-venvs/optimum; made with `python -m venv` and
+pip when missing, because optimum-onnx pins transformers < 4.58).
 
 `--encoder NAME_OR_DIR` runs every row over a pretrained encoder and its own tokenizer (an
 English one such as the packaged MiniLM reads Toxic Spans comments, which have no title; the heads
@@ -245,6 +249,11 @@ def main() -> int:
                              "(for bench/serve_load.py), then stop")
     parser.add_argument("--runtimes", action="store_true",
                         help="compare runtimes (torch fp32/bf16, ONNX Runtime fp32/int8) instead of the peers")
+    parser.add_argument("--optimum", action="store_true",
+                        help="with --runtimes: add the Optimum peer rows (ORTModelFor…Classification pipelines, "
+                             "float32 and int8), run in their own virtualenv --peer-venv (made when missing)")
+    parser.add_argument("--peer-venv", type=Path, default=ROOT / "checkpoints/peer-venvs/optimum",
+                        help="the Optimum peer's virtualenv (default checkpoints/peer-venvs/optimum)")
     args = parser.parse_args()
 
     english = bool(args.encoder)
@@ -320,7 +329,56 @@ def main() -> int:
 
 RUNTIME_LABELS = {"torch-fp32": "torch float32 (today)", "torch-bf16": "torch bf16 autocast",
                   "ort-fp32": "ONNX Runtime float32", "ort-int8-dynamic": "ONNX Runtime int8, dynamic",
-                  "ort-int8-static": "ONNX Runtime int8, static (256 comments calibrate)"}
+                  "ort-int8-static": "ONNX Runtime int8, static (256 comments calibrate)",
+                  "optimum-fp32": "Optimum ORTModelFor… pipeline pair, float32 (peer)",
+                  "optimum-int8": "Optimum ORTModelFor… pipeline pair, int8 avx512_vnni dynamic (peer)"}
+# What the Optimum peer's virtualenv installs: optimum-onnx pins transformers < 4.58. torch comes from
+# this environment (a .pth line appended after the peer's own packages): only its transformers differs.
+PEER_PACKAGES = ("optimum-onnx[onnxruntime]", "transformers<4.58", "onnxruntime")
+
+
+def peer_venv(venv: Path) -> Path:
+    """The Optimum peer's python: its own virtualenv, made and installed from PyPI when missing.
+
+    Raises:
+        RuntimeError: pip could not install it (offline, no wheel): the message has pip's last lines.
+    """
+    import subprocess
+    import sysconfig
+
+    python = venv / "bin" / "python"
+    if not (venv / ".installed").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        site = Path(sysconfig.get_paths()["purelib"])
+        peer_site = next((venv / "lib").glob("python3*/site-packages"))
+        (peer_site / "zz_kold_span_torch.pth").write_text(str(site) + "\n", encoding="utf-8")
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip install {' '.join(PEER_PACKAGES)} in {venv} failed:\n"
+                               + "\n".join((done.stdout + done.stderr).splitlines()[-15:]))
+        (venv / ".installed").write_text(" ".join(PEER_PACKAGES) + "\n", encoding="utf-8")
+    return python
+
+
+def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Namespace, folder: Path) -> dict:
+    """The Optimum peer's float32 and int8 pipeline pair over the same weights and comments (`optimum_peer.py`)."""
+    import subprocess
+
+    python = peer_venv(args.peer_venv)
+    text_pipe, token_pipe = hf_pipelines(joint, args.max_length, "cpu")
+    peer = folder / "peer"
+    text_pipe.model.save_pretrained(peer / "classifier")
+    token_pipe.model.save_pretrained(peer / "tagger")
+    for kind in ("classifier", "tagger"):
+        joint.tokenizer.save_pretrained(peer / kind)
+    (peer / "texts.jsonl").write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n"
+                                              for e in examples), encoding="utf-8")
+    done = subprocess.run([str(python), str(ROOT / "bench/optimum_peer.py"), str(peer), str(torch.get_num_threads()),
+                           str(args.repeats), str(args.batch_size), "32"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError("the Optimum peer failed:\n" + "\n".join(done.stderr.splitlines()[-20:]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
@@ -375,6 +433,9 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
             for name, p in predictors.items():
                 runs[name].append(timed(lambda: pipeline_rows(p, examples, bs), modules[name], joint.device))
         load.append(os.getloadavg())
+        peer = optimum_rows(joint, examples, args, Path(folder)) if args.optimum else None
+        if peer is not None:
+            load.append(os.getloadavg())
         reference = list(predictors["torch-fp32"].predict_examples(examples, bs))
         rows_out = {}
         for name, passes in runs.items():
@@ -384,6 +445,11 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
                               "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
                               "passes_s": [round(p["total"], 2) for p in passes],
                               **fidelity(reference, list(predictors[name].predict_examples(examples, bs)))}
+    for fmt in ("fp32", "int8") if peer is not None else ():
+        seconds = peer[fmt]["s"]
+        rows_out[f"optimum-{fmt}"] = {"s": seconds, "comments_per_s": round(args.n / seconds, 1), "network_busy": None,
+                                      "peak_mb": None, "passes_s": peer[fmt]["passes_s"], "mean_abs_dp": None,
+                                      "max_abs_dp": None, "same_label": None, "same_spans": None}
     base = rows_out["torch-fp32"]["comments_per_s"]
     for row in rows_out.values():
         row["speedup"] = round(row["comments_per_s"] / base, 2)
@@ -394,6 +460,11 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
               "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
               "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
               "machine": machine_line(), "versions": versions(), "rows": rows_out}
+    if peer is not None:
+        result["peer_versions"] = peer["versions"]
+        best = max((n for n in rows_out if n.startswith("ort-int8")), key=lambda n: rows_out[n]["comments_per_s"])
+        result["against_optimum_int8"] = round(rows_out[best]["comments_per_s"]
+                                               / rows_out["optimum-int8"]["comments_per_s"], 2)
     out = ROOT / "bench/results" / f"{args.section}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
@@ -424,11 +495,21 @@ def render_runtimes(r: dict, command: str) -> str:
         >>> print(render_runtimes(r, "cmd").splitlines()[13])
         | torch float32 (today) | 2.0 | 50.0 | **1.0×** | 90.0% | 900.0 | 0.0 / 0.0 | 100.0% | 100.0% |
     """
-    table = "\n".join(
-        f"| {RUNTIME_LABELS[name]} | {row['s']} | {row['comments_per_s']} | **{row['speedup']}×** | "
-        f"{row['network_busy'] * 100:.1f}% | {row['peak_mb']} | {row['mean_abs_dp']} / {row['max_abs_dp']} | "
-        f"{row['same_label'] * 100:.1f}% | {row['same_spans'] * 100:.1f}% |" for name, row in r["rows"].items())
+    def cells(row: dict) -> str:
+        if row["network_busy"] is None:  # a peer row: timed in its own process, outputs not compared
+            return "— | — | — | — | — |"
+        return (f"{row['network_busy'] * 100:.1f}% | {row['peak_mb']} | {row['mean_abs_dp']} / {row['max_abs_dp']} | "
+                f"{row['same_label'] * 100:.1f}% | {row['same_spans'] * 100:.1f}% |")
+
+    table = "\n".join(f"| {RUNTIME_LABELS[name]} | {row['s']} | {row['comments_per_s']} | **{row['speedup']}×** | "
+                      + cells(row) for name, row in r["rows"].items())
     before, after = r["load_average"][0], r["load_average"][-1]
+    peer = ""
+    if "peer_versions" in r:
+        peer = (f"\nOptimum peer rows: the same encoder and heads saved as Hugging Face `BertFor…Classification` models "
+                f"(the classifier's pooler untrained), exported and quantized by Optimum itself in its own virtualenv "
+                f"({r['peer_versions']}), run after the rows above in the same bench run; our best int8 row "
+                f"against Optimum's int8 pair: **{r['against_optimum_int8']}×** (target ≥ 1.3×).\n")
     return f"""## Runtimes: torch against ONNX Runtime, float32 and int8 ({r['encoder']['name']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''})
 
 Command: `{command}` — {r['machine']}; ISA flags: {r['isa']}; {r['threads']} thread(s) for torch and ONNX Runtime
@@ -443,7 +524,7 @@ heads: how far the numbers move, not a quality loss).
 | runtime | seconds | comments / s | against torch float32 | network busy | peak resident memory of the process (MB) | mean / largest \|ΔP(OFF)\| | same OFF label | same span offsets |
 |---|---|---|---|---|---|---|---|---|
 {table}
-"""
+{peer}"""
 
 
 def device_name(device: str) -> str:

@@ -6,8 +6,8 @@ is written into the model directory and named in its config.json (`runtimes.Grap
 `Predictor.from_pretrained(dir, runtime="onnx")` (or "auto") finds it. A directory holds one
 graph: exporting again replaces it.
 
-int8 is dynamic by default (weights int8 per output channel, activations scaled batch by batch:
-no data needed); with calibration texts it is static (activation scales fixed from those texts'
+int8 is dynamic by default (the matrix products' weights int8 per output channel, activations
+scaled batch by batch: no data needed; embeddings stay float32); with calibration texts it is static (activation scales fixed from those texts'
 ranges, QDQ format), an option where dynamic int8 loses quality.
 """
 from __future__ import annotations
@@ -100,11 +100,12 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
         graph = fp32
         if quant is Quantization.INT8:
             graph = Path(tmp) / GRAPH_FILES[Quantization.INT8]
+            prepared = preprocess(fp32, Path(tmp) / "prepared.onnx")
             if calibrate is None:
-                quantize_dynamic_int8(fp32, graph)
+                quantize_dynamic_int8(prepared, graph)
             else:
-                quantize_static_int8(fp32, graph, calibration_feeds(predictor, Path(calibrate), calibration_texts,
-                                                                         input_names))
+                quantize_static_int8(prepared, graph, calibration_feeds(predictor, Path(calibrate),
+                                                                        calibration_texts, input_names))
         graph.replace(directory / entry.file)  # the temporary folder is inside the directory: one file system
     previous = config.get(ONNX_KEY)
     config[ONNX_KEY] = entry.to_dict()
@@ -113,8 +114,7 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
             and Path(str(previous["file"])).name == previous["file"]:
         (directory / previous["file"]).unlink(missing_ok=True)  # one graph per directory
     write_manifest(directory)  # the graph and the new config.json are part of the model now
-    log.info("wrote %s (%s) into %s", entry.file, entry.precision, directory)
-    return entry
+    return entry  # the caller says where it went (the CLI prints it: a log line here would say it twice)
 
 
 def trace(predictor: Predictor, path: Path) -> None:
@@ -169,11 +169,32 @@ def check_agreement(predictor: Predictor, path: Path) -> OnnxNetwork:
     return network
 
 
+def preprocess(source: Path, target: Path) -> Path:
+    """The float32 graph as onnxruntime's quantizer asks for it: constants folded, shapes inferred.
+
+    onnxruntime.quantization's `quant_pre_process`: onnxruntime's basic graph optimizations, then
+    ONNX's shape inference, so that the quantizer sees which products have constant weights.
+    Without it the quantizer warns; the graph computes the same function. Its symbolic shape
+    inference is skipped: it cannot follow the traced attention mask's shape arithmetic ("Incomplete
+    symbolic shape inference"), and dynamic and MatMul-only static quantization do not need it.
+    """
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quant_pre_process(str(source), str(target), skip_symbolic_shape=True)
+    return target
+
+
 def quantize_dynamic_int8(source: Path, target: Path) -> None:
-    """int8 weights per output channel, activations quantized batch by batch (onnxruntime's dynamic int8)."""
+    """int8 weights per output channel, activations quantized batch by batch (onnxruntime's dynamic int8).
+
+    Only the matrix products are quantized; the embedding tables stay float32. Quantizing their
+    lookups too (onnxruntime's default) saves memory, not time, and cost the trained BEEP! model
+    (e5) 0.0075 of dev hate macro-F1 against 0.0047 for MatMul only (docs/benchmarks/int8-vs-fp32.md).
+    """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8)
+    quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8,
+                     op_types_to_quantize=["MatMul"])
 
 
 def quantize_static_int8(source: Path, target: Path, feeds: list[dict[str, Any]]) -> None:
