@@ -30,7 +30,7 @@ class TaskScorer(Protocol):
                merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
         """The task's metrics as `task/metric` → value."""
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
         """The task's thresholds that score best on these (dev) examples, and them by name for a report."""
@@ -56,7 +56,7 @@ def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[M
     return out
 
 
-def tune_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
+def task_thresholds(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
                    snap: str = SnapMode.NONE, trim: bool = True) -> tuple[tuple[float, ...], dict[str, float]]:
     """The thresholds of one task chosen on held-out examples, and them by name for a report.
 
@@ -64,7 +64,7 @@ def tune_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example
     a span task the P(B) + P(I) threshold with the best mean char-F1 (`tune_span_threshold`),
     reported as "inside".
     """
-    return SCORERS[task.kind].tune_threshold(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
+    return SCORERS[task.kind].task_thresholds(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
 
 
 class SequenceScorer:
@@ -75,7 +75,7 @@ class SequenceScorer:
         pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
         return SEQUENCE_SCORES[task.problem](task, pairs)
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
         labelled = [(ex, m) for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
@@ -108,7 +108,7 @@ class SpanScorer:
             out[f"{task.name}/seqeval_f1"] = prf["f1"]
         return out
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
         threshold = tune_span_threshold(task, tasks, examples, merged, snap, trim)

@@ -16,14 +16,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import numpy as np
 
 from kold_span.config.choices import Problem
-from kold_span.data.example import Example, context_turns
+from kold_span.data.example import Context, Example, context_turns
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.errors import ArgumentError, ModelFormatError
+
+if TYPE_CHECKING:
+    from kold_span.models.decoding import MergedExample
+    from kold_span.models.tasks import Task
 
 # An n-gram model learns label values: not a soft task's vote shares.
 PROBLEMS = tuple(p.value for p in Problem if p.label_valued)
@@ -387,10 +391,6 @@ class Companion:
         """The n-gram's probabilities (a text-only n-gram has no context vectorizer and ignores `contexts`)."""
         return self.scorer.predict_proba(texts, contexts)
 
-    def fuse(self, encoder_probs: Sequence[Probs], ngram_probs: Sequence[Probs]) -> list[Probs]:
-        """The fused ``{label: probability}`` per example."""
-        return fuse_probs(encoder_probs, ngram_probs, self.weight)
-
     def fuse_array(self, labels: Sequence[str], encoder: np.ndarray, ngram: Probs) -> np.ndarray:
         """One example's fused probabilities in the task's label order (a label the n-gram lacks counts 0)."""
         other = np.array([ngram.get(name, 0.0) for name in labels], dtype=np.float64)
@@ -411,6 +411,18 @@ class Companion:
                                    "(the fusion weight of the n-gram model)")
         return cls(task, float(meta["weight"]), scorer, meta.get("dev_score"),
                    {float(w): s for w, s in meta.get("dev_scores", {}).items()}, int(meta.get("extra_examples", 0)))
+
+
+def fuse_companions(companions: dict[str, Companion], tasks: Sequence[Task], texts: Sequence[str],
+                    contexts: Sequence[Context], merged: Sequence[MergedExample]) -> None:
+    """Replace, in place, each fused task's encoder probabilities in `merged` by their fusion with its n-gram's."""
+    joined = ["\n".join(context_turns(c)) for c in contexts]
+    for task in tasks:
+        companion = companions.get(task.name)
+        if companion is None:
+            continue
+        for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
+            m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
 
 
 def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:

@@ -79,7 +79,7 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         task.labels = kind.labels(task, cfg.labels or (), examples)
         if cfg.class_weight == "balanced":
             task.class_weights = kind.class_weights(task, examples)
-        # A fixed threshold is set here; "dev" is tuned after training (`tune_threshold` of
+        # A fixed threshold is set here; "dev" is tuned after training (`task_thresholds` of
         # kold_span.evaluation.task_scores), the default decoding until then.
         if cfg.threshold not in (0.5, "dev") and task.kind.takes_threshold(task.problem):
             task.thresholds = (float(cfg.threshold),) * kind.threshold_count(task)
