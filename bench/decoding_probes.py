@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from quality import CORPORA, fused_probs, with_label  # noqa: E402
 
-from kold_span.config import TaskConfig, config_from_dict  # noqa: E402
+from kold_span.config import Problem, TaskConfig, config_from_dict  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import (
     label_str,  # noqa: E402
@@ -42,7 +42,7 @@ from kold_span.data.example import (
 )
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.evaluation.task_scores import predicted_offsets, tune_span_threshold  # noqa: E402
+from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import tags_to_spans  # noqa: E402
@@ -134,7 +134,7 @@ def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -
     out = {"run": run.name, "saved_threshold": list(task.thresholds)}
     for snap in snaps:
         dev, dev_merged, _ = parts["dev"]
-        threshold = tune_span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
+        threshold = span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
         tuned = dataclasses.replace(task, thresholds=(threshold,))
         out[snap] = {"threshold": threshold}
         for split, (examples, merged, golds) in parts.items():
@@ -156,7 +156,7 @@ def shared_threshold(run: Path) -> dict:
         return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
 
     def macro(examples, fused, thresholds):
-        return label_scores(gold(examples), at(fused, thresholds), "multi")["macro_f1"]
+        return label_scores(gold(examples), at(fused, thresholds), Problem.MULTI)["macro_f1"]
 
     dev, test = (with_label(spec.label, splits[part]) for part in ("dev", "test"))
     fuse = TaskConfig(task, source=spec.label, problem=spec.problem, threshold="dev", fuse_ngram=True,
@@ -167,9 +167,8 @@ def shared_threshold(run: Path) -> dict:
     dev_by_t = {t: macro(dev, dev_fused, dict.fromkeys(names, t)) for t in THRESHOLD_GRID}
     shared = max(THRESHOLD_GRID, key=lambda t: (dev_by_t[t], -abs(t - 0.5)))
     per_label = calibration.thresholds[task]
-    companion = calibration.companions[task]
     _, fused = fused_probs(predictor, calibration.companions, task, test)
-    return {"run": run.name, "weight": companion.weight, "shared": shared,
+    return {"run": run.name, "weight": calibration.companions[task].weight, "shared": shared,
             "dev": {t: round(v, 4) for t, v in dev_by_t.items()},
             "test@0.5": macro(test, fused, dict.fromkeys(names, 0.5)),
             "test@shared": macro(test, fused, dict.fromkeys(names, shared)),

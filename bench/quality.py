@@ -69,7 +69,7 @@ CORPORA = TABLE.corpora
 
 def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     """The seeded held-out test part of a corpus, stratified on its label where it has one (single-label)."""
-    stratify = spec.label if spec.label and spec.problem == "single" else None
+    stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
     return carve(examples, fraction, seed, stratify=stratify)
 
 
@@ -83,14 +83,10 @@ def fused_probs(predictor, companions: dict[str, Companion], task_name: str,
     """A task's label probabilities per example from the encoder, and the same fused with `companions`."""
     texts, contexts = [e.text for e in examples], [e.context for e in examples]
     merged = predictor.merged_outputs(texts, contexts, 64)
-    task = next(t for t in predictor.tasks if t.name == task_name)
-
-    def named() -> list[Probs]:
-        return [dict(zip(task.labels, map(float, m.sequence_probs[task_name]))) for m in merged]
-
-    encoder = named()
+    labels = next(t.labels for t in predictor.tasks if t.name == task_name)
+    encoder = [dict(zip(labels, map(float, m.sequence_probs[task_name]))) for m in merged]
     fuse_companions(companions, predictor.tasks, texts, contexts, merged)
-    return encoder, named()
+    return encoder, [dict(zip(labels, map(float, m.sequence_probs[task_name]))) for m in merged]
 
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
@@ -125,7 +121,7 @@ def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: 
     if spec.problem is Problem.SINGLE and any(a.labels.get(spec.label) is not None
                                               for e in test for a in e.annotations):
         row["all_annotations"] = {
-            "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),
+            "encoder": annotation_scores(spec.label, test, [decode_probs(p, Problem.SINGLE) for p in test_probs]),
             "fused": annotation_scores(spec.label, test, predicted)}
     tuned = calibration.thresholds.get(task_name)
     if tuned is not None:
@@ -148,7 +144,7 @@ def annotation_scores(label: str, examples: Sequence[Example], predicted: Sequen
             if annotation.labels.get(label) is not None:
                 gold.append(label_str(annotation.labels[label]))
                 pairs.append(guess)
-    return {"pairs": len(gold), **label_scores(gold, pairs, "single")}
+    return {"pairs": len(gold), **label_scores(gold, pairs, Problem.SINGLE)}
 
 
 def labelled(name: str, tag: Optional[str]) -> str:

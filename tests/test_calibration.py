@@ -8,7 +8,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.backbones import scratch_encoder
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer
-from kold_span.models.tasks import Task, tune_thresholds
+from kold_span.models.tasks import Task, label_thresholds
 from kold_span.training.calibration import Calibration, calibrate
 
 from conftest import TINY
@@ -83,7 +83,8 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
         return Example(str(i), " ".join(labels) or "none", labels={"groups": labels})
 
     golds = [["a"], ["b"], ["a", "b"], []]
-    splits = {"train": [make(i, g) for i, g in enumerate(golds * 3)], "dev": [make(100 + i, g) for i, g in enumerate(golds)]}
+    splits = {"train": [make(i, g) for i, g in enumerate(golds * 3)],
+              "dev": [make(100 + i, g) for i, g in enumerate(golds)]}
     task = TaskConfig("groups", source="groups", problem="multi", threshold="dev", fuse_ngram=True)
     chosen = calibrate([task], Flat(), splits, allow_context=False)
     assert Flat.passes == 1
@@ -93,7 +94,7 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
     dev_only = chosen.dev_companions["groups"]
     fused = [dev_only.fuse_array(groups.labels, np.array([0.3, 0.3]), p)
              for p in dev_only.ngram_probs([e.text for e in splits["dev"]], [""] * 4)]
-    expected = tune_thresholds(groups, golds, fused)
+    expected = label_thresholds(groups, golds, fused)
     assert chosen.thresholds["groups"] == dict(zip(groups.labels, expected)) != {"a": 0.3, "b": 0.3}
     assert chosen.companions["groups"] is not dev_only
     assert calibrate([TaskConfig("groups", source="groups", problem="multi")], Flat(), splits) == Calibration()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from kold_span import corpora
-from kold_span.config.choices import TaskKind
+from kold_span.config.choices import Problem, TaskKind
 from kold_span.config.schema import Config, TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.perspectives import expand_by_annotator
@@ -207,7 +207,7 @@ def refit_companions(tasks: Sequence[TaskConfig], companions: dict[str, Companio
     return refitted
 
 
-def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],
+def choose_companion(task: str, label: str, problem: Problem, train: Sequence[Example], dev: Sequence[Example],
                      dev_encoder_probs: Sequence[Probs], metric: Metric = "macro_f1",
                      allow_context: bool = True, extra: Sequence[Example] = (), refit: bool = True) -> Companion:
     """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
@@ -215,7 +215,7 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
     Args:
         task: the task the companion belongs to.
         label: the label key the n-gram predicts (the task's source).
-        problem: "single" or "multi".
+        problem: SINGLE or MULTI (a `Problem` or its value).
         train: training examples (those without `label` are ignored).
         dev: dev examples, aligned with `dev_encoder_probs`; all must carry `label`.
         dev_encoder_probs: the encoder's ``{label: probability}`` on each dev example.
