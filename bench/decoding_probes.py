@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from quality import CORPORA, encoder_probs, fuse_with_ngram, fused_thresholds, with_label  # noqa: E402
+from quality import CORPORA, fused_probs, with_label  # noqa: E402
 
-from kold_span.config import config_from_dict  # noqa: E402
+from kold_span.config import Problem, TaskConfig, config_from_dict  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import (
     label_str,  # noqa: E402
@@ -42,11 +42,11 @@ from kold_span.data.example import (
 )
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.evaluation.task_scores import predicted_offsets, tune_span_threshold  # noqa: E402
+from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import tags_to_spans  # noqa: E402
-from kold_span.training import choose_companion, refit_companion  # noqa: E402
+from kold_span.training import calibrate  # noqa: E402
 
 
 def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) -> np.ndarray:
@@ -134,7 +134,7 @@ def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -
     out = {"run": run.name, "saved_threshold": list(task.thresholds)}
     for snap in snaps:
         dev, dev_merged, _ = parts["dev"]
-        threshold = tune_span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
+        threshold = span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
         tuned = dataclasses.replace(task, thresholds=(threshold,))
         out[snap] = {"threshold": threshold}
         for split, (examples, merged, golds) in parts.items():
@@ -146,6 +146,7 @@ def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -
 def shared_threshold(run: Path) -> dict:
     """The fusion of bench/quality.py's hybrid_row, decoded at one threshold for every label."""
     config, predictor, splits = load_run(run)
+    predictor.companions = {}  # calibrated from the encoder alone, as hybrid_row does
     spec, task = CORPORA["unsmile"], config.tasks[0].name
 
     def gold(examples):
@@ -155,21 +156,19 @@ def shared_threshold(run: Path) -> dict:
         return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
 
     def macro(examples, fused, thresholds):
-        return label_scores(gold(examples), at(fused, thresholds), "multi")["macro_f1"]
+        return label_scores(gold(examples), at(fused, thresholds), Problem.MULTI)["macro_f1"]
 
-    train, dev, test = (with_label(spec.label, splits[part]) for part in ("train", "dev", "test"))
-    dev_probs = encoder_probs(predictor, dev, task)
-    companion = choose_companion(task, spec.label, spec.problem, train, dev, dev_probs,
-                                 metric=spec.baseline_metric, refit=False)
-    dev_fused = fuse_with_ngram(companion, dev_probs, dev)
+    dev, test = (with_label(spec.label, splits[part]) for part in ("dev", "test"))
+    fuse = TaskConfig(task, source=spec.label, problem=spec.problem, threshold="dev", fuse_ngram=True,
+                      fuse_metric=spec.baseline_metric)
+    calibration = calibrate([fuse], predictor, splits)
+    _, dev_fused = fused_probs(predictor, calibration.dev_companions, task, dev)
     names = sorted(dev_fused[0])
     dev_by_t = {t: macro(dev, dev_fused, dict.fromkeys(names, t)) for t in THRESHOLD_GRID}
     shared = max(THRESHOLD_GRID, key=lambda t: (dev_by_t[t], -abs(t - 0.5)))
-    per_label = fused_thresholds(task, spec.label, dev, dev_fused)
-    companion = refit_companion(companion, train + dev)
-    test_probs = encoder_probs(predictor, test, task)
-    fused = fuse_with_ngram(companion, test_probs, test)
-    return {"run": run.name, "weight": companion.weight, "shared": shared,
+    per_label = calibration.thresholds[task]
+    _, fused = fused_probs(predictor, calibration.companions, task, test)
+    return {"run": run.name, "weight": calibration.companions[task].weight, "shared": shared,
             "dev": {t: round(v, 4) for t, v in dev_by_t.items()},
             "test@0.5": macro(test, fused, dict.fromkeys(names, 0.5)),
             "test@shared": macro(test, fused, dict.fromkeys(names, shared)),

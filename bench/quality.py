@@ -34,6 +34,7 @@ Results: bench/results/quality.json and a section of docs/benchmarks/quality.md.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import shlex
@@ -51,16 +52,15 @@ from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  #
 from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
-from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, saved_config_changes  # noqa: E402
+from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, saved_config_changes  # noqa: E402
 from kold_span.corpora.splits import load_splits  # noqa: E402
 from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
 from kold_span.data.splits import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
                                         train_planned)
-from kold_span.models.ngram import context_string, decode_probs, gold_label  # noqa: E402
-from kold_span.models.tasks import Task, tune_thresholds  # noqa: E402
-from kold_span.training import choose_companion, evaluate_predictor, refit_companion, taken_extra  # noqa: E402
+from kold_span.models.ngram import Companion, Probs, decode_probs, fuse_companions, gold_label  # noqa: E402
+from kold_span.training import calibrate, evaluate_predictor  # noqa: E402
 
 # Which corpus, reader, file, experiment file, metrics, anchors and aims: bench/quality_corpora.yaml.
 TABLE = load_corpora()
@@ -69,14 +69,8 @@ CORPORA = TABLE.corpora
 
 def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     """The seeded held-out test part of a corpus, stratified on its label where it has one (single-label)."""
-    stratify = spec.label if spec.label and spec.problem == "single" else None
+    stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
     return carve(examples, fraction, seed, stratify=stratify)
-
-
-def encoder_probs(predictor, examples: list[Example], task_name: str) -> list[dict[str, float]]:
-    """The encoder's label probabilities per example (a task's `probs` dict)."""
-    outputs = predictor.predict([e.text for e in examples], [e.context for e in examples], batch_size=64)
-    return [o["labels"][task_name]["probs"] for o in outputs]
 
 
 def with_label(label: str, examples: Sequence[Example]) -> list[Example]:
@@ -84,54 +78,57 @@ def with_label(label: str, examples: Sequence[Example]) -> list[Example]:
     return [e for e in examples if e.labels.get(label) is not None]
 
 
-def fuse_with_ngram(companion, probs: Sequence[dict[str, float]],
-                    examples: Sequence[Example]) -> list[dict[str, float]]:
-    """The encoder's `probs` for `examples` fused with the companion n-gram's for the same examples."""
-    texts, contexts = [e.text for e in examples], [context_string(e) for e in examples]
-    return companion.fuse(probs, companion.ngram_probs(texts, contexts))
+def fused_probs(predictor, companions: dict[str, Companion], task_name: str,
+                examples: Sequence[Example]) -> tuple[list[Probs], list[Probs]]:
+    """A task's label probabilities per example from the encoder, and the same fused with `companions`."""
+    texts, contexts = [e.text for e in examples], [e.context for e in examples]
+    merged = predictor.merged_outputs(texts, contexts, 64)
+    labels = next(t.labels for t in predictor.tasks if t.name == task_name)
+    encoder = [dict(zip(labels, map(float, m.sequence_probs[task_name]))) for m in merged]
+    fuse_companions(companions, predictor.tasks, texts, contexts, merged)
+    return encoder, [dict(zip(labels, map(float, m.sequence_probs[task_name]))) for m in merged]
 
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.training.calibration.choose_companion).
+    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.training.calibration.calibrate).
 
-    The n-gram variant (text only, or text + context) and the weight are chosen on the run's dev
-    split with n-gram models fitted on its train split only, then the n-gram is refitted on
-    train + dev, the same data the n-gram baseline row is fitted on, before scoring test. `extra`
-    examples (none in dev or test) are offered to the n-gram and taken if dev prefers them.
-    "dev_scores" keeps every weight's dev score for the chosen n-gram variant (ties go to the
-    smallest weight, kold_span.evaluation.baselines.HybridScorer.choose_weight). The row's scores decode the
-    fusion at 0.5. With `thresholds` (a multi-label task configured with `threshold: dev`), "tuned"
-    holds the test scores at each label's F1-best threshold on the fused dev probabilities of the
-    train-only n-gram, the order a training run follows.
+    The n-gram variant (text only, or text + context, even for an encoder trained without it) and
+    the weight are chosen on the run's dev split with n-gram models fitted on its train split only,
+    then the n-gram is refitted on train + dev, the same data the n-gram baseline row is fitted
+    on, before scoring test. `extra` examples (none in dev or test) are offered to the n-gram and
+    taken if dev prefers them. "dev_scores" keeps every weight's dev score for the chosen n-gram
+    variant (ties go to the smallest weight, kold_span.evaluation.baselines.HybridScorer.choose_weight).
+    The row's scores decode the fusion at 0.5. With `thresholds` (a multi-label task configured
+    with `threshold: dev`), "tuned" holds the test scores at each label's F1-best threshold on the
+    fused dev probabilities of the train-only n-gram, the order a training run follows. A model
+    saved with its own n-gram is calibrated without it, from the encoder's probabilities.
     """
-    train, dev, test = (with_label(spec.label, part) for part in (splits["train"], splits["dev"], test))
-    gold = [gold_label(e, spec.label, spec.problem) for e in test]
-    dev_texts = {e.text for e in dev}
+    encoder_only = copy.copy(predictor)
+    encoder_only.companions = {}
+    dev_texts = {e.text for e in splits["dev"]}
     offered = [e for e in extra if e.text not in dev_texts]
-    dev_probs = encoder_probs(predictor, dev, task_name)
-    companion = choose_companion(task_name, spec.label, spec.problem, train, dev, dev_probs,
-                                 metric=spec.baseline_metric, extra=offered, refit=False)
-    tuned = None
-    if thresholds and spec.problem.thresholded:
-        dev_fused = fuse_with_ngram(companion, dev_probs, dev)
-        tuned = fused_thresholds(task_name, spec.label, dev, dev_fused)
-    companion = refit_companion(companion, train + dev + taken_extra(companion, offered))
-    test_probs = encoder_probs(predictor, test, task_name)
-    fused = fuse_with_ngram(companion, test_probs, test)
+    task = TaskConfig(task_name, source=spec.label, problem=spec.problem, threshold="dev" if thresholds else 0.5,
+                      fuse_ngram=True, fuse_metric=spec.baseline_metric)
+    calibration = calibrate([task], encoder_only, splits, {task_name: (offered, 0)})
+    test = with_label(spec.label, test)
+    gold = [gold_label(e, spec.label, spec.problem) for e in test]
+    test_probs, fused = fused_probs(encoder_only, calibration.companions, task_name, test)
     predicted = [decode_probs(p, spec.problem) for p in fused]
-    row = {"weight": companion.weight, "ngram_context": companion.use_context, "dev_score": companion.dev_score,
-           "dev_scores": companion.summary()["dev_scores"], **label_scores(gold, predicted, spec.problem)}
+    fusion = calibration.fusion[task_name]
+    row = {key: fusion[key] for key in ("weight", "ngram_context", "dev_score", "dev_scores")}
+    row.update(label_scores(gold, predicted, spec.problem))
     if spec.problem is Problem.SINGLE and any(a.labels.get(spec.label) is not None
                                               for e in test for a in e.annotations):
         row["all_annotations"] = {
-            "encoder": annotation_scores(spec.label, test, [decode_probs(p, "single") for p in test_probs]),
+            "encoder": annotation_scores(spec.label, test, [decode_probs(p, Problem.SINGLE) for p in test_probs]),
             "fused": annotation_scores(spec.label, test, predicted)}
+    tuned = calibration.thresholds.get(task_name)
     if tuned is not None:
         at_tuned = [sorted(name for name, p in probs.items() if p >= tuned[name]) for probs in fused]
         row["tuned"] = {"thresholds": tuned, **label_scores(gold, at_tuned, spec.problem)}
     if extra:
-        row["extra_examples"] = companion.extra_examples
+        row["extra_examples"] = fusion["extra_examples"]
     return row
 
 
@@ -147,17 +144,7 @@ def annotation_scores(label: str, examples: Sequence[Example], predicted: Sequen
             if annotation.labels.get(label) is not None:
                 gold.append(label_str(annotation.labels[label]))
                 pairs.append(guess)
-    return {"pairs": len(gold), **label_scores(gold, pairs, "single")}
-
-
-def fused_thresholds(task_name: str, label: str, dev: Sequence[Example],
-                     dev_fused: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Each label's F1-best threshold on the fused dev probabilities (kold_span.models.tasks.tune_thresholds)."""
-    names = tuple(sorted(dev_fused[0])) if dev_fused else ()
-    task = Task(task_name, "sequence", label, problem="multi", labels=names)
-    golds = [{label_str(v) for v in e.labels[label]} for e in dev]
-    chosen = tune_thresholds(task, golds, [[probs.get(name, 0.0) for name in names] for probs in dev_fused])
-    return dict(zip(names, chosen))
+    return {"pairs": len(gold), **label_scores(gold, pairs, Problem.SINGLE)}
 
 
 def labelled(name: str, tag: Optional[str]) -> str:

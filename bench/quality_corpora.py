@@ -17,11 +17,11 @@ from typing import Any, Optional
 
 from kold_span import corpora
 from kold_span.config import ConfigError, Problem, build_dataclass, read_yaml
+from kold_span.models.ngram import NGRAM_PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA_FILE = ROOT / "bench" / "quality_corpora.yaml"
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
-PROBLEMS = (Problem.SINGLE, Problem.MULTI)  # the sequence problems an n-gram row can score
 # The name of the IroSvA average's row, as the tables and the aims know it.
 IROSVA_AVERAGE = "irosva average"
 
@@ -38,7 +38,7 @@ class Corpus:
     experiment: str
     label: Optional[str] = None
     options: dict[str, Any] = field(default_factory=dict)
-    problem: str = "single"
+    problem: Problem = Problem.SINGLE
     span_type: Optional[str] = None
     aim: Optional[float] = None
 
@@ -98,8 +98,9 @@ def corpus_entry(path: Path, name: str, entry: Any, experiments: Path) -> Corpus
     if spec.reader not in corpora.available():
         raise ConfigError(f"{path}: key '{where}reader': unknown reader {spec.reader!r}; known readers: "
                           f"{', '.join(corpora.available())}")
-    if spec.problem not in PROBLEMS:
-        raise ConfigError(f"{path}: key '{where}problem' must be one of {', '.join(PROBLEMS)}, got {spec.problem!r}")
+    if spec.problem not in NGRAM_PROBLEMS:  # the problems an n-gram row can score
+        raise ConfigError(f"{path}: key '{where}problem' must be one of {', '.join(NGRAM_PROBLEMS)}, "
+                          f"got {spec.problem!r}")
     spec.problem = Problem(spec.problem)
     if "/" not in spec.metric:
         raise ConfigError(f"{path}: key '{where}metric' must be TASK/METRIC as in a run's metrics.json, "

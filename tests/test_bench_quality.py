@@ -4,9 +4,13 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kold_span.config import load_config
+from kold_span.models.decoding import MergedExample
+from kold_span.models.tasks import Task
+from kold_span.training import calibration
 
 from conftest import BENCH, CORPORA
 
@@ -80,8 +84,11 @@ def test_ensemble_rows_render_after_their_configuration_and_average_over_irosva(
 class UninformedPredictor:
     """A stand-in encoder that always says 50/50."""
 
-    def predict(self, texts, contexts, batch_size=64):
-        return [{"labels": {"irony": {"probs": {"true": 0.5, "false": 0.5}}}} for _ in texts]
+    tasks = [Task("irony", "sequence", "irony", labels=("false", "true"))]
+    companions: dict = {}
+
+    def merged_outputs(self, texts, contexts, batch_size=32):
+        return [MergedExample({"irony": np.array([0.5, 0.5])}) for _ in texts]
 
 
 def test_hybrid_picks_the_context_ngram_on_dev_when_only_the_context_tells_the_label():
@@ -119,8 +126,12 @@ class ConstantNgram:
 class GoldReadingPredictor:
     """A stand-in multi-label encoder: the text names the gold labels; positives 0.62 (a) and 0.32 (b)."""
 
-    def predict(self, texts, contexts, batch_size=64):
-        return [{"labels": {"groups": {"probs": {"a": 0.62 if "a" in t else 0.2, "b": 0.32 if "b" in t else 0.08}}}}
+    tasks = [Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"))]
+    companions: dict = {}
+    snap, trim = "none", True
+
+    def merged_outputs(self, texts, contexts, batch_size=32):
+        return [MergedExample({"groups": np.array([0.62 if "a" in t else 0.2, 0.32 if "b" in t else 0.08])})
                 for t in texts]
 
 
@@ -139,7 +150,7 @@ def test_hybrid_tunes_multi_label_thresholds_on_dev_with_the_train_only_ngram_th
     test = [make(200 + i, g) for i, g in enumerate(golds)]
     refitted_on = []
 
-    def choose(task, label, problem, train, dev, dev_probs, metric, extra, refit):
+    def choose(task, label, problem, train, dev, dev_probs, metric, allow_context, extra, refit):
         assert refit is False  # dev is scored before the n-gram sees it
         return Companion(task, 0.5, ConstantNgram(0.2), dev_score=0.9)
 
@@ -147,8 +158,8 @@ def test_hybrid_tunes_multi_label_thresholds_on_dev_with_the_train_only_ngram_th
         refitted_on.append(len(examples))
         return replace(companion, scorer=ConstantNgram(0.3))
 
-    monkeypatch.setattr(quality, "choose_companion", choose)
-    monkeypatch.setattr(quality, "refit_companion", refit)
+    monkeypatch.setattr(calibration, "choose_companion", choose)
+    monkeypatch.setattr(calibration, "refit_companion", refit)
     spec = quality.CORPORA["unsmile"]
     row = quality.hybrid_row(spec, GoldReadingPredictor(), splits, test, "groups", thresholds=True)
     assert refitted_on == [16]  # train (12) + dev (4)

@@ -8,7 +8,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.backbones import scratch_encoder
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer
-from kold_span.models.tasks import Task
+from kold_span.models.tasks import Task, label_thresholds
 from kold_span.training.calibration import Calibration, calibrate
 
 from conftest import TINY
@@ -58,6 +58,43 @@ def test_the_dev_view_carries_the_train_only_ngram_and_the_saved_model_the_refit
 
 def test_nothing_asked_nothing_chosen():
     config = load_config(TINY)
-    assert calibrate(config, tiny_predictor(), {"train": [], "dev": [], "test": []}) == Calibration()
+    assert calibrate(config.tasks, tiny_predictor(), {"train": [], "dev": [], "test": []}) == Calibration()
     with pytest.raises(KeyError):  # a threshold for a label the task lacks is a bug, not a silent default
         Calibration(thresholds={"groups": {"women": 0.3}}).apply_to(tiny_predictor())
+
+
+def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
+    """No whole Config: the task settings, the predictor and the splits; the n-gram fused before thresholds."""
+    import numpy as np
+
+    from kold_span.config.schema import TaskConfig
+    from kold_span.models.decoding import MergedExample
+
+    groups = Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"))
+
+    class Flat:
+        tasks, companions, snap, trim, passes = [groups], {}, "none", True, 0
+
+        def merged_outputs(self, texts, contexts, batch_size=32):
+            Flat.passes += 1
+            return [MergedExample({"groups": np.array([0.3, 0.3])}) for _ in texts]
+
+    def make(i, labels):
+        return Example(str(i), " ".join(labels) or "none", labels={"groups": labels})
+
+    golds = [["a"], ["b"], ["a", "b"], []]
+    splits = {"train": [make(i, g) for i, g in enumerate(golds * 3)],
+              "dev": [make(100 + i, g) for i, g in enumerate(golds)]}
+    task = TaskConfig("groups", source="groups", problem="multi", threshold="dev", fuse_ngram=True)
+    chosen = calibrate([task], Flat(), splits, allow_context=False)
+    assert Flat.passes == 1
+    # the flat encoder tells nothing, the n-gram reads the label names: dev prefers some n-gram
+    assert chosen.fusion["groups"]["weight"] < 1.0 and chosen.fusion["groups"]["ngram_context"] is False
+    # tuned on dev fused with the train-only n-gram (the saved one is refitted on train + dev)
+    dev_only = chosen.dev_companions["groups"]
+    fused = [dev_only.fuse_array(groups.labels, np.array([0.3, 0.3]), p)
+             for p in dev_only.ngram_probs([e.text for e in splits["dev"]], [""] * 4)]
+    expected = label_thresholds(groups, golds, fused)
+    assert chosen.thresholds["groups"] == dict(zip(groups.labels, expected)) != {"a": 0.3, "b": 0.3}
+    assert chosen.companions["groups"] is not dev_only
+    assert calibrate([TaskConfig("groups", source="groups", problem="multi")], Flat(), splits) == Calibration()

@@ -10,14 +10,14 @@ from kold_span.config.schema import TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.jsonl import write_jsonl
 from kold_span.errors import ConfigError
-from kold_span.evaluation.task_scores import score, tune_span_threshold
+from kold_span.evaluation.task_scores import score, span_threshold
 from kold_span.inference.predictor import Predictor
 from kold_span.models.decoding import MergedExample
 from kold_span.models.kinds.problems import balanced_weights, positive_weights
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
 from kold_span.models.network import task_loss
-from kold_span.models.tasks import THRESHOLD_GRID, Task, build_tasks, tune_thresholds
+from kold_span.models.tasks import THRESHOLD_GRID, Task, build_tasks, label_thresholds
 from kold_span.training.run import train
 
 from conftest import DEMO, FIXTURE, TINY
@@ -99,12 +99,12 @@ def test_tune_thresholds_maximises_each_labels_f1():
     # b: gold on rows 1, 3 (0.20, 0.45); row 0 has 0.40. Best: t=0.2 → predicted 3, tp 2 → F1 0.8
     #    (t=0.45 → 1 predicted, tp 1 → 2/3; t=0.4 → rows 0, 3, tp 1 → 0.5).
     # c: no gold positive on dev → stays 0.5.
-    assert tune_thresholds(multi_task(), golds, probs) == (0.3, 0.2, 0.5)
+    assert label_thresholds(multi_task(), golds, probs) == (0.3, 0.2, 0.5)
 
 
 def test_tune_thresholds_ties_go_to_the_threshold_nearest_half():
     # a single positive at 0.9 and a negative at 0.1: every t in (0.1, 0.9] gives F1 1.0
-    assert tune_thresholds(multi_task(), [["a"], []], [[0.9, 0, 0], [0.1, 0, 0]])[0] == 0.5
+    assert label_thresholds(multi_task(), [["a"], []], [[0.9, 0, 0], [0.1, 0, 0]])[0] == 0.5
 
 
 def test_sequence_prediction_uses_the_tasks_thresholds():
@@ -188,7 +188,7 @@ def test_tune_span_threshold_maximises_mean_char_f1():
     # gold "cd"; inside = 0.35, 0.45, 0.10. t=0.3: "ab" and "cd" → P 1/2, R 1 → F1 2/3;
     # t=0.4: "cd" → F1 1; t=0.5: nothing → 0.
     m = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
-    assert tune_span_threshold(span_task(), [span_task()], [example_with([(3, 5)])], [m], grid=(0.3, 0.4, 0.5)) == 0.4
+    assert span_threshold(span_task(), [span_task()], [example_with([(3, 5)])], [m], grid=(0.3, 0.4, 0.5)) == 0.4
 
 
 def test_tune_span_threshold_counts_empty_gold_and_breaks_ties_towards_half():
@@ -197,7 +197,7 @@ def test_tune_span_threshold_counts_empty_gold_and_breaks_ties_towards_half():
     first = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
     second = merged([0.55, 0.45, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0])
     exs = [example_with([(3, 5)]), example_with([])]
-    assert tune_span_threshold(span_task(), [span_task()], exs, [first, second], grid=(0.3, 0.4, 0.5)) == 0.5
+    assert span_threshold(span_task(), [span_task()], exs, [first, second], grid=(0.3, 0.4, 0.5)) == 0.5
     # the scores the model reports follow the task's threshold
     assert score([span_task(0.4)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(0.5)
     assert score([span_task(0.3)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(1 / 3)

@@ -19,8 +19,8 @@ from kold_span.data.example import (Example, Span, merge_spans, spans_to_offsets
 from kold_span.errors import ArgumentError
 from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
-from kold_span.models.ngram import (NgramBaseline, _check_problem, _labelled, context_string, decode_probs,
-                                    fuse_probs)
+from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
+                                    ngram_problem)
 
 WEIGHT_GRID = tuple(i / 10 for i in range(11))
 
@@ -31,12 +31,12 @@ WEIGHT_GRID = tuple(i / 10 for i in range(11))
 class MajorityBaseline:
     """Predicts the most frequent training label for every example."""
 
-    def __init__(self, label: str, problem: Optional[str] = None) -> None:
+    def __init__(self, label: str, problem: Optional[Problem] = None) -> None:
         """A majority-label predictor.
 
         Args:
             label: the label key to predict (e.g. "hate", "irony").
-            problem: "single" or "multi"; by default "multi" when the training
+            problem: a `Problem` (SINGLE or MULTI) or its value; by default MULTI when the training
                 values are lists, else "single".
 
         Example:
@@ -46,7 +46,7 @@ class MajorityBaseline:
             ['true']
         """
         self.label = label
-        self.problem = _check_problem(problem) if problem is not None else None
+        self.problem = ngram_problem(problem) if problem is not None else None
         self.prediction_: Optional[Prediction] = None
 
     def fit(self, examples: Sequence[Example]) -> "MajorityBaseline":
@@ -189,12 +189,12 @@ Metric = Union[str, Callable[[list[Prediction], list[Prediction]], float]]
 class HybridScorer:
     """Linear interpolation of two models' per-example label probabilities, its weight chosen on dev."""
 
-    def __init__(self, weight: float = 0.5, problem: str = "single", threshold: float = 0.5) -> None:
+    def __init__(self, weight: float = 0.5, problem: Problem = Problem.SINGLE, threshold: float = 0.5) -> None:
         """A fusion of model A and model B: ``weight * A + (1 - weight) * B``.
 
         Args:
             weight: the weight of model A in [0, 1].
-            problem: "single" (top label) or "multi" (labels ≥ `threshold`).
+            problem: SINGLE (top label) or MULTI (labels ≥ `threshold`); a `Problem` or its value.
             threshold: multi-label decision threshold on the fused probability.
 
         Example:
@@ -202,7 +202,7 @@ class HybridScorer:
             ['b']
         """
         self.weight = weight
-        self.problem = _check_problem(problem)
+        self.problem = ngram_problem(problem)
         self.threshold = threshold
         self.dev_scores_: dict[float, float] = {}
 
@@ -268,14 +268,14 @@ def _label_inventory(*label_lists: Sequence[list[str]]) -> list[str]:
 # --------------------------------------------------------------------------- scores
 
 
-def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], problem: str,
+def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], problem: Problem,
                  probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
     """The metrics of one label baseline.
 
     Args:
         gold: gold label strings (lists for "multi").
         predicted: predicted label strings, aligned with `gold`.
-        problem: "single" or "multi".
+        problem: SINGLE or MULTI (a `Problem` or its value).
         probs: optional per-example probabilities (adds "lrap" for "multi").
 
     Returns:
@@ -286,12 +286,12 @@ def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], pr
         >>> label_scores(["true", "false"], ["true", "true"], "single")["f1"]
         0.6666666666666666
     """
-    return LABEL_SCORES[_check_problem(problem)](gold, predicted, probs)
+    return LABEL_SCORES[ngram_problem(problem)](gold, predicted, probs)
 
 
-def single_label_scores(gold: Sequence[str], predicted: Sequence[str],
-                        probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
-    """accuracy, macro_f1, balanced_accuracy; precision, recall and f1 of "true" for true/false labels."""
+def single_prediction_scores(gold: Sequence[str], predicted: Sequence[str],
+                             probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
+    """Predicted single labels' accuracy, macro_f1, balanced_accuracy; P, R and F1 of "true" for true/false labels."""
     report = classification_report_dict(list(gold), list(predicted))
     scores = {key: report[key] for key in ("accuracy", "macro_f1", "balanced_accuracy")}
     if set(gold) | set(predicted) <= {"true", "false"}:
@@ -300,19 +300,19 @@ def single_label_scores(gold: Sequence[str], predicted: Sequence[str],
     return scores
 
 
-def multi_label_scores(gold: Sequence[list[str]], predicted: Sequence[list[str]],
-                       probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
-    """micro_f1 and macro_f1 over the labels either side names; lrap too with `probs`."""
+def multi_prediction_scores(gold: Sequence[list[str]], predicted: Sequence[list[str]],
+                            probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
+    """Predicted label lists' micro_f1 and macro_f1 over the labels either side names; lrap too with `probs`."""
     return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
 
 
 # The scores of a label baseline, per problem (an n-gram or majority model learns label values only).
-LABEL_SCORES: dict[Problem, Callable[..., dict[str, Any]]] = {Problem.SINGLE: single_label_scores,
-                                                               Problem.MULTI: multi_label_scores}
+LABEL_SCORES: dict[Problem, Callable[..., dict[str, Any]]] = {Problem.SINGLE: single_prediction_scores,
+                                                               Problem.MULTI: multi_prediction_scores}
 
 
 def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Optional[str],
-                  problem: str = "single", span_type: Optional[str] = None,
+                  problem: Problem = Problem.SINGLE, span_type: Optional[str] = None,
                   ngram_options: Optional[dict[str, Any]] = None,
                   lexicon_options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Fit every applicable baseline on `train` and score it on `test`.
@@ -326,7 +326,7 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
         train: training examples.
         test: test examples.
         label: the label key, or None to run only the span baseline.
-        problem: "single" or "multi".
+        problem: SINGLE or MULTI (a `Problem` or its value).
         span_type: the span type for `LexiconSpanTagger`, or None.
         ngram_options: extra `NgramBaseline` arguments (e.g. ``{"max_features": 50000}``).
         lexicon_options: extra `LexiconSpanTagger` arguments.
@@ -341,7 +341,7 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
         >>> run_baselines(train, train, "off", span_type="OFF")["lexicon"]["char_f1"]
         1.0
     """
-    problem = _check_problem(problem)
+    problem = ngram_problem(problem)
     results: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
     if label is not None:
         train_l, _ = _labelled(train, label, problem)

@@ -19,7 +19,7 @@ from kold_span.models.decoding import MergedExample
 from kold_span.models.kinds.problems import soft_distribution
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
-from kold_span.models.tasks import THRESHOLD_GRID, Task, tune_thresholds
+from kold_span.models.tasks import THRESHOLD_GRID, Task, label_thresholds
 from kold_span.text.align import spans_to_tags
 
 
@@ -30,7 +30,7 @@ class TaskScorer(Protocol):
                merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
         """The task's metrics as `task/metric` → value."""
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
         """The task's thresholds that score best on these (dev) examples, and them by name for a report."""
@@ -56,15 +56,15 @@ def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[M
     return out
 
 
-def tune_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
+def task_thresholds(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
                    snap: str = SnapMode.NONE, trim: bool = True) -> tuple[tuple[float, ...], dict[str, float]]:
     """The thresholds of one task chosen on held-out examples, and them by name for a report.
 
-    A multi-label task gets each label's F1-best threshold (`tune_thresholds`), reported by label;
-    a span task the P(B) + P(I) threshold with the best mean char-F1 (`tune_span_threshold`),
+    A multi-label task gets each label's F1-best threshold (`label_thresholds`), reported by label;
+    a span task the P(B) + P(I) threshold with the best mean char-F1 (`span_threshold`),
     reported as "inside".
     """
-    return SCORERS[task.kind].tune_threshold(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
+    return SCORERS[task.kind].task_thresholds(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
 
 
 class SequenceScorer:
@@ -75,12 +75,12 @@ class SequenceScorer:
         pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
         return SEQUENCE_SCORES[task.problem](task, pairs)
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
         labelled = [(ex, m) for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
         golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
-        thresholds = tune_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
+        thresholds = label_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
         return thresholds, dict(zip(task.labels, thresholds))
 
 
@@ -108,10 +108,10 @@ class SpanScorer:
             out[f"{task.name}/seqeval_f1"] = prf["f1"]
         return out
 
-    def tune_threshold(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                        merged: Sequence[MergedExample], snap: SnapMode,
                        trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
-        threshold = tune_span_threshold(task, tasks, examples, merged, snap, trim)
+        threshold = span_threshold(task, tasks, examples, merged, snap, trim)
         return (threshold,), {"inside": threshold}
 
 
@@ -214,7 +214,7 @@ def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Exam
             for ex, m in zip(examples, merged)]
 
 
-def tune_span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
+def span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
                         merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
                         grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
     """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.

@@ -27,7 +27,7 @@ from kold_span.models.backbones import (attach_morpheme_pretokenizer, encoder_fr
 from kold_span.models.decoding import MergedExample, merge_windows, prediction
 from kold_span.models.manifest import check_contained, directory_identity, inside, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
-from kold_span.models.ngram import Companion, load_companions, save_companions
+from kold_span.models.ngram import Companion, fuse_companions, load_companions, save_companions
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
@@ -460,13 +460,7 @@ class Predictor:
     def _fuse_companions(self, texts: Sequence[str], contexts: Sequence[Context],
                          merged: list[MergedExample]) -> None:
         """Replace each fused task's encoder probabilities by their mean with its n-gram model's."""
-        joined = ["\n".join(context_turns(c)) for c in contexts]
-        for task in self.tasks:
-            companion = self.companions.get(task.name)
-            if companion is None:
-                continue
-            for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
-                m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
+        fuse_companions(self.companions, self.tasks, texts, contexts, merged)
 
     def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.

@@ -21,28 +21,30 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kold_span.config.choices import Problem
-from kold_span.data.example import Example, context_turns
-from kold_span.models.kinds.problems import Prediction, Probs, label_problem
+from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import ArgumentError, ModelFormatError
+from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds.problems import Prediction, Probs, label_problem
+from kold_span.models.tasks import Task
 
 # An n-gram model learns label values: not a soft task's vote shares.
-PROBLEMS = tuple(p.value for p in Problem if p.label_valued)
+NGRAM_PROBLEMS = tuple(p.value for p in Problem if p.label_valued)
 
 
-def gold_label(example: Example, label: str, problem: str) -> Optional[Prediction]:
+def gold_label(example: Example, label: str, problem: Problem) -> Optional[Prediction]:
     """The example's `label` as a vocabulary string (single) or a sorted list of them (multi); None if missing."""
     value = example.labels.get(label)
     return None if value is None else label_problem(problem).gold_label(value)
 
 
-def _check_problem(problem: str) -> Problem:
-    """`problem` as a `Problem` an n-gram model can learn (see `PROBLEMS`)."""
-    if problem not in PROBLEMS:
-        raise ArgumentError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+def ngram_problem(problem: Problem) -> Problem:
+    """`problem` (or its string value) as a `Problem` an n-gram model can learn (see `NGRAM_PROBLEMS`)."""
+    if problem not in NGRAM_PROBLEMS:
+        raise ArgumentError(f"problem must be one of {NGRAM_PROBLEMS}, got {problem!r}")
     return Problem(problem)
 
 
-def _labelled(examples: Sequence[Example], label: str, problem: str) -> tuple[list[Example], list[Prediction]]:
+def _labelled(examples: Sequence[Example], label: str, problem: Problem) -> tuple[list[Example], list[Prediction]]:
     """The examples that carry `label`, with their gold labels; an error when there are none."""
     pairs = [(ex, gold) for ex in examples if (gold := gold_label(ex, label, problem)) is not None]
     if not pairs:
@@ -59,7 +61,7 @@ def context_string(example: Example) -> str:
 class NgramBaseline:
     """TF-IDF character and word n-grams + logistic regression (one-vs-rest for multi-label)."""
 
-    def __init__(self, label: str, problem: str = "single", analyzers: Sequence[str] = ("char_wb", "word"),
+    def __init__(self, label: str, problem: Problem = Problem.SINGLE, analyzers: Sequence[str] = ("char_wb", "word"),
                  char_ngram: tuple[int, int] = (2, 5), word_ngram: tuple[int, int] = (1, 2),
                  use_context: bool = False, C: float = 4.0, class_weight: Optional[str] = "balanced",
                  max_features: Optional[int] = None, min_df: int = 1, threshold: float = 0.5) -> None:
@@ -67,7 +69,7 @@ class NgramBaseline:
 
         Args:
             label: the label key to predict.
-            problem: "single" (one label per example) or "multi" (a list of labels).
+            problem: SINGLE (one label per example) or MULTI (a list of labels); a `Problem` or its value.
             analyzers: which TF-IDF vectorizers to union: "char_wb" (character n-grams
                 inside word boundaries) and/or "word".
             char_ngram: n-gram range of the character vectorizer.
@@ -87,7 +89,7 @@ class NgramBaseline:
             >>> NgramBaseline("off").fit(train).predict([Example("3", "idiot")])
             ['true']
         """
-        self.problem = _check_problem(problem)
+        self.problem = ngram_problem(problem)
         unknown = set(analyzers) - {"char_wb", "word"}
         if unknown or not analyzers:
             raise ArgumentError(f"analyzers must be a non-empty subset of ('char_wb', 'word'), got {list(analyzers)}")
@@ -193,7 +195,7 @@ class NgramBaseline:
         return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(examples)]
 
 
-def decode_probs(probs: Probs, problem: str, threshold: float = 0.5) -> Prediction:
+def decode_probs(probs: Probs, problem: Problem, threshold: float = 0.5) -> Prediction:
     """Probabilities → the top label ("single"; ties: the smallest) or the labels ≥ threshold ("multi").
 
     Example:
@@ -243,10 +245,10 @@ class NgramScorer:
     stores the weights as float32).
     """
 
-    def __init__(self, label: str, problem: str, use_context: bool, labels: Sequence[str],
+    def __init__(self, label: str, problem: Problem, use_context: bool, labels: Sequence[str],
                  output: str, vectorizers: list[dict[str, Any]], coef: np.ndarray, intercept: np.ndarray):
         self.label = label
-        self.problem = _check_problem(problem)
+        self.problem = ngram_problem(problem)
         self.use_context = use_context
         self.labels = tuple(labels)
         self.output = output  # "binary" (one logit for labels[1]), "softmax" or "sigmoid" (one per label)
@@ -387,10 +389,6 @@ class Companion:
         """The n-gram's probabilities (a text-only n-gram has no context vectorizer and ignores `contexts`)."""
         return self.scorer.predict_proba(texts, contexts)
 
-    def fuse(self, encoder_probs: Sequence[Probs], ngram_probs: Sequence[Probs]) -> list[Probs]:
-        """The fused ``{label: probability}`` per example."""
-        return fuse_probs(encoder_probs, ngram_probs, self.weight)
-
     def fuse_array(self, labels: Sequence[str], encoder: np.ndarray, ngram: Probs) -> np.ndarray:
         """One example's fused probabilities in the task's label order (a label the n-gram lacks counts 0)."""
         other = np.array([ngram.get(name, 0.0) for name in labels], dtype=np.float64)
@@ -411,6 +409,18 @@ class Companion:
                                    "(the fusion weight of the n-gram model)")
         return cls(task, float(meta["weight"]), scorer, meta.get("dev_score"),
                    {float(w): s for w, s in meta.get("dev_scores", {}).items()}, int(meta.get("extra_examples", 0)))
+
+
+def fuse_companions(companions: dict[str, Companion], tasks: Sequence[Task], texts: Sequence[str],
+                    contexts: Sequence[Context], merged: Sequence[MergedExample]) -> None:
+    """Replace, in place, each fused task's encoder probabilities in `merged` by their fusion with its n-gram's."""
+    joined = ["\n".join(context_turns(c)) for c in contexts]
+    for task in tasks:
+        companion = companions.get(task.name)
+        if companion is None:
+            continue
+        for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
+            m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
 
 
 def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:

@@ -79,7 +79,7 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         task.labels = kind.labels(task, cfg.labels or (), examples)
         if cfg.class_weight == "balanced":
             task.class_weights = kind.class_weights(task, examples)
-        # A fixed threshold is set here; "dev" is tuned after training (`tune_threshold` of
+        # A fixed threshold is set here; "dev" is tuned after training (`task_thresholds` of
         # kold_span.evaluation.task_scores), the default decoding until then.
         if cfg.threshold not in (0.5, "dev") and task.kind.takes_threshold(task.problem):
             task.thresholds = (float(cfg.threshold),) * kind.threshold_count(task)
@@ -100,7 +100,7 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))  # 0.05, 0.10, …, 0.95
 
 
-def tune_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequence[Any],
+def label_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequence[Any],
                     grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
     """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
 
@@ -116,7 +116,7 @@ def tune_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequenc
 
     Example:
         >>> t = Task("g", "sequence", "g", problem="multi", labels=("a", "b"))
-        >>> tune_thresholds(t, [["a"], [], ["a", "b"]], [[0.3, 0.2], [0.1, 0.6], [0.35, 0.9]], grid=(0.2, 0.5, 0.7))
+        >>> label_thresholds(t, [["a"], [], ["a", "b"]], [[0.3, 0.2], [0.1, 0.6], [0.35, 0.9]], grid=(0.2, 0.5, 0.7))
         (0.2, 0.7)
     """
     chosen = []

@@ -31,15 +31,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from kold_span import corpora
-from kold_span.config.choices import TaskKind
-from kold_span.config.schema import Config
+from kold_span.config.choices import Problem, TaskKind
+from kold_span.config.schema import Config, TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.perspectives import expand_by_annotator
 from kold_span.data.splits import keep_example
 from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
-from kold_span.evaluation.task_scores import tune_threshold
-from kold_span.models.ngram import (Companion, NgramBaseline, NgramScorer, Probs, context_string)
+from kold_span.evaluation.task_scores import task_thresholds
+from kold_span.models.decoding import MergedExample
+from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
 
 if TYPE_CHECKING:
@@ -92,53 +93,55 @@ class Calibration:
         chosen = self.thresholds.get(task.name)
         if chosen is None:
             return task
-        # As `tune_threshold` reports them: {"inside": t} for a span task, else by label (any order).
+        # As `task_thresholds` reports them: {"inside": t} for a span task, else by label (any order).
         values = (chosen["inside"],) if task.kind is TaskKind.SPAN else tuple(chosen[label] for label in task.labels)
         return replace(task, thresholds=values)
 
 
-def calibrate(config: Config, predictor: Predictor, splits: dict[str, list[Example]],
-              extra: Optional[NgramExtra] = None) -> Calibration:
-    """Choose on dev the n-gram companions and thresholds `config` asks for, for a trained `predictor`.
+def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[str, list[Example]],
+              extra: Optional[NgramExtra] = None, allow_context: bool = True, batch_size: int = 32) -> Calibration:
+    """Choose on dev the n-gram companions and thresholds `tasks` ask for, for a trained `predictor`.
 
     The companions come first, chosen on the encoder's dev outputs; the thresholds are then tuned
     on the dev outputs fused with the train-only n-grams, as the calibrated model computes them;
     last, the n-grams are refitted on train + dev.
 
     Args:
-        config: the run's config (which tasks, `fuse_metric`, context mode, eval batch size).
+        tasks: the run's task settings (`fuse_ngram`, `fuse_metric`, `fuse_ngram_train`, `threshold`).
         predictor: the trained predictor, uncalibrated.
-        splits: the run's train, dev and test examples.
+        splits: the run's train and dev examples.
         extra: `ngram_extra`'s result, the examples each task's n-gram may also learn from.
+        allow_context: False keeps the n-grams to the text (a model trained with `context.mode: none`).
+        batch_size: the batch size of the dev pass.
 
     Returns:
         The `Calibration`; empty when no task asks for one.
     """
-    dev_companions, fusion = choose_companions(config, predictor, splits, extra)
-    with_ngrams = Calibration(dev_companions=dev_companions).apply_to(predictor, dev=True)
-    thresholds = tune_dev_thresholds(config, with_ngrams, splits["dev"])
-    return Calibration(thresholds, refit_companions(config, dev_companions, splits, extra), dev_companions, fusion)
+    dev = splits["dev"]
+    tuned = bool(dev) and any(t.threshold == "dev" for t in tasks)
+    if not (tuned or any(t.fuse_ngram for t in tasks)):
+        return Calibration()
+    texts, contexts = [e.text for e in dev], [e.context for e in dev]
+    merged = predictor.merged_outputs(texts, contexts, batch_size)
+    dev_companions, fusion = choose_companions(tasks, predictor.tasks, splits, merged, extra, allow_context)
+    fuse_companions(dev_companions, predictor.tasks, texts, contexts, merged)
+    thresholds = dev_thresholds(tasks, predictor, dev, merged) if tuned else {}
+    return Calibration(thresholds, refit_companions(tasks, dev_companions, splits, extra), dev_companions, fusion)
 
 
-def tune_dev_thresholds(config: Config, predictor: Predictor, dev: list[Example]) -> dict[str, dict[str, float]]:
-    """The dev-chosen thresholds of every task configured with `threshold: dev`.
+def dev_thresholds(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequence[Example],
+                   merged: Sequence[MergedExample]) -> dict[str, dict[str, float]]:
+    """The thresholds of every task configured with `threshold: dev`, chosen on `predictor`'s `merged` dev outputs.
 
     A multi-label task gets each label's F1-best threshold; a span task the P(B) + P(I) threshold
     with the best mean char-F1 of the spans the predictor outputs (its snap and trim). Returns
     {task: {label: threshold}}, with the single key "inside" for a span task (the dev scores
     reported afterwards use these thresholds, so they are optimistic; test is untouched by the choice).
     """
-    wanted = {t.name for t in config.tasks if t.threshold == "dev"}
-    if not wanted or not dev:
-        return {}
-    merged = predictor.merged_outputs([e.text for e in dev], [e.context for e in dev], config.trainer.eval_batch_size)
-    tuned: dict[str, dict[str, float]] = {}
-    for task in predictor.tasks:
-        if task.name not in wanted:
-            continue
-        # The other tasks matter only as a span task's gates, single-label tasks with no thresholds to tune.
-        _, tuned[task.name] = tune_threshold(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)
-    return tuned
+    wanted = {t.name for t in tasks if t.threshold == "dev"}
+    # The other tasks matter only as a span task's gates, single-label tasks with no thresholds to tune.
+    return {task.name: task_thresholds(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)[1]
+            for task in predictor.tasks if task.name in wanted}
 
 
 def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> NgramExtra:
@@ -162,23 +165,21 @@ def ngram_extra(config: Config, splits: dict[str, list[Example]]) -> NgramExtra:
     return out
 
 
-def choose_companions(config: Config, predictor: Predictor, splits: dict[str, list[Example]],
-                      extra: Optional[NgramExtra] = None) -> tuple[dict[str, Companion], dict[str, dict[str, Any]]]:
+def choose_companions(tasks: Sequence[TaskConfig], trained: Sequence[Task], splits: dict[str, list[Example]],
+                      merged: Sequence[MergedExample], extra: Optional[NgramExtra] = None,
+                      allow_context: bool = True) -> tuple[dict[str, Companion], dict[str, dict[str, Any]]]:
     """The n-gram companion of every task configured with `fuse_ngram`, fitted on train (and extra) only.
 
-    Returns ({task: companion}, {task: summary}): the summary holds the weight, the n-gram
-    variant and the dev scores by weight (weight 1.0 is the encoder alone); with extra examples
-    offered, how many were offered, left out and taken. Fitted without dev, the companions can
-    still score dev (thresholds, the reported dev scores, optimistic since the weight was chosen
-    there); `refit_companions` fits them on train + dev for saving.
+    `trained` are the predictor's tasks, `merged` its outputs on `splits["dev"]`. Returns
+    ({task: companion}, {task: summary}): the summary holds the weight, the n-gram variant and
+    the dev scores by weight (weight 1.0 is the encoder alone); with extra examples offered, how
+    many were offered, left out and taken. Fitted without dev, the companions can still score dev
+    (thresholds, the reported dev scores, optimistic since the weight was chosen there);
+    `refit_companions` fits them on train + dev for saving.
     """
-    wanted = {t.name: t for t in config.tasks if t.fuse_ngram}
-    if not wanted:
-        return {}, {}
-    merged = predictor.merged_outputs([e.text for e in splits["dev"]], [e.context for e in splits["dev"]],
-                                      config.trainer.eval_batch_size)
+    wanted = {t.name: t for t in tasks if t.fuse_ngram}
     companions, summaries = {}, {}
-    for task in predictor.tasks:
+    for task in trained:
         if task.name not in wanted:
             continue
         labelled = [(ex, m) for ex, m in zip(splits["dev"], merged) if ex.labels.get(task.source) is not None]
@@ -186,7 +187,7 @@ def choose_companions(config: Config, predictor: Predictor, splits: dict[str, li
         offered, left_out = (extra or {}).get(task.name, ([], 0))
         companion = choose_companion(task.name, task.source, task.problem, splits["train"],
                                      [ex for ex, _ in labelled], dev_probs, wanted[task.name].fuse_metric,
-                                     allow_context=config.context.mode != "none", extra=offered, refit=False)
+                                     allow_context=allow_context, extra=offered, refit=False)
         companions[task.name] = companion
         summaries[task.name] = companion.summary()
         if wanted[task.name].fuse_ngram_train:
@@ -194,10 +195,10 @@ def choose_companions(config: Config, predictor: Predictor, splits: dict[str, li
     return companions, summaries
 
 
-def refit_companions(config: Config, companions: dict[str, Companion], splits: dict[str, list[Example]],
-                     extra: Optional[NgramExtra] = None) -> dict[str, Companion]:
+def refit_companions(tasks: Sequence[TaskConfig], companions: dict[str, Companion],
+                     splits: dict[str, list[Example]], extra: Optional[NgramExtra] = None) -> dict[str, Companion]:
     """Each companion with its n-gram fitted again on train + dev (+ the extra examples it took), for saving."""
-    sources = {t.name: t.source for t in config.tasks}
+    sources = {t.name: t.source for t in tasks}
     refitted = {}
     for name, companion in companions.items():
         dev = [ex for ex in splits["dev"] if ex.labels.get(sources[name]) is not None]
@@ -206,7 +207,7 @@ def refit_companions(config: Config, companions: dict[str, Companion], splits: d
     return refitted
 
 
-def choose_companion(task: str, label: str, problem: str, train: Sequence[Example], dev: Sequence[Example],
+def choose_companion(task: str, label: str, problem: Problem, train: Sequence[Example], dev: Sequence[Example],
                      dev_encoder_probs: Sequence[Probs], metric: Metric = "macro_f1",
                      allow_context: bool = True, extra: Sequence[Example] = (), refit: bool = True) -> Companion:
     """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
@@ -214,7 +215,7 @@ def choose_companion(task: str, label: str, problem: str, train: Sequence[Exampl
     Args:
         task: the task the companion belongs to.
         label: the label key the n-gram predicts (the task's source).
-        problem: "single" or "multi".
+        problem: SINGLE or MULTI (a `Problem` or its value).
         train: training examples (those without `label` are ignored).
         dev: dev examples, aligned with `dev_encoder_probs`; all must carry `label`.
         dev_encoder_probs: the encoder's ``{label: probability}`` on each dev example.

@@ -92,7 +92,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResul
     if fitted is None:
         return RunResult(built.run_dir, None, {})
     trained = predictor_for(config, fitted.model, built.tokenizer, built.tasks)
-    calibration = calibrate(config, trained, built.splits, built.extra)
+    calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
+                            config.trainer.eval_batch_size)
     return export(built, fitted, trained, calibration, started)
 
 

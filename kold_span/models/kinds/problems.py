@@ -197,7 +197,7 @@ class SoftLabel:
 PROBLEMS: dict[Problem, LabelProblem] = {p.problem: p for p in (SingleLabel(), MultiLabel(), SoftLabel())}
 
 
-def label_problem(problem: str) -> LabelProblem:
+def label_problem(problem: Problem) -> LabelProblem:
     """The behaviour of a `Problem` (or its name).
 
     Example:
