@@ -24,6 +24,7 @@ Ratings = Sequence[Mapping[Hashable, Hashable]]
 
 KAPPA_BANDS = ((0.20, "poor"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
 LEVELS = ("nominal", "ordinal", "interval", "ratio")  # Krippendorff's levels of measurement
+KAPPA_LEVELS = ("nominal", "ordinal")  # the levels with a Cohen's kappa (weighted at ordinal)
 KAPPA_WEIGHTS = ("linear", "quadratic")  # of a weighted Cohen's kappa, as scikit-learn names them
 
 
