@@ -26,7 +26,7 @@ from itertools import combinations
 from typing import Any, Optional, Sequence
 
 from kold_span import agreement
-from kold_span.agreement.coefficients import KAPPA_LEVELS, Ratings
+from kold_span.agreement.coefficients import KAPPA_LEVELS, Ratings, percentile_interval
 from kold_span.errors import ArgumentError
 
 DEFAULT_N_BOOT = 1000
@@ -148,9 +148,9 @@ class ItemResamples:
             nan = (math.nan, math.nan)
             return {"mean_cohen": nan, "alpha": nan, "pairs": {p: nan for p in tracked}}
         pair_values = np.concatenate(pair_values, axis=1)
-        return {"mean_cohen": _percentile_interval(np.concatenate(means)),
-                "alpha": _percentile_interval(np.concatenate(alphas)),
-                "pairs": {p: _percentile_interval(pair_values[r]) for r, p in enumerate(tracked)}}
+        return {"mean_cohen": percentile_interval(np.concatenate(means), 1 - CONFIDENCE),
+                "alpha": percentile_interval(np.concatenate(alphas), 1 - CONFIDENCE),
+                "pairs": {p: percentile_interval(pair_values[r], 1 - CONFIDENCE) for r, p in enumerate(tracked)}}
 
     def _kappas(self, weights):
         """Cohen's kappa of every pair (rows) in every resample (columns); NaN where undefined."""
@@ -236,15 +236,3 @@ def _ordinal_distances(n_v):
     upper = np.triu(np.ones((k, k), dtype=bool))[:, :, None]
     between = np.where(upper, between, between.transpose(1, 0, 2))
     return (between - (n_v[:, None, :] + n_v[None, :, :]) / 2) ** 2
-
-
-def _percentile_interval(values) -> tuple[float, float]:
-    """The central CONFIDENCE interval of the defined values, as `agreement.bootstrap_ci` takes it."""
-    import numpy as np
-
-    values = values[~np.isnan(values)]
-    if not len(values):
-        return (math.nan, math.nan)
-    alpha = 1 - CONFIDENCE
-    low, high = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return (float(low), float(high))
