@@ -185,8 +185,6 @@ def _names_in(node: ast.AST) -> list[str]:
         return [node.value]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return [name for element in node.elts for name in _names_in(element)]
-    if isinstance(node, ast.Dict):
-        return [name for key in node.keys if key is not None for name in _names_in(key)]
     if isinstance(node, ast.MatchValue):
         return _names_in(node.value)
     if isinstance(node, ast.MatchOr):
@@ -200,8 +198,9 @@ def string_comparisons(source: str) -> list[tuple[int, str]]:
     """Where code compares something with a task kind's or label problem's name instead of its member.
 
     Caught: `==`, `!=`, `is`, `is not`, `in`, `not in` with the name on either side, alone or in a tuple,
-    list, set or dict literal, and `case "span":` (or `case "span" | "x":`) in a `match`. A name as a
-    value (`Task("x", "span", "OFF")`, `kind=TaskKind("span")`) is no comparison and is left alone.
+    list or set literal; `case "span":` (or `case "span" | "x":`) in a `match`; and a dict literal keyed
+    by names (a dispatch table, `{"span": f}[kind]`). A name as a value (`Task("x", "span", "OFF")`,
+    `kind=TaskKind("span")`) is no comparison and is left alone.
     """
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -209,6 +208,8 @@ def string_comparisons(source: str) -> list[tuple[int, str]]:
             names = [name for operand in (node.left, *node.comparators) for name in _names_in(operand)]
         elif isinstance(node, ast.match_case):
             names = _names_in(node.pattern)
+        elif isinstance(node, ast.Dict):
+            names = [name for key in node.keys if key is not None for name in _names_in(key)]
         else:
             continue
         found += [(getattr(node, "lineno", None) or node.pattern.lineno, name) for name in names]
@@ -233,9 +234,11 @@ match problem:
         pass
     case (TaskKind.SPAN | "multi"):
         pass
+handle = {"soft": f, TaskKind.SPAN: g}.get(problem)
 """
     assert string_comparisons(source) == [(1, "span"), (2, "span"), (3, "sequence"), (4, "multi"), (5, "soft"),
-                                          (6, "single"), (6, "span"), (8, "span"), (13, "soft"), (15, "multi")]
+                                          (6, "single"), (6, "span"), (8, "span"), (13, "soft"), (15, "multi"),
+                                          (17, "soft")]
 
 
 def test_the_guard_leaves_members_values_and_other_strings_alone():
@@ -244,6 +247,7 @@ if kind is TaskKind.SPAN or task.problem == Problem.MULTI or kind in (TaskKind.S
 task = Task("x", "span", "OFF", problem="multi")
 kind = TaskKind("span")
 if fmt == "parquet" or tag in ("b", "i") or snap != "none": pass
+handle = {TaskKind.SPAN: f, "kind": "span"}[kind]
 match kind:
     case TaskKind.SPAN:
         pass
