@@ -272,3 +272,32 @@ def test_the_check_finds_cycles_through_type_checking_function_level_and_relativ
 def test_cycles_lists_each_circle_once_and_leaves_chains_alone():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"a"}}
     assert cycles(graph) == [["a", "b", "c", "a"], ["e", "f", "e"]]
+
+
+def error_classes_outside(package: Path = PACKAGE) -> list[str]:
+    """Classes outside errors.py that derive, at any remove, from one of errors.py's (a `KoldSpanError` kind
+    belongs there)."""
+    home = package / "errors.py"
+    classes = [(path, node) for path in sorted(package.rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)]
+    kinds = {node.name for path, node in classes if path == home}
+    grown = True
+    while grown:  # a subclass of a subclass counts too
+        derived = {node.name for _, node in classes
+                   if any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in kinds for b in node.bases)}
+        grown = not derived <= kinds
+        kinds |= derived
+    return [f"{path.relative_to(package)}:{node.lineno}: {node.name}" for path, node in classes
+            if path != home and node.name in kinds]
+
+
+def test_every_kold_span_error_is_defined_in_errors_py(tmp_path):
+    assert error_classes_outside() == []
+    write(tmp_path / "kold_span", {
+        "errors.py": "class KoldSpanError(Exception): pass\nclass DataError(KoldSpanError): pass\n",
+        "service/queue.py": "from kold_span import errors\nclass Full(errors.KoldSpanError): pass\n"
+                            "class Fine(ValueError): pass\n",
+        "data/reader.py": "from kold_span.errors import DataError\nclass Bad(DataError): pass\n"
+                          "from kold_span.service.queue import Full\nclass Fuller(Full): pass\n"})
+    assert error_classes_outside(tmp_path / "kold_span") == ["data/reader.py:2: Bad", "data/reader.py:4: Fuller",
+                                                           "service/queue.py:2: Full"]
