@@ -8,6 +8,10 @@ Which to raise: a mistake the user can fix is one of these, named by where it wa
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
 to a function or a command-line option, `OutputInUseError` an output another run is writing).
+Their refinements follow: a predict output that cannot be resumed, packed and split-zip encoder
+files, and what `kold-span serve` refuses (`RequestError` with its HTTP status, `Throttled`, the
+batcher's `QueueFull`, `Closed`, `CommentTooLarge`, `RequestTooLarge`); every subclass is defined
+here.
 A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug
 can cause (a model used before `fit`, two parallel sequences of different lengths)
@@ -17,6 +21,8 @@ stays a built-in error, so that it shows its traceback.
 True
 """
 from __future__ import annotations
+
+from typing import Any, Optional
 
 
 class KoldSpanError(Exception):
@@ -45,3 +51,67 @@ class ArgumentError(KoldSpanError, ValueError):
 
 class OutputInUseError(KoldSpanError, RuntimeError):
     """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""
+
+
+class UnfinishedOutputError(DataError):
+    """An unfinished output that cannot be resumed: no rows of `kold-span predict`, or the rows of another input."""
+
+
+class PackedEncoderError(EncoderLoadError):
+    """The packed encoder file is not in the expected format."""
+
+
+class SplitZipError(EncoderLoadError):
+    """A split zip's parts are missing, out of order, corrupt or unsafe to unzip."""
+
+
+class RequestError(KoldSpanError, ValueError):
+    """A request the service refuses: the HTTP status, the message, the field it names, and optional
+    `details` (Perspective's typed error, e.g. `{"errorType": "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE"}`)."""
+
+    def __init__(self, status: int, message: str, field: str = "body",
+                 details: Optional[list[dict[str, Any]]] = None):
+        super().__init__(message)
+        self.status, self.message, self.field, self.details = status, message, field, details
+
+
+class Throttled(RequestError):
+    """A 429 for one key: its rate or its daily quota is spent (`reason`, the error's `errorType`:
+    RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED, apart from the queue's QUEUE_FULL); retry after
+    `retry_after` seconds."""
+
+    def __init__(self, message: str, field: str, retry_after: int, reason: str):
+        super().__init__(429, message, field, [{"errorType": reason}])
+        self.retry_after = retry_after
+
+
+class QueueFull(KoldSpanError):
+    """More comments are waiting than `max_queue` allows; retry after `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Closed(KoldSpanError):
+    """The batcher is draining for shutdown and takes no new work."""
+
+
+class CommentTooLarge(KoldSpanError):
+    """One comment's windows come to more tokens than `max_comment_tokens`; none of its request ran."""
+
+    def __init__(self, tokens: int, limit: int):
+        super().__init__(f"comments: one comment is {tokens} tokens (its windows × the longest), over the limit "
+                         f"of {limit} per comment (--max-comment-tokens); split it, or send it to "
+                         "`kold-span predict`")
+        self.tokens, self.limit = tokens, limit
+
+
+class RequestTooLarge(KoldSpanError):
+    """A request's comments come to more tokens than `max_request_tokens`; none of them ran."""
+
+    def __init__(self, tokens: int, limit: int, measured_all: bool):
+        at_least = "" if measured_all else "at least "
+        super().__init__(f"comments: {at_least}{tokens} tokens, over the limit of {limit} per request "
+                         "(--max-request-tokens); send fewer or shorter comments per request")
+        self.tokens, self.limit = tokens, limit

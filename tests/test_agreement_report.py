@@ -10,8 +10,11 @@ import pytest
 
 from kold_span import agreement
 from kold_span.agreement import report as report_module
-from kold_span.agreement.report import (CROWD, ItemResamples, build_report, default_label, ratings_table,
-                                        render_markdown, write_report)
+from kold_span.agreement.bootstrap import ItemResamples
+from kold_span.agreement.plots import CROWD
+from kold_span.agreement.ratings import default_label, ratings_table
+from kold_span.agreement.render import render_markdown
+from kold_span.agreement.report import build_report, write_report
 from kold_span.cli import main
 from kold_span.data.example import Annotation, Example
 

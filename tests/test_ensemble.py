@@ -8,7 +8,7 @@ from kold_span.cli import main
 from kold_span.config.loading import load_config
 from kold_span.inference.ensemble import Ensemble
 from kold_span.inference.predictor import Predictor
-from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.run import train
 

@@ -1,7 +1,7 @@
 """Task kinds, label problems and snap modes: defined once (config.choices), each kind's behaviour in one place."""
+import ast
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +16,8 @@ from kold_span.data.example import Annotation, Example
 from kold_span.errors import ConfigError
 from kold_span.evaluation.baselines import LABEL_SCORES
 from kold_span.evaluation.task_scores import SCORERS, SEQUENCE_SCORES
-from kold_span.models.decoding import MergedExample, merge_windows, prediction
-from kold_span.models.kinds import KINDS, kind_of
+from kold_span.models.decoding import merge_windows, prediction
+from kold_span.models.kinds import KINDS, MergedExample, kind_of
 from kold_span.models.kinds.problems import PROBLEMS, label_problem
 from kold_span.models.network import probabilities, task_loss
 from kold_span.models.tasks import Task
@@ -176,11 +176,89 @@ def test_label_problems_decode_label_strings_as_the_ngram_and_baselines_read_the
         label_problem("soft").gold_label("true")
 
 
-COMPARISON = re.compile(r"""(\.kind|problem)\s*[!=]=\s*["']""")
+NAMES = {member.value for member in (*TaskKind, *Problem)}  # "sequence", "span", "single", "multi", "soft"
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    """The kind or problem names a comparison operand or a case pattern spells as string literals."""
+    if isinstance(node, ast.Constant) and node.value in NAMES:
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [name for element in node.elts for name in _names_in(element)]
+    if isinstance(node, ast.MatchValue):
+        return _names_in(node.value)
+    if isinstance(node, ast.MatchOr):
+        return [name for pattern in node.patterns for name in _names_in(pattern)]
+    if isinstance(node, ast.MatchAs) and node.pattern is not None:
+        return _names_in(node.pattern)
+    return []
+
+
+def string_comparisons(source: str) -> list[tuple[int, str]]:
+    """Where code compares something with a task kind's or label problem's name instead of its member.
+
+    Caught: `==`, `!=`, `is`, `is not`, `in`, `not in` with the name on either side, alone or in a tuple,
+    list or set literal; `case "span":` (or `case "span" | "x":`) in a `match`; and a dict literal keyed
+    by names (a dispatch table, `{"span": f}[kind]`). A name as a value (`Task("x", "span", "OFF")`,
+    `kind=TaskKind("span")`) is no comparison and is left alone.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            names = [name for operand in (node.left, *node.comparators) for name in _names_in(operand)]
+        elif isinstance(node, ast.match_case):
+            names = _names_in(node.pattern)
+        elif isinstance(node, ast.Dict):
+            names = [name for key in node.keys if key is not None for name in _names_in(key)]
+        else:
+            continue
+        found += [(getattr(node, "lineno", None) or node.pattern.lineno, name) for name in names]
+    return sorted(found)
+
+
+def test_the_guard_catches_every_way_of_comparing_with_a_name():
+    source = """\
+if kind in ("span",): pass
+if "span" == kind: pass
+if kind != 'sequence': pass
+if task.problem is not "multi": pass
+if problem not in ["soft", "x"]: pass
+ok = task.kind.value == "single" or kind in {"span": f, "other": g}
+match kind:
+    case "span":
+        pass
+    case TaskKind.SEQUENCE:
+        pass
+match problem:
+    case "x" | "soft" as p:
+        pass
+    case (TaskKind.SPAN | "multi"):
+        pass
+handle = {"soft": f, TaskKind.SPAN: g}.get(problem)
+"""
+    assert string_comparisons(source) == [(1, "span"), (2, "span"), (3, "sequence"), (4, "multi"), (5, "soft"),
+                                          (6, "single"), (6, "span"), (8, "span"), (13, "soft"), (15, "multi"),
+                                          (17, "soft")]
+
+
+def test_the_guard_leaves_members_values_and_other_strings_alone():
+    source = """\
+if kind is TaskKind.SPAN or task.problem == Problem.MULTI or kind in (TaskKind.SPAN, TaskKind.SEQUENCE): pass
+task = Task("x", "span", "OFF", problem="multi")
+kind = TaskKind("span")
+if fmt == "parquet" or tag in ("b", "i") or snap != "none": pass
+handle = {TaskKind.SPAN: f, "kind": "span"}[kind]
+match kind:
+    case TaskKind.SPAN:
+        pass
+    case "parquet":
+        pass
+"""
+    assert string_comparisons(source) == []
 
 
 def test_no_module_compares_a_kind_or_problem_with_a_name():
     defining = ROOT / "kold_span" / "config" / "choices.py"
-    found = [f"{path.relative_to(ROOT)}:{n}" for path in sorted((ROOT / "kold_span").rglob("*.py")) if path != defining
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if COMPARISON.search(line)]
+    found = [f"{path.relative_to(ROOT)}:{line}: {name!r}" for path in sorted((ROOT / "kold_span").rglob("*.py"))
+             if path != defining for line, name in string_comparisons(path.read_text(encoding="utf-8"))]
     assert found == []

@@ -286,7 +286,7 @@ def test_repeated_ids_and_header_names_are_warned_of(tmp_path, caplog):
 
 def test_a_task_whose_source_no_example_has_is_warned_of(caplog):
     from kold_span.config.schema import TaskConfig
-    from kold_span.models.tasks import build_tasks
+    from kold_span.models.kinds import build_tasks
 
     examples = [Example(id="1", text="너 바보냐", labels={"OFF": True}, spans={"OFF": [(2, 4)]}),
                 Example(id="2", text="좋은 기사", labels={"OFF": False})]

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from kold_span.cli import main
+from kold_span.errors import PackedEncoderError
 from kold_span.models.backbones import load_pretrained
-from kold_span.models.packed import (PackedEncoderError, dequantize_q4_0, import_packed_encoder, normalizer_rules,
-                                     read_packed_encoder)
+from kold_span.models.packed import dequantize_q4_0, import_packed_encoder, normalizer_rules, read_packed_encoder
 
 from conftest import FIXTURE, TINY
 

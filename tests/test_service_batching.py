@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from kold_span.service.batching import Batcher, Closed, QueueFull, Shape, fits, padded_tokens
+from kold_span.errors import Closed, QueueFull
+from kold_span.service.batching import Batcher, Shape, fits, padded_tokens
 
 
 def test_padded_tokens_pads_every_window_to_the_longest():
@@ -208,7 +209,7 @@ def test_cancel_takes_a_gone_clients_comments_out_of_the_queue():
 
 
 def test_a_request_over_the_token_budget_fails_whole_before_any_of_it_runs():
-    from kold_span.service.batching import RequestTooLarge
+    from kold_span.errors import RequestTooLarge
 
     run = Recorder()
     b = Batcher(run=run, shape=lambda ps: [Shape(1, 10) for _ in ps], max_batch_tokens=10, max_wait=0.0,
@@ -274,7 +275,7 @@ def test_with_a_size_the_request_with_less_work_waiting_goes_first():
 
 
 def test_a_request_holding_a_comment_over_the_comment_budget_fails_whole():
-    from kold_span.service.batching import CommentTooLarge
+    from kold_span.errors import CommentTooLarge
 
     run = Recorder()
     b = Batcher(run=run, shape=lambda ps: [Shape(len(p), 10) for p in ps], max_batch_tokens=100, max_wait=0.0,

@@ -3,12 +3,11 @@ import json
 
 import pytest
 
-from kold_span.errors import ConfigError
+from kold_span.errors import ConfigError, RequestError
 from kold_span.models.tasks import Task
 from kold_span.service.attributes import (Attribute, analyze_response, check_analyze, default_attributes,
                                           load_attributes)
-from kold_span.service.requests import (Limits, RequestError, analyze_request, parse_json, predict_request,
-                                        upload_examples)
+from kold_span.service.requests import Limits, analyze_request, parse_json, predict_request, upload_examples
 
 LIMITS = Limits(max_bytes=10_000, max_comments=3, max_chars=20)
 TASKS = [Task("OFF", "sequence", "OFF", labels=("false", "true")),

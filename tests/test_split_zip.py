@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kold_span.cli.main import main
-from kold_span.models.split_zip import SplitZipError, find_parts, import_split_zip_encoder
+from kold_span.errors import SplitZipError
+from kold_span.models.split_zip import find_parts, import_split_zip_encoder
 
 SOURCE = "package:tiny-enc-part_001/input/tiny.zip.001"
 FILES = {"tiny-enc/config.json": b'{"model_type": "bert"}', "tiny-enc/vocab.txt": b"[PAD]\n[UNK]\n",

@@ -12,12 +12,12 @@ from kold_span.data.jsonl import write_jsonl
 from kold_span.errors import ConfigError
 from kold_span.evaluation.task_scores import score, span_threshold
 from kold_span.inference.predictor import Predictor
-from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import MergedExample, build_tasks
 from kold_span.models.kinds.problems import balanced_weights, positive_weights
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
 from kold_span.models.network import task_loss
-from kold_span.models.tasks import THRESHOLD_GRID, Task, build_tasks, label_thresholds
+from kold_span.models.tasks import THRESHOLD_GRID, Task, label_thresholds
 from kold_span.training.run import train
 
 from conftest import DEMO, FIXTURE, TINY

@@ -24,6 +24,7 @@ Ratings = Sequence[Mapping[Hashable, Hashable]]
 
 KAPPA_BANDS = ((0.20, "poor"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
 LEVELS = ("nominal", "ordinal", "interval", "ratio")  # Krippendorff's levels of measurement
+KAPPA_LEVELS = ("nominal", "ordinal")  # the levels with a Cohen's kappa (weighted at ordinal)
 KAPPA_WEIGHTS = ("linear", "quadratic")  # of a weighted Cohen's kappa, as scikit-learn names them
 
 
@@ -242,9 +243,16 @@ def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot
             value = statistic(sample)
         except ValueError:
             continue
-        if not math.isnan(value):
-            values.append(value)
-    if not values:
+        values.append(value)
+    return percentile_interval(np.array(values, dtype=float), alpha)
+
+
+def percentile_interval(values, alpha: float = 0.05) -> tuple[float, float]:
+    """The central 1 - `alpha` interval of the defined (not NaN) values of an array; (nan, nan) if none is."""
+    import numpy as np
+
+    values = values[~np.isnan(values)]
+    if not len(values):
         return (math.nan, math.nan)
     low, high = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return (float(low), float(high))

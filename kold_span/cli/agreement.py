@@ -49,7 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its two-line summary and the files written."""
-    from kold_span.agreement import report
+    from kold_span.agreement import render, report
     from kold_span.config.loading import parse_key_value
 
     reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
@@ -59,6 +59,6 @@ def run(args: argparse.Namespace) -> int:
     result = report.run(args.file, args.format, args.out, reader_options=reader_options, label=args.label,
                         span_type=args.span_type, group_by=args.group_by, n_boot=args.n_boot, seed=args.seed,
                         level=args.level, weights=args.weights)
-    print(report.summary(result))
+    print(render.summary(result))
     print(f"wrote {', '.join(str(Path(args.out) / name) for name in FILES)} in {time.perf_counter() - start:.1f} s")
     return 0

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from typing import Optional
 
 from kold_span.cli.options import non_negative_float, positive_int
 from kold_span.config.choices import Runtime
+from kold_span.errors import ArgumentError
 from kold_span.service.requests import Limits
 from kold_span.service.server import ConnectionLimits
 
@@ -151,29 +151,25 @@ def configure_logging(access_log: Optional[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGTERM or Ctrl-C; 0 after a clean drain, 2 when the model cannot be loaded."""
+    """Serve until SIGTERM or Ctrl-C; 0 after a clean drain.
+
+    Bad options, a port that cannot be listened on and a model that cannot be loaded are raised, for
+    `cli.main` to report as every command's errors are (one line, exit status 2).
+    """
     from kold_span.inference.ensemble import load_predictor
     from kold_span.service import server
     from kold_span.service.app import Settings, create_app
 
     if args.max_comments > args.max_queue:
-        print(f"kold-span serve: error: --max-comments {args.max_comments} is more than --max-queue "
-              f"{args.max_queue}: such a request could never be queued", file=sys.stderr)
-        return 2
+        raise ArgumentError(f"--max-comments {args.max_comments} is more than --max-queue {args.max_queue}: such "
+                            "a request could never be queued")
     if (args.rate_limit or args.daily_quota) and not args.api_keys:
-        print("kold-span serve: error: --rate-limit and --daily-quota count per API key; give --api-keys FILE",
-              file=sys.stderr)
-        return 2
+        raise ArgumentError("--rate-limit and --daily-quota count per API key; give --api-keys FILE")
     keys = None
     if args.api_keys:
-        from kold_span.errors import KoldSpanError
         from kold_span.service.keys import KeyRing, load_keys
 
-        try:
-            keys = KeyRing(load_keys(args.api_keys), args.rate_limit, args.daily_quota)
-        except KoldSpanError as err:
-            print(f"kold-span serve: error: {err}", file=sys.stderr)
-            return 2
+        keys = KeyRing(load_keys(args.api_keys), args.rate_limit, args.daily_quota)
     connections = ConnectionLimits(args.max_connections, args.header_timeout, args.max_header_bytes,
                                    args.keep_alive)
     settings = Settings(limits=Limits(args.max_bytes, args.max_comments, args.max_chars, args.max_request_chars,
@@ -195,8 +191,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sock = server.bind(args.host, args.port)
     except OSError as err:
-        print(f"kold-span serve: error: cannot listen on {args.host}:{args.port}: {err.strerror}", file=sys.stderr)
-        return 2
+        raise OSError(f"cannot listen on {args.host}:{args.port}: {err.strerror}") from err
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     configure_logging(args.access_log)
@@ -204,10 +199,7 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     server.run(app, sock, drain_seconds=args.drain_seconds, connections=connections, http=args.http,
                drain_delay=args.drain_delay)
-    failure = app.state.service.failure
-    if failure is not None:
-        message = failure.args[0] if isinstance(failure, KeyError) and failure.args else failure
-        print(f"kold-span serve: error: {message}", file=sys.stderr)
-        return 2
+    if app.state.service.failure is not None:
+        raise app.state.service.failure
     print("kold-span serve: stopped", flush=True)
     return 0

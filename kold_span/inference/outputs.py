@@ -30,17 +30,13 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 from kold_span.config.choices import TaskKind
 from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
-from kold_span.errors import DataError
+from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
 from kold_span.inference.predictor import Predictor
 
 log = logging.getLogger(__name__)
 PARQUET_GROUP_ROWS = 4096  # rows per Parquet row group: memory stays flat on any input size
-
-
-class UnfinishedOutputError(DataError):
-    """An unfinished output that cannot be resumed: no rows of `kold-span predict`, or the rows of another input."""
 
 
 @dataclass

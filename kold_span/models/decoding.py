@@ -6,26 +6,13 @@ The part of each step that depends on a task's kind is the kind's (`kold_span.mo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from kold_span.config.choices import SnapMode
-from kold_span.models.kinds import Decoding, kind_of
+from kold_span.models.kinds import Decoding, MergedExample, kind_of
 from kold_span.models.tasks import Task
-
-
-@dataclass
-class MergedExample:
-    """One example's outputs with overlapping windows merged."""
-
-    sequence_probs: dict[str, np.ndarray] = field(default_factory=dict)
-    token_offsets: list[tuple[int, int]] = field(default_factory=list)
-    token_probs: dict[str, np.ndarray] = field(default_factory=dict)  # task → [tokens, 3]
-    # The input's normalization (text.normalize.Normalized) when the model normalizes: the offsets
-    # above are on its normalized text, and predictions map spans back to the original.
-    normalized: Any = None
 
 
 def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],

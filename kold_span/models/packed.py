@@ -20,7 +20,7 @@ from typing import Union
 
 import numpy as np
 
-from kold_span.errors import ArgumentError, EncoderLoadError
+from kold_span.errors import ArgumentError, PackedEncoderError
 from kold_span.models.backbones import resolve_package_path
 
 MAGIC = b"E5S1"
@@ -42,10 +42,6 @@ _LAYER = {
     "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
     "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm",
 }
-
-
-class PackedEncoderError(EncoderLoadError):
-    """The packed encoder file is not in the expected format."""
 
 
 @dataclass

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
-from kold_span.errors import EncoderLoadError
+from kold_span.errors import EncoderLoadError, SplitZipError
 from kold_span.models.backbones import resolve_package_path
 
 logger = logging.getLogger(__name__)
@@ -46,10 +46,6 @@ _SPLIT_SUFFIX = re.compile(r"\.zip\.(\d+)$")
 _CHUNK = 1 << 20  # bytes copied at a time when joining and unzipping
 _RECORD = "kold_span_import.json"
 _PROBE = 1000  # part numbers looked for past a missing one, to tell a gap from an end
-
-
-class SplitZipError(EncoderLoadError):
-    """A split zip's parts are missing, out of order, corrupt or unsafe to unzip."""
 
 
 def is_split_zip_source(source: str) -> bool:
@@ -83,7 +79,7 @@ class PartNames:
             >>> PartNames.parse("parts/model.zip.002")
             Traceback (most recent call last):
             ...
-            kold_span.models.split_zip.SplitZipError: split zip 'parts/model.zip.002': name its first part, ....zip.001
+            kold_span.errors.SplitZipError: split zip 'parts/model.zip.002': name its first part, ....zip.001
         """
         match = _SPLIT_SUFFIX.search(source)
         if match is None:
@@ -174,7 +170,7 @@ def safe_member_path(name: str) -> PurePosixPath:
         >>> safe_member_path("../etc/passwd")
         Traceback (most recent call last):
         ...
-        kold_span.models.split_zip.SplitZipError: zip member '../etc/passwd' would be written outside the output (a '..' component)
+        kold_span.errors.SplitZipError: zip member '../etc/passwd' would be written outside the output (a '..' component)
     """
     if "\\" in name or re.match(r"^[A-Za-z]:", name):
         raise SplitZipError(f"zip member {name!r} has a Windows path (a drive or backslashes); refusing to unzip")

@@ -1,21 +1,15 @@
 """Training objectives: a task's name, kind, problem, labels, weights and thresholds.
 
-What a task's kind and problem *do* (targets, loss, decoding) is in `kold_span.models.kinds`;
-`build_tasks` asks the kind for the label vocabulary and class weights.
+What a task's kind and problem *do* (targets, loss, decoding) is in `kold_span.models.kinds`, whose
+`build_tasks` asks the kind for the label vocabulary and class weights. This module imports nothing
+else of `models/`: every other module of the layer may import it.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass
 from typing import Any, Collection, Optional, Sequence
 
 from kold_span.config.choices import Problem, TaskKind
-from kold_span.config.schema import TaskConfig
-from kold_span.data.example import Example
-from kold_span.models.kinds import kind_of
-from kold_span.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,33 +62,6 @@ class Task:
     def decode_label(self, name: str) -> Any:
         """A label string back to the value users see (booleans stay booleans)."""
         return name == "true" if self.is_boolean else name
-
-
-def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task]:
-    """Fix each task's label vocabulary: from the config, else from the training data."""
-    tasks = []
-    for cfg in configs:
-        task = Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, gate=cfg.gate)
-        kind = kind_of(task)
-        task.labels = kind.labels(task, cfg.labels or (), examples)
-        if cfg.class_weight == "balanced":
-            task.class_weights = kind.class_weights(task, examples)
-        # A fixed threshold is set here; "dev" is tuned after training (`task_thresholds` of
-        # kold_span.evaluation.task_scores), the default decoding until then.
-        if cfg.threshold not in (0.5, "dev") and task.kind.takes_threshold(task.problem):
-            task.thresholds = (float(cfg.threshold),) * kind.threshold_count(task)
-        tasks.append(task)
-    by_name = {t.name: t for t in tasks}
-    for task in tasks:
-        spans = kind_of(task).token_level  # a span task reads the examples' spans, a sequence task their labels
-        if not any(task.source in (ex.spans if spans else ex.labels) for ex in examples):
-            where = "spans" if spans else "labels"
-            log.warning("task %r: no training example has %s of %r; it learns nothing from this corpus (check "
-                        "tasks[].source against the reader's names)", task.name, where, task.source)
-        if task.gate and not by_name[task.gate].is_boolean:
-            raise ConfigError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
-                              f"its labels are {list(by_name[task.gate].labels)}")
-    return tasks
 
 
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))  # 0.05, 0.10, …, 0.95

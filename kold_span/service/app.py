@@ -39,19 +39,18 @@ from starlette.requests import ClientDisconnect
 
 from kold_span.data.example import Example
 from kold_span.data.perspectives import check_perspective
-from kold_span.errors import KoldSpanError
+from kold_span.errors import (Closed, CommentTooLarge, KoldSpanError, QueueFull, RequestError, RequestTooLarge,
+                              Throttled)
 from kold_span.service.attributes import (AttributeMap, analyze_response, check_analyze, default_attributes,
                                           load_attributes)
-from kold_span.service.batching import (Batcher, BatchStats, Closed, CommentTooLarge, Done, QueueFull,
-                                        RequestTooLarge)
+from kold_span.service.batching import Batcher, BatchStats, Done
 from kold_span.service.feedback import FeedbackFile, suggestion
-from kold_span.service.keys import ApiKey, KeyRing, Throttled
+from kold_span.service.keys import ApiKey, KeyRing
 from kold_span.service.metrics import ServiceMetrics
 from kold_span.service.middleware import (CLIENT_GONE, KEY_NAME, TIMING, Front, FrontSettings, REQUEST_ID,
                                           error_body)
 from kold_span.service.model import Item, ModelIdentity, ServedModel
-from kold_span.service.requests import (Limits, RequestError, analyze_request, parse_json, predict_request,
-                                        upload_examples)
+from kold_span.service.requests import Limits, analyze_request, parse_json, predict_request, upload_examples
 from kold_span.service.server import ConnectionLimits
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,9 @@ from typing import Any, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
 from kold_span.config.loading import build_dataclass, yaml_load
-from kold_span.errors import ConfigError
+from kold_span.errors import ConfigError, RequestError
 from kold_span.models.tasks import Task
-from kold_span.service.requests import AnalyzeRequest, RequestError
+from kold_span.service.requests import AnalyzeRequest
 
 DEFAULT_LANGUAGES = ("ko",)
 

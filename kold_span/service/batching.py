@@ -33,43 +33,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from kold_span.errors import KoldSpanError
+from kold_span.errors import Closed, CommentTooLarge, KoldSpanError, QueueFull, RequestTooLarge
 
 log = logging.getLogger(__name__)
 
 MEASURE_AT_ONCE = 64  # jobs measured in one tokenizer call at most (and between two budget checks)
-
-
-class QueueFull(KoldSpanError):
-    """More comments are waiting than `max_queue` allows; retry after `retry_after` seconds."""
-
-    def __init__(self, message: str, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class Closed(KoldSpanError):
-    """The batcher is draining for shutdown and takes no new work."""
-
-
-class CommentTooLarge(KoldSpanError):
-    """One comment's windows come to more tokens than `max_comment_tokens`; none of its request ran."""
-
-    def __init__(self, tokens: int, limit: int):
-        super().__init__(f"comments: one comment is {tokens} tokens (its windows × the longest), over the limit "
-                         f"of {limit} per comment (--max-comment-tokens); split it, or send it to "
-                         "`kold-span predict`")
-        self.tokens, self.limit = tokens, limit
-
-
-class RequestTooLarge(KoldSpanError):
-    """A request's comments come to more tokens than `max_request_tokens`; none of them ran."""
-
-    def __init__(self, tokens: int, limit: int, measured_all: bool):
-        at_least = "" if measured_all else "at least "
-        super().__init__(f"comments: {at_least}{tokens} tokens, over the limit of {limit} per request "
-                         "(--max-request-tokens); send fewer or shorter comments per request")
-        self.tokens, self.limit = tokens, limit
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.data.example import Annotation, Example
+from kold_span.errors import RequestError
 from kold_span.service.attributes import AttributeMap
-from kold_span.service.requests import AnalyzeRequest, Limits, RequestError, _expect, _object, analyze_request
+from kold_span.service.requests import AnalyzeRequest, Limits, _expect, _object, analyze_request
 
 SUGGEST_FIELDS = ("comment", "context", "attributeScores", "languages", "communityId", "clientToken", "sessionId")
 

@@ -27,21 +27,10 @@ from limits import RateLimitItem, RateLimitItemPerDay, parse
 from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
-from kold_span.errors import ConfigError
-from kold_span.service.requests import RequestError
+from kold_span.errors import ConfigError, RequestError, Throttled
 
 DIGEST = re.compile(r"[0-9a-f]{64}")
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-
-
-class Throttled(RequestError):
-    """A 429 for one key: its rate or its daily quota is spent (`reason`, the error's `errorType`:
-    RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED, apart from the queue's QUEUE_FULL); retry after
-    `retry_after` seconds."""
-
-    def __init__(self, message: str, field: str, retry_after: int, reason: str):
-        super().__init__(429, message, field, [{"errorType": reason}])
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -101,7 +90,7 @@ class KeyRing:
         >>> ring.identify("guess").name
         Traceback (most recent call last):
         ...
-        kold_span.service.requests.RequestError: the API key is not valid
+        kold_span.errors.RequestError: the API key is not valid
     """
 
     def __init__(self, keys: list[ApiKey], rate: Optional[str] = None, daily_quota: Optional[int] = None):

@@ -14,18 +14,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.data.example import Context, Example, context_turns
-from kold_span.errors import DataError, KoldSpanError
+from kold_span.errors import DataError, RequestError
 from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
-
-
-class RequestError(KoldSpanError, ValueError):
-    """A request the service refuses: the HTTP status, the message, the field it names, and optional
-    `details` (Perspective's typed error, e.g. `{"errorType": "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE"}`)."""
-
-    def __init__(self, status: int, message: str, field: str = "body",
-                 details: Optional[list[dict[str, Any]]] = None):
-        super().__init__(message)
-        self.status, self.message, self.field, self.details = status, message, field, details
 
 
 @dataclass(frozen=True)
@@ -99,7 +89,7 @@ def parse_json(body: bytes) -> Any:
         >>> parse_json(b'{"comments": [')
         Traceback (most recent call last):
         ...
-        kold_span.service.requests.RequestError: body: invalid JSON (Expecting value at line 1 column 15)
+        kold_span.errors.RequestError: body: invalid JSON (Expecting value at line 1 column 15)
     """
     if not body.strip():
         raise RequestError(422, "body: empty; expected a JSON object")
@@ -210,7 +200,7 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
         >>> predict_request({"comments": [{"txt": "좋은 기사"}]}, Limits())
         Traceback (most recent call last):
         ...
-        kold_span.service.requests.RequestError: comments[0].txt: unknown field; comments[0] takes text, context, title, id
+        kold_span.errors.RequestError: comments[0].txt: unknown field; comments[0] takes text, context, title, id
     """
     body = _object(body, "body", ("comments", "perspective"), ("comments",))
     comments = _expect(body["comments"], ("array",), "comments")
@@ -355,7 +345,7 @@ def upload_name(name: str) -> str:
         >>> upload_name("a\x00.csv")
         Traceback (most recent call last):
         ...
-        kold_span.service.requests.RequestError: filename: character 2 is a control character; name the file ...
+        kold_span.errors.RequestError: filename: character 2 is a control character; name the file ...
     """
     base = Path(name.replace("\\", "/")).name
     if not base or base in (".", ".."):

@@ -26,7 +26,8 @@ from kold_span.data.perspectives import trait_phrase
 from kold_span.errors import ConfigError, DataError
 from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
-from kold_span.models.tasks import Task, build_tasks
+from kold_span.models.kinds import build_tasks
+from kold_span.models.tasks import Task
 from kold_span.text.normalize import normalize_example
 from kold_span.text.perturb import disguised, disguised_copies
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra

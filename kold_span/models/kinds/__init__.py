@@ -2,7 +2,8 @@
 
 A kind says how an example becomes its targets, what its loss and probabilities are, how window
 outputs merge, and how they decode into labels or character spans. `windows`, `network` and
-`decoding` ask `kind_of(task)` instead of testing the kind's name. The kinds are `sequence`
+`decoding` ask `kind_of(task)` instead of testing the kind's name; `build_tasks` asks it for each
+configured task's labels and class weights. The kinds are `sequence`
 (labels of the text) and `span` (BIO tags of its tokens); `problems` holds a sequence task's
 label problems (single, multi, soft).
 
@@ -12,20 +13,23 @@ a module here implementing `Kind` and registered in `KINDS`, and its scorer in
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
 
 from kold_span.config.choices import TaskKind
-from kold_span.models.kinds.base import Decoding, Kind
+from kold_span.config.schema import TaskConfig
+from kold_span.data.example import Example
+from kold_span.errors import ConfigError
+from kold_span.models.kinds.base import Decoding, Kind, MergedExample
 from kold_span.models.kinds.sequence import SequenceKind
 from kold_span.models.kinds.span import SpanKind
+from kold_span.models.tasks import Task
 
-if TYPE_CHECKING:
-    from kold_span.models.tasks import Task
+log = logging.getLogger(__name__)
 
 KINDS: dict[TaskKind, Kind] = {TaskKind.SEQUENCE: SequenceKind(), TaskKind.SPAN: SpanKind()}
 
 
-def kind_of(task: "Task") -> Kind:
+def kind_of(task: Task) -> Kind:
     """The behaviour of the task's kind.
 
     Example:
@@ -36,4 +40,31 @@ def kind_of(task: "Task") -> Kind:
     return KINDS[task.kind]
 
 
-__all__ = ["KINDS", "Decoding", "Kind", "kind_of"]
+def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task]:
+    """Fix each task's label vocabulary: from the config, else from the training data."""
+    tasks = []
+    for cfg in configs:
+        task = Task(cfg.name, cfg.kind, cfg.source, cfg.problem, cfg.weight, gate=cfg.gate)
+        kind = kind_of(task)
+        task.labels = kind.labels(task, cfg.labels or (), examples)
+        if cfg.class_weight == "balanced":
+            task.class_weights = kind.class_weights(task, examples)
+        # A fixed threshold is set here; "dev" is tuned after training (`task_thresholds` of
+        # kold_span.evaluation.task_scores), the default decoding until then.
+        if cfg.threshold not in (0.5, "dev") and task.kind.takes_threshold(task.problem):
+            task.thresholds = (float(cfg.threshold),) * kind.threshold_count(task)
+        tasks.append(task)
+    by_name = {t.name: t for t in tasks}
+    for task in tasks:
+        spans = kind_of(task).token_level  # a span task reads the examples' spans, a sequence task their labels
+        if not any(task.source in (ex.spans if spans else ex.labels) for ex in examples):
+            where = "spans" if spans else "labels"
+            log.warning("task %r: no training example has %s of %r; it learns nothing from this corpus (check "
+                        "tasks[].source against the reader's names)", task.name, where, task.source)
+        if task.gate and not by_name[task.gate].is_boolean:
+            raise ConfigError(f"task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                              f"its labels are {list(by_name[task.gate].labels)}")
+    return tasks
+
+
+__all__ = ["KINDS", "Decoding", "Kind", "MergedExample", "build_tasks", "kind_of"]

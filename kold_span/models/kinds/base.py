@@ -1,7 +1,8 @@
-"""The protocol every task kind implements, from a task's gold to its part of a prediction."""
+"""The protocol every task kind implements, from a task's gold to its part of a prediction, and the types it
+speaks: `Decoding` (what decoding needs) and `MergedExample` (one example's outputs, windows merged)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Sequence
 
 import numpy as np
@@ -12,7 +13,6 @@ from kold_span.data.example import Example
 if TYPE_CHECKING:
     import torch
 
-    from kold_span.models.decoding import MergedExample
     from kold_span.models.tasks import Task
 
 
@@ -28,6 +28,18 @@ class Decoding:
     tasks: Sequence["Task"]
     snap: SnapMode = SnapMode.NONE
     trim: bool = True
+
+
+@dataclass
+class MergedExample:
+    """One example's outputs with overlapping windows merged."""
+
+    sequence_probs: dict[str, np.ndarray] = field(default_factory=dict)
+    token_offsets: list[tuple[int, int]] = field(default_factory=list)
+    token_probs: dict[str, np.ndarray] = field(default_factory=dict)  # task → [tokens, 3]
+    # The input's normalization (text.normalize.Normalized) when the model normalizes: the offsets
+    # above are on its normalized text, and predictions map spans back to the original.
+    normalized: Any = None
 
 
 class Kind(Protocol):

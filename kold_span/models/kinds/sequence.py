@@ -12,13 +12,12 @@ import numpy as np
 
 from kold_span.data.example import Example
 from kold_span.errors import ConfigError
-from kold_span.models.kinds.base import Decoding
+from kold_span.models.kinds.base import Decoding, MergedExample
 from kold_span.models.kinds.problems import label_problem
 
 if TYPE_CHECKING:
     import torch
 
-    from kold_span.models.decoding import MergedExample
     from kold_span.models.tasks import Task
 
 

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from kold_span.data.example import Example
-from kold_span.models.kinds.base import Decoding
+from kold_span.models.kinds.base import Decoding, MergedExample
 from kold_span.text.align import IGNORE_INDEX, OverlapIndex, spans_to_tags, tags_to_spans
 
 if TYPE_CHECKING:
     import torch
 
-    from kold_span.models.decoding import MergedExample
     from kold_span.models.tasks import Task
 
 SPAN_TAGS = ["O", "B", "I"]
