@@ -6,7 +6,7 @@ import pytest
 
 from kold_span import corpora
 from kold_span.config.loading import load_config
-from kold_span.corpora.splits import load_splits
+from kold_span.corpora.experiment import load_splits
 from kold_span.models.backbones import build_encoder
 from kold_span.models.tasks import build_tasks
 from kold_span.models.windows import InputEncoder

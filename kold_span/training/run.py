@@ -105,7 +105,7 @@ def build(config: Config, resume: bool = False) -> Built:
     import pytorch_lightning as pl
     import torch
 
-    from kold_span.corpora.splits import load_splits
+    from kold_span.corpora.experiment import load_splits
     from kold_span.models.network import MultiTaskModel
     from kold_span.models.windows import InputEncoder
     from kold_span.training.datamodule import WindowsDataModule
@@ -309,7 +309,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     on train + dev first, they would make the fused dev scores look perfect. Test is scored with
     the model as saved.
     """
-    from kold_span.corpora.splits import BENIGN
+    from kold_span.corpora.experiment import BENIGN
 
     config, splits, run_dir = built.config, built.splits, built.run_dir
     tc = config.trainer
