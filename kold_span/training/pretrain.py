@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-from kold_span.config.loading import load_dataclass, value_checker
+from kold_span.config.checks import value_checker
+from kold_span.config.loading import load_dataclass
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import DataError
