@@ -23,10 +23,6 @@ def _shown(value: Any) -> str:
     return _SHOWN.repr(value)
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _check_keys(raw: dict[str, Any], cls: type, where: str, prefix: str) -> None:
     """Fail on keys not in dataclass `cls`, naming the key, file and allowed keys."""
     allowed = [f.name for f in dataclasses.fields(cls)]
@@ -45,7 +41,7 @@ def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
         raise ConfigError(f"{where}: missing key '{prefix}{missing[0]}'")
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
         if f.name not in raw:

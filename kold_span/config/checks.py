@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
-from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, Config, EvasionConfig
+from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, Config, EvasionConfig, PretrainConfig
 from kold_span.errors import ConfigError
 
 
@@ -129,3 +129,43 @@ def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> 
         need(isinstance(kind, EvasionKind), f"{key}.kinds[{i}] must be one of {EvasionKind.values()}, got {kind!r}")
     need(isinstance(evasion.targets, Targets),
          f"{key}.targets must be one of {Targets.values()}, got {evasion.targets!r}")
+
+
+def check_pretrain_config(config: PretrainConfig, where: str) -> None:
+    """Value checks of a pretraining config (reader names are checked by `read_texts`, a layer above).
+
+    Example:
+        >>> from kold_span.config.schema import TextSource
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
+        ...                       "p.yaml + --set mlm_probability=1.5")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
+    """
+    need = value_checker(where)
+    need(bool(config.texts), "at least one entry under 'texts' is required")
+    for i, source in enumerate(config.texts):
+        kinds = [k for k in ("reader", "file", "beep_unlabeled") if getattr(source, k)]
+        need(len(kinds) == 1, f"texts[{i}] needs exactly one of 'reader' (with 'path'), 'file' or "
+                              f"'beep_unlabeled', got {kinds or 'none'}")
+        if source.reader:
+            need(bool(source.path), f"texts[{i}].path is required with 'reader'")
+        else:
+            need(source.path is None and not source.options,
+                 f"texts[{i}]: 'path' and 'options' go only with 'reader'")
+    need(config.encoder.tokenizer in ("wordpiece", "unigram"),
+         f"encoder.tokenizer must be 'wordpiece' or 'unigram', got {config.encoder.tokenizer!r}")
+    need(8 <= config.max_length <= config.encoder.max_position,
+         f"max_length must be between 8 and encoder.max_position ({config.encoder.max_position})")
+    need(0.0 < config.mlm_probability < 1.0, "mlm_probability must be between 0 and 1")
+    need(0.0 <= config.heldout_fraction < 0.5, "heldout_fraction must be in [0, 0.5)")
+    need(0.0 <= config.warmup_ratio < 1.0, "warmup_ratio must be in [0, 1)")
+    need(config.batch_size > 0 and config.log_every_n_steps > 0, "batch_size and log_every_n_steps must be positive")
+    need(config.max_steps is None or config.max_steps > 0, "max_steps must be positive (or left out)")
+    need(config.max_steps is not None or config.epochs > 0, "epochs must be positive when max_steps is not set")
+    need(config.gradient_clip_val is None or config.gradient_clip_val > 0,
+         "gradient_clip_val must be positive (or null: no clipping)")
+    need(config.max_minutes is None or config.max_minutes > 0, "max_minutes must be positive (or left out)")
+    need(config.threads is None or config.threads > 0, "threads must be positive (or left out)")
+    need(config.limit_texts is None or config.limit_texts > 1, "limit_texts must be at least 2")

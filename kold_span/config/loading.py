@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from kold_span.config.binding import build_dataclass
-from kold_span.config.checks import check_values
+from kold_span.config.checks import check_pretrain_config, check_values
 from kold_span.config.overrides import merge_dicts, parse_override
-from kold_span.config.schema import SECTIONS, Config
+from kold_span.config.schema import SECTIONS, Config, PretrainConfig
 from kold_span.config.yaml12 import read_yaml
 from kold_span.errors import ConfigError
 
@@ -65,6 +65,11 @@ def _load_file(path: Path, config_root: Path) -> tuple[dict[str, Any], list[Path
 def load_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> Config:
     """Read, merge and validate an experiment config; overrides are `a.b=value` strings."""
     return load_dataclass(Config, path, overrides, check_values, sections=True)
+
+
+def load_pretrain_config(path: Union[str, Path], overrides: typing.Iterable[str] = ()) -> PretrainConfig:
+    """Read and validate a `kold-span pretrain` config (one file, no `defaults:`); overrides are `encoder.layers=2`."""
+    return load_dataclass(PretrainConfig, path, overrides, check_pretrain_config)
 
 
 def load_dataclass(cls: type[T], path: Union[str, Path], overrides: typing.Iterable[str] = (),
