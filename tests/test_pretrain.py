@@ -196,3 +196,19 @@ def test_a_resumed_run_equals_the_uninterrupted_run(tmp_path, keep_threads, monk
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     with pytest.raises(FileNotFoundError, match="last.ckpt does not exist"):
         _pretrained(tmp_path / "never", *settings, resume=True)
+
+
+@pytest.mark.slow
+def test_ddp_with_two_cpu_processes(tmp_path):
+    """Two gloo processes share the steps; the first saves the encoder."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    cmd = [sys.executable, "-m", "kold_span.cli", "pretrain", str(_write_config(tmp_path)), "--set", "max_steps=4",
+           "accelerator=cpu", "devices=2", "strategy=ddp", "encoder.morpheme_pretokenize=false"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, encoding="utf-8", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "encoder" / "pretrain_metrics.json").read_text())["steps"] == 4
+    assert proc.stderr.count("step 4/4  loss ") == 1  # said by the first process only

@@ -163,8 +163,9 @@ class MaskedLMModule(pl.LightningModule):
         if step % self.every == 0 or step == total:
             self.losses.append([step, sum(self.window) / len(self.window)])
             self.window = []
-            self.say(f"step {step}/{total}  loss {self.losses[-1][1]:.4f}  "
-                     f"lr {self.optimizers().param_groups[0]['lr']:.2e}")
+            if self.trainer.is_global_zero:
+                self.say(f"step {step}/{total}  loss {self.losses[-1][1]:.4f}  "
+                         f"lr {self.optimizers().param_groups[0]['lr']:.2e}")
         return loss
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
