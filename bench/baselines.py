@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kold_span import corpora  # noqa: E402
-from kold_span.data.splits import carve  # noqa: E402
+from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import run_baselines  # noqa: E402
 
 LABEL_BASELINES = ("majority", "ngram", "ngram_context")

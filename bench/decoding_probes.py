@@ -95,7 +95,7 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 def load_run(run: Path):
     """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
-    from kold_span.corpora.splits import load_splits
+    from kold_span.corpora.experiment import load_splits
     from kold_span.inference.predictor import Predictor
 
     config = config_from_dict(json.loads((run / "config.json").read_text()))

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from report import isa_flags, machine_line, write_section  # noqa: E402
 
 from kold_span.config import config_from_dict  # noqa: E402
-from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.inference import export  # noqa: E402
 from kold_span.inference.pipeline import cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402

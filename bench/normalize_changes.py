@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
-from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.text.normalize import STEPS, words_of_length, normalize  # noqa: E402
 
 CONFIGS = {"Toxic Spans (en)": "toxic_spans_minilm", "BEEP! (ko)": "beep_e5", "KoCoSa (ko)": "kocosa_e5",

@@ -53,9 +53,9 @@ from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, saved_config_changes  # noqa: E402
-from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
-from kold_span.data.splits import carve  # noqa: E402
+from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
                                         train_planned)

@@ -27,7 +27,7 @@ from report import DOCS, machine_line, write_section  # noqa: E402
 from kold_span import corpora  # noqa: E402
 from kold_span.cli.main import main as kold_span  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
-from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.data.jsonl import write_jsonl  # noqa: E402
 from kold_span.evaluation.robustness import render_markdown  # noqa: E402
 

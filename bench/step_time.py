@@ -32,7 +32,7 @@ from quality_corpora import EXPERIMENTS  # noqa: E402
 from report import DOCS, machine_line, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
-from kold_span.corpora.splits import load_splits  # noqa: E402
+from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.models.backbones import build_encoder  # noqa: E402
 from kold_span.models.kinds import build_tasks  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402

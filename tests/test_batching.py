@@ -6,7 +6,7 @@ import pytest
 
 from kold_span import corpora
 from kold_span.config.loading import load_config
-from kold_span.corpora.splits import load_splits
+from kold_span.corpora.experiment import load_splits
 from kold_span.models.backbones import build_encoder
 from kold_span.models.kinds import build_tasks
 from kold_span.models.windows import InputEncoder
@@ -120,12 +120,18 @@ def test_training_with_grouped_batches_learns(tmp_path):
     assert scores["OFF_span/char_f1"] >= 0.9, scores
 
 
-def test_batches_cut_the_order_as_a_loader_does():
+def test_a_loader_cuts_the_order_into_length_groups():
+    from torch.utils.data import DataLoader
+
     lengths = [7, 3, 9, 1, 5, 2, 8, 4, 6, 0, 12, 11, 10]  # a length is its rank
     sampler = LengthGroupedSampler(lengths, batch_size=4, seed=3, pool_batches=10, world_size=1)
-    cut = sampler.batches()
+
+    def batches() -> list[list[int]]:
+        return [batch.tolist() for batch in DataLoader(range(len(lengths)), batch_size=4, sampler=sampler)]
+
+    cut = batches()
     assert [i for batch in cut for i in batch] == sampler.order()
     assert sorted(sorted(lengths[i] for i in b) for b in cut[:-1]) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert [lengths[i] for i in cut[-1]] == [12]
     sampler.set_epoch(1)
-    assert sampler.batches() != cut
+    assert batches() != cut

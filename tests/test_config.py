@@ -4,7 +4,8 @@ from typing import Optional
 
 import pytest
 
-from kold_span.config.loading import load_config, parse_override
+from kold_span.config.loading import load_config
+from kold_span.config.overrides import parse_override
 from kold_span.errors import ConfigError
 
 from conftest import DEMO, ROOT

@@ -277,7 +277,7 @@ def test_data_speaker_swap_augments_the_training_split_only(tmp_path):
     """`data.speaker_swap` swaps a share of the examples left for training after dev and test
     are carved, so the model is trained on swapped dialogues and scored on dialogues as read."""
     from kold_span.config.loading import load_config
-    from kold_span.corpora.splits import load_splits
+    from kold_span.corpora.experiment import load_splits
     from kold_span.data.example import Example
     from kold_span.data.jsonl import write_jsonl
     from kold_span.errors import ConfigError

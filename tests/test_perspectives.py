@@ -124,7 +124,7 @@ def test_soft_label_task_reports_distribution_scores(toy_file, tmp_path):
 
 
 def test_extra_ngram_data_is_expanded_by_annotator_like_the_splits(toy_file, tmp_path):
-    from kold_span.corpora.splits import load_splits
+    from kold_span.corpora.experiment import load_splits
     from kold_span.training.calibration import ngram_extra
 
     extra = tmp_path / "extra.jsonl"

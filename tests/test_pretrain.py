@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from kold_span.cli import main
+from kold_span.config.loading import load_pretrain_config
 from kold_span.errors import ConfigError
-from kold_span.training.pretrain import load_pretrain_config, pretrain
+from kold_span.training.pretrain import pretrain
 
 SUBJECTS = ["나는", "너는", "그 사람은", "우리 팀은", "동생은", "선생님은"]
 OBJECTS = ["밥을", "책을", "영화를", "기사를", "노래를", "사진을"]
@@ -117,8 +118,9 @@ def test_cli_arguments_and_overrides(tmp_path, capsys):
 
 
 def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp_path):
+    from kold_span.config.schema import TextSource
     from kold_span.errors import DataError
-    from kold_span.training.pretrain import TextSource, read_texts
+    from kold_span.training.pretrain import read_texts
 
     bom = tmp_path / "bom.txt"
     bom.write_bytes("\ufeff첫 줄\r\n둘째 줄\n".encode("utf-8"))
@@ -129,3 +131,84 @@ def test_read_texts_names_the_source_drops_a_bom_and_refuses_other_encodings(tmp
         read_texts([TextSource(file=str(bom)), TextSource(file=str(latin))], False)
     with pytest.raises(FileNotFoundError, match=r"texts\[0\]: nowhere.json does not exist"):
         read_texts([TextSource(reader="kold", path="nowhere.json")], False)
+
+
+@pytest.fixture
+def keep_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def _pretrained(directory: Path, *overrides: str, resume: bool = False):
+    """A run of the tiny config without Kiwi (faster) into `directory`/encoder, with `overrides`."""
+    directory.mkdir(exist_ok=True)
+    config = load_pretrain_config(_write_config(directory), ["encoder.morpheme_pretokenize=false", *overrides])
+    return pretrain(config, quiet=True, resume=resume)
+
+
+@pytest.mark.slow
+def test_the_learning_rate_follows_the_shared_warmup_schedule(tmp_path, keep_threads):
+    import csv
+
+    _pretrained(tmp_path, "max_steps=4", "warmup_ratio=0.5", "lr=0.01", "log_every_n_steps=1")
+    rows = csv.DictReader((tmp_path / "encoder-run" / "logs" / "version_0" / "metrics.csv").open())
+    rates = [float(row["lr-AdamW/pg1"]) for row in rows if row["lr-AdamW/pg1"]]
+    # 4 steps, 2 of them warm-up: 1/3 and 2/3 of the peak, the peak, then half of it (training.optim.lr_factor).
+    assert rates == pytest.approx([0.01 / 3, 0.02 / 3, 0.01, 0.005])
+
+
+@pytest.mark.slow
+def test_gradient_clip_val_bounds_the_updates(tmp_path, keep_threads):
+    settings = ["max_steps=2", "warmup_ratio=0", "lr=0.01", "weight_decay=0"]
+    start = _pretrained(tmp_path / "start", *settings, "lr=0").model.state_dict()  # the initial weights
+    moved = {}
+    for clip in ("null", "1e-12"):
+        weights = _pretrained(tmp_path / clip, *settings, f"gradient_clip_val={clip}").model.state_dict()
+        moved[clip] = max(float((weights[k] - start[k]).abs().max()) for k in start)
+    # AdamW moves a weight by lr * m / (sqrt(v) + 1e-8) a step: about lr when nothing is clipped; with the
+    # gradient clipped to a norm of 1e-12, |m| <= 1e-12 and each step moves it at most lr * 1e-4.
+    assert moved["null"] > 0.5 * 0.01
+    assert 0 < moved["1e-12"] <= 2 * 0.01 * 1e-4
+
+
+@pytest.mark.slow
+def test_a_resumed_run_equals_the_uninterrupted_run(tmp_path, keep_threads, monkeypatch):
+    from kold_span.training.pretrain import MaskedLMModule
+
+    # 31 training texts in batches of 16: 2 steps an epoch, last.ckpt after each.
+    settings = ["max_steps=null", "epochs=2", "limit_texts=33", "heldout_fraction=0.05", "log_every_n_steps=1"]
+    whole = _pretrained(tmp_path / "whole", *settings)
+
+    def stop_in_second_epoch(self):
+        if self.current_epoch == 1:
+            raise RuntimeError("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(MaskedLMModule, "on_train_epoch_start", stop_in_second_epoch, raising=False)
+        with pytest.raises(RuntimeError, match="killed"):
+            _pretrained(tmp_path / "broken", *settings)
+    assert not (tmp_path / "broken" / "encoder").exists()
+    resumed = _pretrained(tmp_path / "broken", *settings, resume=True)
+    assert resumed.metrics["steps"] == whole.metrics["steps"] == 4
+    assert resumed.metrics["train_loss_log"] == whole.metrics["train_loss_log"]
+    weights = [result.model.state_dict() for result in (whole, resumed)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    with pytest.raises(FileNotFoundError, match="last.ckpt does not exist"):
+        _pretrained(tmp_path / "never", *settings, resume=True)
+
+
+@pytest.mark.slow
+def test_ddp_with_two_cpu_processes(tmp_path):
+    """Two gloo processes share the steps; the first saves the encoder."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    cmd = [sys.executable, "-m", "kold_span.cli", "pretrain", str(_write_config(tmp_path)), "--set", "max_steps=4",
+           "accelerator=cpu", "devices=2", "strategy=ddp", "encoder.morpheme_pretokenize=false"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, encoding="utf-8", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "encoder" / "pretrain_metrics.json").read_text())["steps"] == 4
+    assert proc.stderr.count("step 4/4  loss ") == 1  # said by the first process only

@@ -50,7 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its two-line summary and the files written."""
     from kold_span.agreement import render, report
-    from kold_span.config.loading import parse_key_value
+    from kold_span.config.overrides import parse_key_value
 
     reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:

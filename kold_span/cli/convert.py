@@ -27,7 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Read, write and print how many examples were written."""
     from kold_span import corpora
-    from kold_span.config.loading import parse_key_value
+    from kold_span.config.overrides import parse_key_value
     from kold_span.data.atomic import check_outputs_apart
     from kold_span.data.jsonl import write_jsonl
 

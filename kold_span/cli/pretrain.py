@@ -19,12 +19,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("pretrain", help="masked-LM pretraining of a scratch encoder on unlabeled texts")
     add_config_options(parser, "configs/pretrain/korean_beep.yaml", "max_steps=100 encoder.layers=2")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint (OUTPUT-run)")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Pretrain and save the encoder directory the config names."""
-    from kold_span.training.pretrain import load_pretrain_config, pretrain
+    from kold_span.config.loading import load_pretrain_config
+    from kold_span.training.pretrain import pretrain
 
-    pretrain(load_pretrain_config(args.config, args.set or []), quiet=args.quiet)
+    pretrain(load_pretrain_config(args.config, args.set or []), quiet=args.quiet, resume=args.resume)
     return 0

@@ -223,6 +223,49 @@ class TrainerConfig:
 
 
 @dataclass
+class TextSource:
+    """Where pretraining texts come from: exactly one of `reader` (+ `path`), `file` or `beep_unlabeled`."""
+
+    reader: Optional[str] = None  # a corpus reader name (kold, beep, unsmile, kocosa, ...)
+    path: Optional[str] = None  # the reader's file or directory
+    options: dict[str, Any] = field(default_factory=dict)  # reader keyword options
+    file: Optional[str] = None  # a plain UTF-8 text file, one text per line
+    beep_unlabeled: Optional[str] = None  # the BEEP! directory holding the unlabeled comments
+
+
+@dataclass
+class PretrainConfig:
+    """One `kold-span pretrain` run: texts, encoder sizes, masking and optimisation, output directory.
+
+    The optimisation keys mean what the `trainer` keys of the same names mean in an experiment.
+    """
+
+    texts: list[TextSource] = field(default_factory=list)
+    include_context: bool = True  # also train on the titles / dialogue turns the readers give as context
+    encoder: ScratchEncoderConfig = field(default_factory=ScratchEncoderConfig)
+    max_length: int = 64  # tokens per text, [CLS] and [SEP] included
+    mlm_probability: float = 0.15
+    batch_size: int = 32
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    max_steps: Optional[int] = None  # when set, wins over `epochs`
+    epochs: int = 1
+    warmup_ratio: float = 0.06
+    gradient_clip_val: Optional[float] = 1.0  # the gradients' largest norm; null: not clipped
+    max_minutes: Optional[float] = None  # stop (learning rate decayed to 0) after this long, whatever the steps
+    heldout_fraction: float = 0.02  # texts kept out of training for the final masked-token loss
+    log_every_n_steps: int = 50
+    threads: Optional[int] = None  # torch CPU threads; 1 is often fastest on a machine shared with other jobs
+    accelerator: str = "auto"
+    devices: Union[int, str, list[int]] = "auto"
+    strategy: str = "auto"
+    precision: str = "32-true"
+    seed: int = 13
+    output: str = "checkpoints/pretrained/mlm"  # the encoder directory; checkpoints, logs: OUTPUT-run
+    limit_texts: Optional[int] = None  # keep a random N of the texts (debugging)
+
+
+@dataclass
 class Config:
     """A whole experiment: one dataclass per section, each key with its default.
 

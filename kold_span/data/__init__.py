@@ -1,7 +1,7 @@
 """Layer 2, data: the canonical `Example` with character-offset spans, JSONL, splits and transforms.
 
 `example` (the data model and span arithmetic), `jsonl` (reading and writing the canonical
-format, UTF-8 lines), `atomic` (output files written whole or not at all), `splits` (carving
+format, UTF-8 lines), `atomic` (output files written whole or not at all), `selection` (carving
 dev/test, `data.filter`), `transforms` (speaker swap), `perspectives` (one example per annotator,
 traits verbalised into the context), `bad_records` (one policy for bad records of any input file:
 raise naming file and line, or skip into one report).

@@ -34,8 +34,10 @@ from typing import IO, Any, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
-from kold_span.config.loading import load_config, saved_config_changes, yaml_load
+from kold_span.config.loading import load_config
+from kold_span.config.saved import saved_config_changes
 from kold_span.config.schema import Config
+from kold_span.config.yaml12 import yaml_load
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.errors import ArgumentError, ConfigError
 from kold_span.training.run import run_directory, train

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
-from kold_span.config.loading import build_dataclass, yaml_load
+from kold_span.config.binding import build_dataclass
+from kold_span.config.yaml12 import yaml_load
 from kold_span.errors import ConfigError, RequestError
 from kold_span.models.tasks import Task
 from kold_span.service.requests import AnalyzeRequest

@@ -35,7 +35,7 @@ from kold_span.config.choices import Problem, TaskKind
 from kold_span.config.schema import Config, TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.perspectives import expand_by_annotator
-from kold_span.data.splits import keep_example
+from kold_span.data.selection import keep_example
 from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
 from kold_span.evaluation.task_scores import task_thresholds

@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from kold_span.corpora.splits import SPLITS
+from kold_span.corpora.experiment import SPLITS
 from kold_span.data.example import Example, context_turns
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate, encode_example

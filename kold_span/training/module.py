@@ -10,7 +10,7 @@ import torch
 from kold_span.config.schema import TrainerConfig
 from kold_span.models.network import MultiTaskModel, probabilities
 from kold_span.models.tasks import Task
-from kold_span.training.optim import adamw, warmup_schedule
+from kold_span.training.optim import lightning_optimizers
 
 # (window index → task → probabilities) → metrics
 Evaluator = Callable[[dict[int, dict[str, np.ndarray]]], dict[str, float]]
@@ -84,7 +84,4 @@ class MultiTaskModule(pl.LightningModule):
                          prog_bar=split == "dev" and name.endswith(("char_f1", "macro_f1")))
 
     def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = adamw(self.parameters(), self.cfg.lr, self.cfg.weight_decay)
-        scheduler = warmup_schedule(optimizer, max(1, int(self.trainer.estimated_stepping_batches)),
-                                    self.cfg.warmup_ratio)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return lightning_optimizers(self, self.cfg)

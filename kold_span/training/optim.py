@@ -3,7 +3,8 @@
 AdamW, with weight decay on the parameters of two or more dimensions only (matrices and
 embeddings; not biases, nor LayerNorm gains and shifts, whatever a model names them), and a
 learning rate that rises linearly over the warm-up steps, then falls linearly to 0 at the
-last step. `training.module` steps the schedule through Lightning, `training.pretrain` by hand.
+last step. Fine-tuning (`training.module`) and pretraining (`training.pretrain`) both take them from
+`lightning_optimizers`, and Lightning steps the schedule.
 
 Example:
     >>> [round(lr_factor(step, total=10, warmup=4), 3) for step in (0, 3, 4, 9)]
@@ -11,9 +12,12 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+import time
+from typing import Any, Iterable, Optional
 
 import torch
+
+from kold_span.config.schema import TrainerConfig
 
 
 def decay_groups(parameters: Iterable[torch.nn.Parameter], weight_decay: float) -> list[dict[str, Any]]:
@@ -82,9 +86,12 @@ def lr_factor(step: float, total: int, warmup: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def warmup_schedule(optimizer: torch.optim.Optimizer, total: int,
-                    warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
+def warmup_schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float,
+                    minutes: Optional[float] = None) -> torch.optim.lr_scheduler.LambdaLR:
     """A per-step scheduler multiplying each group's learning rate by `lr_factor`.
+
+    With a time limit of `minutes`, the time spent counts as steps when it is further along
+    than the steps taken, so a run stopped by the clock still ends with the learning rate at 0.
 
     Example:
         >>> optimizer = adamw(torch.nn.Linear(2, 2).parameters(), lr=0.1, weight_decay=0.0)
@@ -96,9 +103,19 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, total: int,
         [0.0333, 0.0667, 0.1, 0.05]
     """
     warmup = warmup_steps(total, warmup_ratio)
+    started = time.monotonic()
 
     # A plain function, not a partial: LambdaLR checkpoints the attributes of callable objects.
     def factor(step: int) -> float:
-        return lr_factor(step, total, warmup)
+        position = max(step, (time.monotonic() - started) / (minutes * 60) * total) if minutes else step
+        return lr_factor(position, total, warmup)
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def lightning_optimizers(module: Any, trainer_config: TrainerConfig, minutes: Optional[float] = None) -> dict[str, Any]:
+    """`configure_optimizers`' answer: `adamw` and the warm-up schedule over the steps Lightning will take."""
+    optimizer = adamw(module.parameters(), trainer_config.lr, trainer_config.weight_decay)
+    scheduler = warmup_schedule(optimizer, max(1, int(module.trainer.estimated_stepping_batches)),
+                                trainer_config.warmup_ratio, minutes)
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

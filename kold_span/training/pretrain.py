@@ -1,12 +1,13 @@
 """`kold-span pretrain`: masked-language-model pretraining of a scratch encoder on raw texts.
 
 texts (corpus readers, plain text files, unlabeled BEEP!) → tokenizer trained on them →
-`BertForMaskedLM` of the configured size → a local encoder directory that
-`encoders.load_pretrained(DIR)` loads (config + weights + tokenizer, and a marker file
-re-attaching the Kiwi pre-tokenizer), to be named as `model.encoder.name_or_path: DIR`.
+`BertForMaskedLM` of the configured size, trained by `train`'s Lightning Trainer (`run.trainer_for`)
+→ a local encoder directory that `encoders.load_pretrained(DIR)` loads (config + weights +
+tokenizer, and a marker file re-attaching the Kiwi pre-tokenizer), to be named as
+`model.encoder.name_or_path: DIR`; checkpoints and logs go to `DIR-run` (docs/ENCODERS.md).
 
-The config is one YAML file, validated like the experiment configs (a mistyped key fails
-with its name and the file):
+The config (`config.schema.PretrainConfig`) is one YAML file, validated like the experiment
+configs (a mistyped key fails with its name and the file):
 
     texts:
       - {beep_unlabeled: ../shared/data/beep}
@@ -22,56 +23,24 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Optional
 
-from kold_span.config.loading import load_dataclass, value_checker
-from kold_span.config.schema import ScratchEncoderConfig
+import pytorch_lightning as pl
+import torch
+
+from kold_span.config.schema import PretrainConfig, TextSource, TrainerConfig
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import DataError
-from kold_span.training.optim import adamw, lr_factor, warmup_steps
+from kold_span.training.optim import lightning_optimizers
 from kold_span.training.sampling import LengthGroupedSampler
 
 logger = logging.getLogger(__name__)
 
 METRICS_FILE = "pretrain_metrics.json"
 CONFIG_FILE = "pretrain_config.json"
-
-
-@dataclass
-class TextSource:
-    """Where texts come from: exactly one of `reader` (+ `path`), `file` or `beep_unlabeled`."""
-
-    reader: Optional[str] = None  # a corpus reader name (kold, beep, unsmile, kocosa, ...)
-    path: Optional[str] = None  # the reader's file or directory
-    options: dict[str, Any] = field(default_factory=dict)  # reader keyword options
-    file: Optional[str] = None  # a plain UTF-8 text file, one text per line
-    beep_unlabeled: Optional[str] = None  # the BEEP! directory holding the unlabeled comments
-
-
-@dataclass
-class PretrainConfig:
-    """One pretraining run: texts, encoder sizes, masking and optimisation, output directory."""
-
-    texts: list[TextSource] = field(default_factory=list)
-    include_context: bool = True  # also train on the titles / dialogue turns the readers give as context
-    encoder: ScratchEncoderConfig = field(default_factory=ScratchEncoderConfig)
-    max_length: int = 64  # tokens per text, [CLS] and [SEP] included
-    mlm_probability: float = 0.15
-    batch_size: int = 32
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    max_steps: Optional[int] = None  # when set, wins over `epochs`
-    epochs: int = 1
-    warmup_ratio: float = 0.06
-    max_minutes: Optional[float] = None  # stop (learning rate decayed to 0) after this long, whatever the steps
-    heldout_fraction: float = 0.02  # texts kept out of training for the final masked-token loss
-    log_every_n_steps: int = 50
-    threads: Optional[int] = None  # torch CPU threads; 1 is often fastest on a machine shared with other jobs
-    seed: int = 13
-    output: str = "checkpoints/pretrained/mlm"
-    limit_texts: Optional[int] = None  # keep a random N of the texts (debugging)
 
 
 @dataclass
@@ -84,65 +53,19 @@ class PretrainResult:
     model: Any  # the trained BertForMaskedLM (its encoder is `model.bert`)
 
 
-def load_pretrain_config(path: Union[str, Path], overrides: Iterable[str] = ()) -> PretrainConfig:
-    """Read and validate a pretraining config, as experiment configs are read (`config.loading.load_dataclass`).
-
-    Overrides are `key=value` strings (`encoder.layers=2`).
-    """
-    return load_dataclass(PretrainConfig, path, overrides, check_pretrain_config)
-
-
-def check_pretrain_config(config: PretrainConfig, where: str) -> None:
-    """Value checks that types alone cannot express; `where` names the file and overrides in the error.
-
-    Example:
-        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
-        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
-        ...                       "p.yaml + --set mlm_probability=1.5")
-        Traceback (most recent call last):
-        ...
-        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
-    """
-    from kold_span import corpora
-
-    need = value_checker(where)
-    need(bool(config.texts), "at least one entry under 'texts' is required")
-    for i, source in enumerate(config.texts):
-        kinds = [k for k in ("reader", "file", "beep_unlabeled") if getattr(source, k)]
-        need(len(kinds) == 1, f"texts[{i}] needs exactly one of 'reader' (with 'path'), 'file' or "
-                              f"'beep_unlabeled', got {kinds or 'none'}")
-        if source.reader:
-            need(source.reader in corpora.available(),
-                 f"texts[{i}].reader {source.reader!r} is unknown; known readers: {', '.join(corpora.available())}")
-            need(bool(source.path), f"texts[{i}].path is required with 'reader'")
-        else:
-            need(source.path is None and not source.options,
-                 f"texts[{i}]: 'path' and 'options' go only with 'reader'")
-    need(config.encoder.tokenizer in ("wordpiece", "unigram"),
-         f"encoder.tokenizer must be 'wordpiece' or 'unigram', got {config.encoder.tokenizer!r}")
-    need(8 <= config.max_length <= config.encoder.max_position,
-         f"max_length must be between 8 and encoder.max_position ({config.encoder.max_position})")
-    need(0.0 < config.mlm_probability < 1.0, "mlm_probability must be between 0 and 1")
-    need(0.0 <= config.heldout_fraction < 0.5, "heldout_fraction must be in [0, 0.5)")
-    need(0.0 <= config.warmup_ratio < 1.0, "warmup_ratio must be in [0, 1)")
-    need(config.batch_size > 0 and config.log_every_n_steps > 0, "batch_size and log_every_n_steps must be positive")
-    need(config.max_steps is None or config.max_steps > 0, "max_steps must be positive (or left out)")
-    need(config.max_steps is not None or config.epochs > 0, "epochs must be positive when max_steps is not set")
-    need(config.max_minutes is None or config.max_minutes > 0, "max_minutes must be positive (or left out)")
-    need(config.threads is None or config.threads > 0, "threads must be positive (or left out)")
-    need(config.limit_texts is None or config.limit_texts > 1, "limit_texts must be at least 2")
-
-
 def read_texts(sources: list[TextSource], include_context: bool) -> list[str]:
-    """All non-blank texts of the sources, each once, in source order."""
+    """All non-blank texts of the sources, each once, in source order (every path and reader checked first)."""
     from kold_span import corpora
     from kold_span.training.run import tokenizer_texts
 
-    texts: list[str] = []
     for i, source in enumerate(sources):
         path = source.file or source.beep_unlabeled or source.path
         if path:
             require_path(path, f"texts[{i}]")
+        if source.reader:
+            corpora.get_reader(source.reader)
+    texts: list[str] = []
+    for i, source in enumerate(sources):
         if source.file:
             with Path(source.file).open("rb") as f:
                 try:
@@ -169,7 +92,13 @@ def masked_lm_loss(model, batch: dict[str, Any], reduction: str = "mean"):
 
 
 def unigram_log_probs(features: list[dict[str, list[int]]], vocab_size: int):
-    """Log-frequency of every token in `features` (add-one smoothed, special tokens left out)."""
+    """Log-frequency of every token in `features` (add-one smoothed, special tokens left out).
+
+    Example:
+        >>> features = [{"input_ids": [2, 5, 5, 3], "special_tokens_mask": [1, 0, 0, 1]}]
+        >>> round(float(unigram_log_probs(features, vocab_size=6).exp()[5]), 3)  # (2 + 1) / (2 + 6)
+        0.375
+    """
     import torch
 
     ids = [i for f in features for i, special in zip(f["input_ids"], f["special_tokens_mask"]) if not special]
@@ -207,34 +136,121 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
     return total / count, (total_unigram / count if unigram is not None else None)
 
 
-def pretrain(config: PretrainConfig, quiet: bool = False) -> PretrainResult:
-    """Train a tokenizer and a BERT masked LM on the configured texts; save them as an encoder directory."""
-    import torch
-    from transformers import BertForMaskedLM
+class MaskedLMModule(pl.LightningModule):
+    """Trains a `BertForMaskedLM` on its masked tokens (`masked_lm_loss`) with `training.optim`'s optimizer.
 
-    from kold_span.models.backbones import scratch_encoder, train_tokenizer
+    Every `every` steps (and at `max_steps`) it says the mean loss since the last line and keeps
+    it in `losses`, which travel in checkpoints. A batch of very short texts can draw no mask at
+    all: it is skipped (counted in `skipped`).
+    """
+
+    def __init__(self, model: Any, trainer_config: TrainerConfig, every: int, say: Callable[[str], None],
+                 minutes: Optional[float] = None):
+        super().__init__()
+        self.model, self.cfg, self.every, self.say, self.minutes = model, trainer_config, every, say, minutes
+        self.losses: list[list[float]] = []  # [step, mean training loss]
+        self.window: list[float] = []
+        self.skipped = 0
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> Optional[torch.Tensor]:
+        loss, n_masked = masked_lm_loss(self.model, batch)
+        if n_masked == 0:
+            self.skipped += 1
+            return None
+        self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].size(0))
+        self.window.append(loss.item())
+        step, total = self.global_step + 1, self.trainer.max_steps
+        if step % self.every == 0 or step == total:
+            self.losses.append([step, sum(self.window) / len(self.window)])
+            self.window = []
+            if self.trainer.is_global_zero:
+                self.say(f"step {step}/{total}  loss {self.losses[-1][1]:.4f}  "
+                         f"lr {self.optimizers().param_groups[0]['lr']:.2e}")
+        return loss
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["train_loss_log"] = self.losses
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.losses = checkpoint["train_loss_log"]
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        return lightning_optimizers(self, self.cfg, self.minutes)
+
+
+def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) -> Optional[PretrainResult]:
+    """Train a tokenizer and a BERT masked LM on the configured texts; save them as an encoder directory.
+
+    Args:
+        config: the pretraining config.
+        quiet: no log lines, progress bar or model summary.
+        resume: continue `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it.
+
+    Returns:
+        The encoder directory, its metrics, the tokenizer and the model; None in the processes of
+        distributed training other than the first (only that one saves).
+    """
+    from transformers import AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
+
+    from kold_span.models.backbones import (attach_morpheme_pretokenizer, save_tokenizer, scratch_encoder,
+                                            train_tokenizer)
+    from kold_span.training.resume import EpochEndCheckpoint
+    from kold_span.training.run import trainer_for
 
     def say(message: str) -> None:
         if not quiet:
             logger.info(message)
 
     started = time.time()
+    run_dir = Path(f"{config.output}-run")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    if resume and not last.exists():
+        raise FileNotFoundError(f"--resume: {last} does not exist (a run that never finished an epoch?)")
     if config.threads:
         torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    heldout_texts, train_texts = _split_texts(config, generator)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
+    heldout_texts, train_texts = _split_texts(config, torch.Generator().manual_seed(config.seed))
     say(f"{len(heldout_texts) + len(train_texts)} texts ({len(train_texts)} train, {len(heldout_texts)} held out); "
-        f"training the tokenizer")
-    tokenizer = train_tokenizer(train_texts, config.encoder)
+        f"{'reading the tokenizer of the run' if resume else 'training the tokenizer'}")
+    if resume:  # the tokenizer the checkpoint was trained with
+        tokenizer = AutoTokenizer.from_pretrained(str(run_dir / "tokenizer"), trust_remote_code=False)
+        if config.encoder.morpheme_pretokenize:
+            attach_morpheme_pretokenizer(tokenizer)
+    else:
+        tokenizer = train_tokenizer(train_texts, config.encoder)
+        save_tokenizer(tokenizer, run_dir / "tokenizer")
     train_features = _features(tokenizer, train_texts, config.max_length)
     heldout_features = _features(tokenizer, heldout_texts, config.max_length)
     # The same BertConfig as a scratch encoder of these sizes, so fine-tuning sees the same architecture.
     model = BertForMaskedLM(scratch_encoder(config.encoder, len(tokenizer), tokenizer.pad_token_id).config)
     params = sum(p.numel() for p in model.parameters())
-    say(f"vocab {len(tokenizer)}, {params / 1e6:.1f}M parameters")
+    total_steps = config.max_steps or math.ceil(len(train_features) / config.batch_size) * config.epochs
+    say(f"vocab {len(tokenizer)}, {params / 1e6:.1f}M parameters; {total_steps} steps of {config.batch_size} texts"
+        + (f", at most {config.max_minutes} min" if config.max_minutes else ""))
 
-    metrics = train_masked_lm(model, tokenizer, train_features, config, say)
+    module = MaskedLMModule(model, _trainer_config(config, total_steps), config.log_every_n_steps, say,
+                            config.max_minutes)
+    max_time = timedelta(minutes=config.max_minutes) if config.max_minutes else None
+    # No model summary: Lightning prints it to stdout, and the sizes are said above.
+    trainer = trainer_for(module.cfg, run_dir, quiet, latest=EpochEndCheckpoint(last), limit_val_batches=0,
+                          max_time=max_time, enable_model_summary=False)
+    # Masks are drawn from torch's generator, which `RandomState` carries through a resume.
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability)
+    sampler = LengthGroupedSampler([len(f["input_ids"]) for f in train_features], config.batch_size, config.seed)
+    # The loader's own generator: building its iterator draws nothing from the global one.
+    loader = torch.utils.data.DataLoader(train_features, batch_size=config.batch_size, sampler=sampler,
+                                         collate_fn=collator, generator=torch.Generator().manual_seed(config.seed))
+    train_started = time.time()
+    trainer.fit(module, train_dataloaders=loader, ckpt_path=str(last) if resume else None)
+    if not trainer.is_global_zero:
+        return None
+    model, losses = module.model.cpu(), module.losses
+    if module.window:  # stopped by max_minutes
+        losses.append([trainer.global_step, sum(module.window) / len(module.window)])
+    metrics = {"steps": trainer.global_step,
+               "stop_reason": "max_steps" if trainer.global_step >= total_steps else "max_minutes",
+               "skipped_batches": module.skipped, "final_train_loss": losses[-1][1] if losses else None,
+               "train_seconds": round(time.time() - train_started, 1), "train_loss_log": losses}
     heldout, unigram = heldout_loss(model, tokenizer, heldout_features, config,
                                     unigram_log_probs(train_features, len(tokenizer)))
     metrics.update({
@@ -254,6 +270,15 @@ def pretrain(config: PretrainConfig, quiet: bool = False) -> PretrainResult:
     return PretrainResult(directory, metrics, tokenizer, model)
 
 
+def _trainer_config(config: PretrainConfig, total_steps: int) -> TrainerConfig:
+    """The trainer keys of an experiment that a pretraining config sets: its steps, optimisation and devices."""
+    return TrainerConfig(accelerator=config.accelerator, devices=config.devices, strategy=config.strategy,
+                         precision=config.precision, max_epochs=-1, max_steps=total_steps,
+                         batch_size=config.batch_size, lr=config.lr, weight_decay=config.weight_decay,
+                         warmup_ratio=config.warmup_ratio, gradient_clip_val=config.gradient_clip_val,
+                         log_every_n_steps=config.log_every_n_steps, threads=config.threads, progress_bar=False)
+
+
 def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str]]:
     """(held-out, train) texts: all texts of the sources shuffled, cut to `limit_texts`."""
     import torch
@@ -268,69 +293,6 @@ def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str
     if config.heldout_fraction > 0:
         n_heldout = min(max(n_heldout, 1), len(texts) - 1)
     return texts[:n_heldout], texts[n_heldout:]
-
-
-def train_masked_lm(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig,
-                    say: Callable[[str], None]) -> dict[str, Any]:
-    """Train `model` (a BertForMaskedLM) in place with 80/10/10 masking; returns steps and the loss log.
-
-    Batches of similar lengths (`LengthGroupedSampler`), AdamW and the warm-up schedule of
-    fine-tuning (`training.optim`).
-    """
-    import torch
-    from transformers import DataCollatorForLanguageModeling
-
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability, seed=config.seed)
-    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
-    sampler = LengthGroupedSampler([len(f["input_ids"]) for f in features], config.batch_size, config.seed,
-                                   world_size=1)
-    steps_per_epoch = math.ceil(len(features) / config.batch_size)
-    total_steps = config.max_steps or steps_per_epoch * config.epochs
-    warmup = warmup_steps(total_steps, config.warmup_ratio)
-    time_limit = config.max_minutes * 60 if config.max_minutes else None
-    say(f"{total_steps} steps of {config.batch_size} texts ({steps_per_epoch} per epoch)"
-        + (f", at most {config.max_minutes} min" if time_limit else ""))
-    loss_log: list[list[float]] = []
-    window: list[float] = []
-    step, skipped, stop_reason = 0, 0, None
-    started = time.time()
-    model.train()
-    epoch = 0
-    while stop_reason is None:
-        sampler.set_epoch(epoch)
-        for batch_indices in sampler.batches():
-            elapsed = time.time() - started
-            if step >= total_steps:
-                stop_reason = "max_steps"
-                break
-            if time_limit and elapsed >= time_limit:
-                stop_reason = "max_minutes"
-                break
-            # Time spent counts as steps when it is further along, so a time limit still ends with the lr at 0.
-            position = max(step, elapsed / time_limit * total_steps if time_limit else 0.0)
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr * lr_factor(position, total_steps, warmup)
-            loss, n_masked = masked_lm_loss(model, collator([features[i] for i in batch_indices]))
-            if n_masked == 0:  # a batch of very short texts can draw no mask at all
-                skipped += 1
-                continue
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            window.append(loss.item())
-            if step % config.log_every_n_steps == 0:
-                loss_log.append([step, sum(window) / len(window)])
-                say(f"step {step}/{total_steps}  loss {loss_log[-1][1]:.4f}  "
-                    f"lr {optimizer.param_groups[0]['lr']:.2e}  {time.time() - started:.0f}s")
-                window = []
-        epoch += 1
-    if window:
-        loss_log.append([step, sum(window) / len(window)])
-    return {"steps": step, "stop_reason": stop_reason, "skipped_batches": skipped,
-            "final_train_loss": loss_log[-1][1] if loss_log else None,
-            "train_seconds": round(time.time() - started, 1), "train_loss_log": loss_log}
 
 
 def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainConfig) -> None:

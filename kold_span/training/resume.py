@@ -13,6 +13,7 @@ epoch.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -72,3 +73,21 @@ class RandomState(Callback):
         if self._pending is not None:
             restore_random_state(self._pending)
             self._pending = None
+
+
+class EpochEndCheckpoint(Callback):
+    """Writes `path` (a run's last.ckpt) after the last batch of every epoch, for a run without validation.
+
+    Lightning's ModelCheckpoint saves such a run at `on_train_epoch_end`, once the epoch loop has
+    counted its last batch done; Lightning 2.6 resumes that checkpoint inside the finished epoch
+    (one more batch, then the next epoch's order an epoch late). Saved at the last batch's end, as
+    a run with validation is saved at validation's end, it resumes at the next epoch's first batch.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+            trainer.save_checkpoint(self.path)

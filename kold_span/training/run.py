@@ -107,7 +107,7 @@ def build(config: Config, resume: bool = False) -> Built:
     import pytorch_lightning as pl
     import torch
 
-    from kold_span.corpora.splits import load_splits
+    from kold_span.corpora.experiment import load_splits
     from kold_span.models.network import MultiTaskModel
     from kold_span.models.windows import InputEncoder
     from kold_span.training.datamodule import WindowsDataModule
@@ -248,13 +248,7 @@ def fit(built: Built, resume: bool = False, quiet: bool = False) -> Optional[Fit
 
 def lightning_trainer(built: Built, quiet: bool = False):
     """(the Lightning Trainer, its best-model checkpoint callback, the monitored metric) for a run."""
-    import pytorch_lightning as pl
-    from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
-    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
-
-    from kold_span.training.averaging import WeightEMA
-    from kold_span.training.progress import progress_callbacks
-    from kold_span.training.resume import RandomState
+    from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
     tc, run_dir = built.config.trainer, built.run_dir
     has_dev = bool(built.splits["dev"])
@@ -262,32 +256,53 @@ def lightning_trainer(built: Built, quiet: bool = False):
     checkpoint = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor=monitor,
                                  mode=tc.monitor_mode if has_dev else "min", save_top_k=1,
                                  auto_insert_metric_name=False)
-    # last.ckpt is written every epoch by a checkpoint of its own: since Lightning 2.6, save_last on the
-    # best-model checkpoint writes it only in epochs with a new best, so --resume would go back to that.
-    latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
-                             enable_version_counter=False)
-    callbacks: list[Any] = [checkpoint, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
-    callbacks += progress_callbacks(quiet)  # a line every 30 s when stderr is no terminal (nohup, a scheduler)
-    if tc.ema_decay is not None:
-        callbacks.append(WeightEMA(tc.ema_decay))
+    callbacks: list[Any] = [checkpoint]
     if tc.early_stopping_patience and has_dev:
         # Checked after each validation only: an epoch cut short by max_steps has no dev score to read.
         callbacks.append(EarlyStopping(monitor=monitor, mode=tc.monitor_mode, patience=tc.early_stopping_patience,
                                        check_on_train_epoch_end=False))
+    trainer = trainer_for(tc, run_dir, quiet, callbacks, limit_val_batches=None if has_dev else 0)
+    return trainer, checkpoint, monitor
+
+
+def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks: Sequence[Any] = (),
+                latest: Optional[Any] = None, **options: Any):
+    """The Lightning Trainer of `train` and `pretrain`, with `callbacks` and Trainer `options` added.
+
+    It writes checkpoints/last.ckpt every epoch (`latest` replaces the ModelCheckpoint that does),
+    random state included; logs the learning rate, CSV and TensorBoard logs, progress lines off a
+    terminal; and averages weights with `tc.ema_decay`.
+    """
+    import pytorch_lightning as pl
+    from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+    from kold_span.training.averaging import WeightEMA
+    from kold_span.training.progress import progress_callbacks
+    from kold_span.training.resume import RandomState
+
+    # last.ckpt is written every epoch by a checkpoint of its own: since Lightning 2.6, save_last on the
+    # best-model checkpoint writes it only in epochs with a new best, so --resume would go back to that.
+    if latest is None:
+        latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
+                                 enable_version_counter=False)
+    callbacks = [*callbacks, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
+    callbacks += progress_callbacks(quiet)  # a line every 30 s when stderr is no terminal (nohup, a scheduler)
+    if tc.ema_decay is not None:
+        callbacks.append(WeightEMA(tc.ema_decay))
     # One version folder per session (logs/version_0, version_1 after --resume): nothing is overwritten.
     version = f"version_{len(list((run_dir / 'logs').glob('version_*')))}"
     loggers = [CSVLogger(run_dir, name="logs", version=version),
                TensorBoardLogger(run_dir, name="logs", version=version)]
-    trainer = pl.Trainer(
+    settings = dict(
         accelerator=tc.accelerator, devices=tc.devices, strategy=tc.strategy, num_nodes=tc.num_nodes,
         precision=tc.precision, max_epochs=tc.max_epochs, max_steps=tc.max_steps,
         accumulate_grad_batches=tc.accumulate_grad_batches, gradient_clip_val=tc.gradient_clip_val,
         callbacks=callbacks, logger=loggers, log_every_n_steps=tc.log_every_n_steps,
         check_val_every_n_epoch=tc.check_val_every_n_epoch, deterministic=tc.deterministic,
         enable_progress_bar=tc.progress_bar and not quiet, enable_model_summary=not quiet,
-        overfit_batches=tc.overfit_batches, num_sanity_val_steps=0, default_root_dir=str(run_dir),
-        limit_val_batches=None if has_dev else 0)
-    return trainer, checkpoint, monitor
+        overfit_batches=tc.overfit_batches, num_sanity_val_steps=0, default_root_dir=str(run_dir))
+    return pl.Trainer(**{**settings, **options})
 
 
 def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task]) -> Predictor:
@@ -311,7 +326,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     on train + dev first, they would make the fused dev scores look perfect. Test is scored with
     the model as saved.
     """
-    from kold_span.corpora.splits import BENIGN
+    from kold_span.corpora.experiment import BENIGN
 
     config, splits, run_dir = built.config, built.splits, built.run_dir
     tc = config.trainer

@@ -1,8 +1,8 @@
 """Orders of training items for one epoch: length-grouped, shuffled by epoch, or fixed.
 
 Each order is drawn from a seed and the epoch number, not from torch's global generator, so a
-resumed run sees the batches it would have seen. Fine-tuning (`datamodule`) hands them to a
-DataLoader; pretraining (`pretrain`) cuts `LengthGroupedSampler.batches()` itself.
+resumed run sees the batches it would have seen. Fine-tuning (`datamodule`) and pretraining
+(`pretrain`) hand them to a DataLoader.
 """
 from __future__ import annotations
 
@@ -61,17 +61,6 @@ class LengthGroupedSampler(Sampler[int]):
         last = batches.pop() if batches and len(batches[-1]) < group else None
         rng.shuffle(batches)
         return [i for batch in batches + ([last] if last else []) for i in batch]
-
-    def batches(self) -> list[list[int]]:
-        """This epoch's order cut into batches of `batch_size`, as a DataLoader cuts it (for loops without one).
-
-        Example:
-            >>> sampler = LengthGroupedSampler([5, 1, 4, 2, 3], batch_size=2, seed=3, world_size=1)
-            >>> sorted(len(b) for b in sampler.batches()), sampler.batches()[-1] == sampler.order()[-1:]
-            ([1, 2, 2], True)
-        """
-        order = self.order()
-        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
 
 class EpochShuffle(Sampler[int]):

@@ -1,4 +1,4 @@
-"""Splitting examples: `data.filter`, and seeded, stratified dev/test sides carved out of train."""
+"""Selecting examples: `data.filter` (`keep_example`), and seeded, stratified dev/test sides carved out of train."""
 from __future__ import annotations
 
 import random

@@ -8,7 +8,7 @@ from kold_span.config.schema import Config, NegativesConfig
 from kold_span.data.example import Example
 from kold_span.data.jsonl import require_path
 from kold_span.data.perspectives import expand_by_annotator
-from kold_span.data.splits import carve, keep_example
+from kold_span.data.selection import carve, keep_example
 from kold_span.data.transforms import swap_share
 from kold_span.errors import ConfigError
 

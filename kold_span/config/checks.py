@@ -1,0 +1,171 @@
+"""Value checks that types alone cannot express, each failing with a `ConfigError` naming the sources."""
+from __future__ import annotations
+
+from typing import Callable
+
+from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, Config, EvasionConfig, PretrainConfig
+from kold_span.errors import ConfigError
+
+
+def value_checker(where: str) -> Callable[[bool, str], None]:
+    """`need(ok, message)`, raising a `ConfigError` that names `where` unless `ok`: the form of every value check.
+
+    Example:
+        >>> need = value_checker("run.yaml + --set lr=-1")
+        >>> need(0.1 > 0, "lr must be positive")
+        >>> need(-1 > 0, "lr must be positive")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: run.yaml + --set lr=-1: lr must be positive
+    """
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ConfigError(f"{where}: {message}")
+    return need
+
+
+def check_values(config: Config, where: str) -> None:
+    """Value checks that types alone cannot express."""
+    need = value_checker(where)
+    need(bool(config.tasks), "at least one entry under 'tasks' is required")
+    need(0.0 <= config.data.speaker_swap <= 1.0,
+         f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
+    evasion = config.data.augment.evasion
+    if evasion is not None:
+        check_evasion(evasion, need)
+    names = [t.name for t in config.tasks]
+    need(len(set(names)) == len(names), f"task names must be unique, got {names}")
+    for i, task in enumerate(config.tasks):  # first, as a task's gate is checked by its kind
+        need(isinstance(task.kind, TaskKind),
+             f"tasks[{i}].kind must be one of {TaskKind.values()}, got {task.kind!r}")
+        need(isinstance(task.problem, Problem),
+             f"tasks[{i}].problem must be one of {Problem.values()}, got {task.problem!r}")
+    for i, task in enumerate(config.tasks):
+        need(bool(task.name), f"tasks[{i}].name is empty")
+        need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
+        if task.class_weight is not None:
+            need(task.class_weight == "balanced" and task.kind.label_valued(task.problem),
+                 f"tasks[{i}].class_weight: only 'balanced' on a single- or multi-label sequence task is supported, "
+                 f"got {task.class_weight!r} on a {task.kind} task with problem '{task.problem}'")
+        if task.threshold != 0.5:
+            need(task.kind.takes_threshold(task.problem),
+                 f"tasks[{i}].threshold applies to span tasks and multi-label sequence tasks (problem: multi), "
+                 f"not to a {task.kind} task with problem '{task.problem}'")
+            numeric = isinstance(task.threshold, (int, float)) and not isinstance(task.threshold, bool)
+            need(task.threshold == "dev" or (numeric and 0.0 < task.threshold < 1.0),
+                 f"tasks[{i}].threshold must be a number in (0, 1) or 'dev', got {task.threshold!r}")
+            need(task.threshold != "dev" or bool(config.data.dev) or config.data.dev_fraction > 0,
+                 f"tasks[{i}].threshold: dev needs a dev split (data.dev or data.dev_fraction > 0)")
+        if task.fuse_ngram:
+            need(task.kind.label_valued(task.problem),
+                 f"tasks[{i}].fuse_ngram applies to single- or multi-label sequence tasks, "
+                 f"not to a {task.kind} task with problem '{task.problem}'")
+            need(bool(config.data.dev) or config.data.dev_fraction > 0,
+                 f"tasks[{i}].fuse_ngram needs a dev split to choose the fusion weight "
+                 "(data.dev or data.dev_fraction > 0)")
+            allowed = FUSE_METRICS.get(task.problem, ())
+            need(task.fuse_metric in allowed,
+                 f"tasks[{i}].fuse_metric must be one of {allowed} for problem '{task.problem}', "
+                 f"got {task.fuse_metric!r}")
+        need(task.fuse_ngram or not task.fuse_ngram_train,
+             f"tasks[{i}].fuse_ngram_train needs fuse_ngram: true (it is the fused n-gram's extra training data)")
+        if task.gate is not None:
+            gate = next((t for t in config.tasks if t.name == task.gate), None)
+            need(task.kind.gated and gate is not None and gate.kind.single_label(gate.problem),
+                 f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
+    tc = config.trainer
+    need(tc.lr >= 0, f"trainer.lr must be 0 or more, got {tc.lr!r}")
+    need(0.0 <= tc.warmup_ratio < 1.0, f"trainer.warmup_ratio is a share of the steps, in [0, 1), got {tc.warmup_ratio!r}")
+    need(tc.weight_decay >= 0, f"trainer.weight_decay must be 0 or more, got {tc.weight_decay!r}")
+    need(tc.batch_size >= 1 and tc.eval_batch_size >= 1 and tc.accumulate_grad_batches >= 1,
+         "trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1")
+    ema = config.trainer.ema_decay
+    need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
+    need(isinstance(config.align.snap, SnapMode),
+         f"align.snap must be one of {SnapMode.values()}, got {config.align.snap!r}")
+    need(config.context.mode in CONTEXT_MODES,
+         f"context.mode must be one of {CONTEXT_MODES}, got {config.context.mode!r}")
+    enc = config.model.encoder
+    need((enc.name_or_path is None) != (enc.scratch is None),
+         "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
+    need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
+    need(enc.scratch is None or config.model.max_length <= enc.scratch.max_position,
+         f"model.max_length ({config.model.max_length}) is longer than the scratch encoder's position table "
+         f"(model.encoder.scratch.max_position: {enc.scratch.max_position if enc.scratch else None})")
+    need(config.model.pooling in POOLINGS, f"model.pooling must be one of {', '.join(POOLINGS)}, "
+                                           f"got {config.model.pooling!r}")
+    need(config.trainer.monitor_mode in ("min", "max"), "trainer.monitor_mode must be 'min' or 'max'")
+    # The metric itself is known only once dev is scored; a wrong split or task name is caught here,
+    # not after the first epoch.
+    monitor = config.trainer.monitor
+    forms = ["dev/loss", "train/loss"] + [f"dev/{t.name}_loss" for t in config.tasks]
+    need(monitor in forms or any(monitor.startswith(f"dev/{t.name}/") and len(monitor) > len(t.name) + 5
+                                 for t in config.tasks),
+         f"trainer.monitor {monitor!r} names no metric of this config: use one of {', '.join(forms)} "
+         f"or dev/<task>/<metric> with a task of {[t.name for t in config.tasks]} (e.g. dev/{config.tasks[0].name}/"
+         f"{config.tasks[0].kind.main_metric})")
+    if config.data.perspective is not None:
+        need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")
+    negatives = config.data.negatives
+    if negatives is not None:
+        need(bool(negatives.reader) and bool(negatives.path), "data.negatives needs a reader and a path")
+        need(bool(negatives.labels), "data.negatives.labels is empty: say which labels a benign text has, "
+                                     "e.g. {toxic: false}")
+        need(0.0 <= negatives.holdout_fraction < 1.0,
+             f"data.negatives.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
+        need(negatives.limit is None or negatives.limit >= 1,
+             f"data.negatives.limit must be at least 1 or null, got {negatives.limit!r}")
+
+
+def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> None:
+    """The values of `data.augment.evasion`: shares in [0, 1], known kinds, at least one."""
+    key = "data.augment.evasion"
+    for name in ("probability", "word_probability"):
+        value = getattr(evasion, name)
+        need(0.0 <= value <= 1.0, f"{key}.{name} is a share, in [0, 1], got {value!r}")
+    need(bool(evasion.kinds), f"{key}.kinds is empty; name at least one of {EvasionKind.values()}")
+    for i, kind in enumerate(evasion.kinds):
+        need(isinstance(kind, EvasionKind), f"{key}.kinds[{i}] must be one of {EvasionKind.values()}, got {kind!r}")
+    need(isinstance(evasion.targets, Targets),
+         f"{key}.targets must be one of {Targets.values()}, got {evasion.targets!r}")
+
+
+def check_pretrain_config(config: PretrainConfig, where: str) -> None:
+    """Value checks of a pretraining config (reader names are checked by `read_texts`, a layer above).
+
+    Example:
+        >>> from kold_span.config.schema import TextSource
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
+        >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
+        ...                       "p.yaml + --set mlm_probability=1.5")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
+    """
+    need = value_checker(where)
+    need(bool(config.texts), "at least one entry under 'texts' is required")
+    for i, source in enumerate(config.texts):
+        kinds = [k for k in ("reader", "file", "beep_unlabeled") if getattr(source, k)]
+        need(len(kinds) == 1, f"texts[{i}] needs exactly one of 'reader' (with 'path'), 'file' or "
+                              f"'beep_unlabeled', got {kinds or 'none'}")
+        if source.reader:
+            need(bool(source.path), f"texts[{i}].path is required with 'reader'")
+        else:
+            need(source.path is None and not source.options,
+                 f"texts[{i}]: 'path' and 'options' go only with 'reader'")
+    need(config.encoder.tokenizer in ("wordpiece", "unigram"),
+         f"encoder.tokenizer must be 'wordpiece' or 'unigram', got {config.encoder.tokenizer!r}")
+    need(8 <= config.max_length <= config.encoder.max_position,
+         f"max_length must be between 8 and encoder.max_position ({config.encoder.max_position})")
+    need(0.0 < config.mlm_probability < 1.0, "mlm_probability must be between 0 and 1")
+    need(0.0 <= config.heldout_fraction < 0.5, "heldout_fraction must be in [0, 0.5)")
+    need(0.0 <= config.warmup_ratio < 1.0, "warmup_ratio must be in [0, 1)")
+    need(config.batch_size > 0 and config.log_every_n_steps > 0, "batch_size and log_every_n_steps must be positive")
+    need(config.max_steps is None or config.max_steps > 0, "max_steps must be positive (or left out)")
+    need(config.max_steps is not None or config.epochs > 0, "epochs must be positive when max_steps is not set")
+    need(config.gradient_clip_val is None or config.gradient_clip_val > 0,
+         "gradient_clip_val must be positive (or null: no clipping)")
+    need(config.max_minutes is None or config.max_minutes > 0, "max_minutes must be positive (or left out)")
+    need(config.threads is None or config.threads > 0, "threads must be positive (or left out)")
+    need(config.limit_texts is None or config.limit_texts > 1, "limit_texts must be at least 2")

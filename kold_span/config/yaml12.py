@@ -1,0 +1,130 @@
+"""YAML read with YAML 1.2's plain scalars (true/false only, 1e-4 a number, 013 thirteen), aliases bounded."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kold_span.errors import ConfigError
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML 1.2's core schema for plain scalars, where PyYAML follows YAML 1.1.
+
+    Only true/false are booleans (labels such as OFF, ON, yes, no stay strings); 1e-4 is a number
+    (1.1 needs a dot: 1.0e-4); 013 is thirteen, not octal eleven; 12:30 and 2024-01-01 stay strings
+    (1.1 reads a base-60 number and a date).
+    """
+
+
+_YAML = "tag:yaml.org,2002:"
+_Yaml12Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag not in (f"{_YAML}bool", f"{_YAML}int",
+                                                                   f"{_YAML}float", f"{_YAML}timestamp")]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(f"{_YAML}bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+# Integers before floats: PyYAML takes the first resolver whose pattern matches.
+_Yaml12Loader.add_implicit_resolver(f"{_YAML}int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                                    list("-+0123456789"))
+_Yaml12Loader.add_implicit_resolver(
+    f"{_YAML}float", re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.0123456789"))
+
+
+def _yaml12_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = loader.construct_scalar(node)
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    return int(text[2:] if base != 10 else text, base)
+
+
+def _yaml12_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+    text = loader.construct_scalar(node).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+_Yaml12Loader.add_constructor(f"{_YAML}int", _yaml12_int)
+_Yaml12Loader.add_constructor(f"{_YAML}float", _yaml12_float)
+
+
+# Values a YAML document may hold once its aliases are expanded: far above any config (a few hundred),
+# far below what a "billion laughs" alias bomb expands to (a nine-level bomb: 10^9).
+MAX_YAML_VALUES = 100_000
+
+
+class YamlTooLargeError(yaml.YAMLError):
+    """A YAML document whose aliases expand to more than `MAX_YAML_VALUES` values."""
+
+
+def yaml_load(text: str) -> Any:
+    r"""Parse YAML text with YAML 1.2's plain scalars (see `_Yaml12Loader`), aliases bounded.
+
+    A document whose aliases expand to more than `MAX_YAML_VALUES` values (an alias bomb, which
+    would otherwise be walked, copied and printed until memory runs out) is a `YamlTooLargeError`,
+    found on the node graph before anything is built.
+
+    Example:
+        >>> yaml_load("{lr: 1e-4, seed: 013, label: OFF, run: 2024-01-01, on: true}")
+        {'lr': 0.0001, 'seed': 13, 'label': 'OFF', 'run': '2024-01-01', 'on': True}
+        >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        ...     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(5))
+        >>> yaml_load(bomb)
+        Traceback (most recent call last):
+        ...
+        kold_span.config.yaml12.YamlTooLargeError: its aliases expand to more than 100000 values (an alias bomb?)
+    """
+    loader = _Yaml12Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """A `YamlTooLargeError` if the node graph, aliases expanded, holds more than `MAX_YAML_VALUES` values.
+
+    Counted once per distinct node (memoised): the cost is the size of the text, not of the expansion.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = MAX_YAML_VALUES + 1  # a node inside itself (a recursive alias) expands without end
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(key) + size(value) for key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(item) for item in node.value)
+        else:
+            total = 1
+        sizes[id(node)] = min(total, MAX_YAML_VALUES + 1)
+        if total > MAX_YAML_VALUES:
+            raise YamlTooLargeError(f"its aliases expand to more than {MAX_YAML_VALUES} values (an alias bomb?)")
+        return total
+
+    size(root)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """One YAML file as a mapping; bytes that are not UTF-8, invalid YAML or a non-mapping are a `ConfigError`."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    try:
+        raw = yaml_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config file must be a mapping of keys")
+    return raw
