@@ -111,7 +111,7 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
     from kold_span.data.perspectives import parse_perspective
     from kold_span.errors import OutputInUseError
-    from kold_span.inference.files import load_predictor
+    from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import UnfinishedOutputError, write_predictions
 
     # Checked before the model loads and before any output is opened: an output that is the input, a

@@ -1,7 +1,7 @@
 """How `kold-span predict` opens its inputs and models: the same for the single-process command and each Ray worker.
 
 `ReadOptions.open` reads an input file (`inputs.iter_inputs` with its bad-row policy) and
-`load_predictor` loads one model or an ensemble; `outputs.write_predictions` writes what they
+`ensemble.load_predictor` loads one model or an ensemble; `outputs.write_predictions` writes what they
 give. The command line and every Ray worker go through these, so an output shard holds, byte for
 byte, what `kold-span predict` writes for that shard alone.
 """
@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Union
+from typing import Iterator, Optional, Union
 
 from kold_span.data.bad_records import SkipReport
 from kold_span.data.example import Example
-from kold_span.inference.ensemble import Ensemble
 from kold_span.inference.inputs import bad_rows, iter_inputs, non_empty
-from kold_span.inference.predictor import Predictor
 
 
 @dataclass(frozen=True)
@@ -51,20 +49,3 @@ class ReadOptions:
                                quoting=self.quoting)
         return non_empty(examples, Path(source)), bad.report
 
-
-def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
-                   precision: str = "auto", runtime: str = "auto", verify: bool = True) -> Predictor:
-    """One model directory as a `Predictor`, several as an `Ensemble` of them; `runtime` runs each one's network,
-    and each manifest is checked unless `verify=False`.
-
-    Example:
-        >>> load_predictor(["no/such/model"])
-        Traceback (most recent call last):
-        ...
-        FileNotFoundError: model directory no/such/model does not exist
-    """
-    if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, precision=precision, runtime=runtime,
-                                        verify=verify)
-    return Predictor.from_pretrained(directories[0], device=device, precision=precision, runtime=runtime,
-                                     verify=verify)

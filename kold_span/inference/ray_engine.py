@@ -144,7 +144,7 @@ class ShardPredictor:
     def __init__(self, model_dirs: Sequence[str], options: RayOptions):
         import torch
 
-        from kold_span.inference.files import load_predictor
+        from kold_span.inference.ensemble import load_predictor
         from kold_span.text import morphemes
 
         torch.set_num_threads(options.cpus_per_worker)
