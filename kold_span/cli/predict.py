@@ -140,7 +140,7 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
 
 def read_options(args: argparse.Namespace):
     """The input-reading options of the command line (`ReadOptions`)."""
-    from kold_span.inference.files import ReadOptions
+    from kold_span.inference.inputs import ReadOptions
 
     return ReadOptions(text_column=args.text_column, context_column=args.context_column, id_column=args.id_column,
                        quoting=args.quoting, skip_bad=args.skip_bad)

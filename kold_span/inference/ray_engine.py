@@ -2,7 +2,7 @@
 
 Ray Data holds the shards as a dataset of one row per shard and hands them to an actor pool
 (`--workers`), each actor holding one loaded predictor. An actor reads its shard with the same
-reader as the single-process command (`files.ReadOptions.open`: its columns, line numbers and
+reader as the single-process command (`inputs.ReadOptions.open`: its columns, line numbers and
 bad-row policy) and writes it through the same pipeline and writer (`outputs.write_predictions`),
 so an output shard holds, byte for byte, what `kold-span predict` writes for that shard alone.
 
@@ -26,8 +26,7 @@ from typing import Any, Optional, Sequence
 
 from kold_span.data.atomic import partial_path
 from kold_span.errors import ArgumentError, DataError, KoldSpanError
-from kold_span.inference.files import ReadOptions
-from kold_span.inference.inputs import INPUT_SUFFIXES
+from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
 
 logger = logging.getLogger(__name__)
 
