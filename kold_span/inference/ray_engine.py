@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from kold_span.config.choices import OutputFormat
 from kold_span.data.atomic import partial_path
 from kold_span.errors import ArgumentError, DataError, KoldSpanError
 from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
@@ -36,7 +37,7 @@ class RayOptions:
     """How shards are spread over Ray: the worker pool, the cluster, and what each worker does per shard.
 
     Example:
-        >>> RayOptions(workers=2).shard_format, RayOptions(gpus_per_worker=0.25).device
+        >>> str(RayOptions(workers=2).shard_format), RayOptions(gpus_per_worker=0.25).device
         ('jsonl', 'cuda')
     """
 
@@ -44,7 +45,7 @@ class RayOptions:
     cpus_per_worker: int = 1
     gpus_per_worker: float = 0.0
     address: Optional[str] = None  # an existing cluster ("auto", "ray://head:10001"); None starts a local one
-    shard_format: str = "jsonl"
+    shard_format: OutputFormat = OutputFormat.JSONL
     precision: str = "auto"
     runtime: str = "auto"  # what runs each worker's network: torch, onnx (the exported graph) or auto
     batch_size: int = 32
@@ -100,7 +101,7 @@ def shard_paths(patterns: Sequence[str]) -> list[Path]:
     return list(found)
 
 
-def output_shards(shards: Sequence[Path], output_dir: Path, shard_format: str) -> list[Path]:
+def output_shards(shards: Sequence[Path], output_dir: Path, shard_format: OutputFormat) -> list[Path]:
     """Each input shard's output shard: its name with the output format's suffix, in `output_dir`.
 
     Example:
@@ -195,7 +196,7 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     except ImportError:
         raise ArgumentError("--engine ray needs Ray Data: pip install 'kold-span[cluster]' "
                             "(or 'ray[data]')") from None
-    if output_dir.suffix.lower() in (".jsonl", ".parquet") or output_dir.is_file():
+    if output_dir.suffix.lower().lstrip(".") in OutputFormat.values() or output_dir.is_file():
         raise ArgumentError(f"output {output_dir}: the Ray engine writes a folder, one output shard per input shard "
                             "(choose their format with shard_format, --shard-format on the command line)")
     output_dir.mkdir(parents=True, exist_ok=True)
