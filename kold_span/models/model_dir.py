@@ -1,11 +1,8 @@
 """A trained model is a directory: config.json, model.safetensors, the tokenizer, n-gram models, a manifest.
 
-`read_model_dir` reads config.json and checks everything that costs little before a library parses
-a file: its `format_version`, the keys and values a model needs, that no file is a link out of
-the directory and that every file matches its manifest (`models.manifest`). `ModelDir.load_network`
-then builds the network and loads its weights and tokenizer; `write_model_dir` writes a directory
-that reads back. What a predictor's settings are called in config.json is `Predictor`'s business
-(`from_pretrained`, `save_pretrained`); the directory is data, never code.
+`read_model_dir` checks what costs little first (`format_version`, keys and values, no link out, the
+manifest: `models.manifest`), `ModelDir.load_network` builds the network, `write_model_dir` writes a
+directory. How a predictor's settings are named in config.json is `Predictor`'s (`from_pretrained`).
 
 Example:
     >>> read_model_dir("no/such/model")
