@@ -359,8 +359,6 @@ def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:
         yield number, row
 
 
-
-
 def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:
     """The object `kold-span predict` writes per comment: id, text, then the prediction's labels and spans.
 

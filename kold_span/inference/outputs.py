@@ -32,6 +32,7 @@ from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import DataError
 from kold_span.inference.html import html_page
+from kold_span.inference.inputs import prediction_record
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
 from kold_span.inference.predictor import Predictor
 
@@ -68,8 +69,7 @@ def output_row(example: Example, prediction: dict[str, Any]) -> str:
         >>> output_row(Example(id="7", text="좋은 기사"), {"id": "7", "labels": {}, "spans": []})
         '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
     """
-    row = {"id": prediction["id"], "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}
-    return json.dumps(row, ensure_ascii=False)
+    return json.dumps(prediction_record(example, prediction), ensure_ascii=False)
 
 
 def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
