@@ -36,7 +36,7 @@ from report import machine_line, write_section  # noqa: E402
 
 from kold_span.config import config_from_dict  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
-from kold_span.evaluation.files import evaluate_examples, read_predictions  # noqa: E402
+from kold_span.evaluation.prediction_files import evaluate_examples, read_predictions  # noqa: E402
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 

@@ -9,8 +9,8 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.cli.main import COMMANDS, build_parser, log_level
-from kold_span.evaluation import files
-from kold_span.evaluation.files import EvaluationReport
+from kold_span.evaluation import prediction_files as files
+from kold_span.evaluation.prediction_files import EvaluationReport
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kold_span"
 GOLD = {"id": "1", "text": "you idiot", "spans": {"OFF": [[4, 9]]}}
@@ -72,7 +72,7 @@ def _write_gold(tmp_path: Path) -> Path:
                                           ("-q", "warning\n")])
 def test_library_records_go_to_stderr_as_bare_messages(tmp_path, monkeypatch, capsys, flag, logged):
     def scored(gold, pred, policy, **options):
-        log = logging.getLogger("kold_span.evaluation.files")
+        log = logging.getLogger("kold_span.evaluation.prediction_files")
         log.debug("debug")
         log.info("info")
         log.warning("warning")

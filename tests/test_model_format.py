@@ -12,7 +12,8 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.errors import ModelFormatError
-from kold_span.inference.predictor import CONFIG_NAME, FORMAT_VERSION, Predictor, read_model_config
+from kold_span.inference.predictor import Predictor
+from kold_span.models.model_dir import CONFIG_NAME, FORMAT_VERSION, read_model_config
 from kold_span.models.ngram import NgramScorer
 
 from conftest import FIXTURES, assert_same_predictions, untrained_model

@@ -22,7 +22,7 @@ from kold_span.cli.main import main
 from kold_span.config.choices import Runtime
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.inference.export import GRAPH_FILES, export_onnx
-from kold_span.inference.files import load_predictor
+from kold_span.inference.ensemble import load_predictor
 from kold_span.inference.predictor import Predictor
 from kold_span.inference.runtimes import OnnxNetwork, TorchNetwork
 

@@ -305,8 +305,8 @@ def test_a_task_whose_source_no_example_has_is_warned_of(caplog):
 def test_a_library_warning_is_one_line_naming_the_command(tmp_path, monkeypatch, capsys):
     import warnings
 
-    from kold_span.evaluation import files
-    from kold_span.evaluation.files import EvaluationReport
+    from kold_span.evaluation import prediction_files as files
+    from kold_span.evaluation.prediction_files import EvaluationReport
 
     def warns(gold, pred, policy, **options):
         warnings.warn("Recall is ill-defined and being set to 0.0\n  in labels with no true samples.", UserWarning)

@@ -5,7 +5,7 @@ import pytest
 
 from kold_span.data.example import Example
 from kold_span.errors import DataError
-from kold_span.evaluation.files import evaluate_examples, read_predictions
+from kold_span.evaluation.prediction_files import evaluate_examples, read_predictions
 
 
 def write(path, *records):
@@ -50,7 +50,7 @@ def test_a_gold_span_type_no_prediction_holds_is_listed_not_scored(tmp_path):
 # -- predictions that cannot be of the gold file (issue 44) ----------------------------------------------------------
 
 def _evaluate(tmp_path, pred_record, lenient=False):
-    from kold_span.evaluation.files import evaluate_files
+    from kold_span.evaluation.prediction_files import evaluate_files
 
     gold = write(tmp_path / "gold.jsonl", {"id": "1", "text": "너 바보냐", "labels": {"OFF": True},
                                            "spans": {"OFF": [[2, 4]]}})

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
-from kold_span.config.choices import Precision, Runtime
+from kold_span.config.choices import OutputFormat, Precision, Runtime
 from kold_span.errors import KoldSpanError
 
 
@@ -73,7 +73,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                      help="GPUs per worker (0.25: four workers share a GPU); above 0 the workers run on CUDA")
     ray.add_argument("--address", help="join this Ray cluster (auto, or ray://HEAD:10001); "
                                        "without it a local one starts on this machine")
-    ray.add_argument("--shard-format", choices=("jsonl", "parquet"), default="jsonl",
+    ray.add_argument("--shard-format", choices=OutputFormat.values(), default="jsonl",
                      help="the output shards' format")
     parser.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip checking the model's files against its manifest (SHA-256), for speed")
@@ -111,7 +111,7 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
     from kold_span.data.perspectives import parse_perspective
     from kold_span.errors import OutputInUseError, UnfinishedOutputError
-    from kold_span.inference.files import load_predictor
+    from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import write_predictions
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
@@ -140,7 +140,7 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
 
 def read_options(args: argparse.Namespace):
     """The input-reading options of the command line (`ReadOptions`)."""
-    from kold_span.inference.files import ReadOptions
+    from kold_span.inference.inputs import ReadOptions
 
     return ReadOptions(text_column=args.text_column, context_column=args.context_column, id_column=args.id_column,
                        quoting=args.quoting, skip_bad=args.skip_bad)
@@ -155,8 +155,9 @@ def run_on_ray(args: argparse.Namespace) -> int:
     if args.html:
         raise ArgumentError("--html is for the local engine; with --engine ray, render a shard's output afterwards")
     options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
-                         gpus_per_worker=args.gpus_per_worker, address=args.address, shard_format=args.shard_format,
-                         precision=args.precision, runtime=args.runtime, batch_size=args.batch_size,
+                         gpus_per_worker=args.gpus_per_worker, address=args.address,
+                         shard_format=OutputFormat(args.shard_format), precision=args.precision,
+                         runtime=args.runtime, batch_size=args.batch_size,
                          perspective=parse_perspective(args.perspective) if args.perspective else None,
                          read=read_options(args), progress=not args.quiet)
     summary = predict_shards(args.model, shard_paths([args.input]), Path(args.output), options)

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.data.jsonl import require_path
     from kold_span.errors import DataError
     from kold_span.evaluation.robustness import measure, model_predictions, render_markdown, write_report
-    from kold_span.inference.files import load_predictor
+    from kold_span.inference.ensemble import load_predictor
     from kold_span.text.perturb import parse_kinds
 
     kinds = parse_kinds(args.perturb)

@@ -191,3 +191,16 @@ class Quantization(Choice):
 
     NONE = "none"
     INT8 = "int8"  # dynamic (activations scaled per batch), or static with a calibration file
+
+
+
+class OutputFormat(Choice):
+    """What `kold-span predict` writes: JSON lines, or Parquet (`inference.outputs.output_kind`).
+
+    Example:
+        >>> OutputFormat.values()
+        ('jsonl', 'parquet')
+    """
+
+    JSONL = "jsonl"
+    PARQUET = "parquet"

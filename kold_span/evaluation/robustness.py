@@ -22,7 +22,7 @@ from kold_span.config.choices import EvasionKind, Targets
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example, LabelValue, label_str
 from kold_span.errors import DataError
-from kold_span.evaluation.files import evaluate_examples, prediction_fields
+from kold_span.evaluation.prediction_files import evaluate_examples, prediction_fields
 from kold_span.text.perturb import perturb_example
 
 # examples → id → {labels: {name: value}, spans: {type: [(start, end)]}}

@@ -2,7 +2,7 @@
 
 `predictor` (load, predict, save; its three stages prepare → run_network → merge), `pipeline`
 (those stages overlapped in threads, autocast, one host copy per batch), `ensemble` (several
-models' mean probabilities), `inputs` (the files `kold-span predict` reads), `outputs` (JSONL
-or Parquet), `files` (one input file into one output file), `ray_engine` (shards over a Ray
-cluster), `html` (highlighted predictions).
+models' mean probabilities; `load_predictor`), `inputs` (the files `kold-span predict` reads),
+`outputs` (JSONL or Parquet), `ray_engine` (shards over a Ray cluster), `html` (highlighted
+predictions).
 """

@@ -154,8 +154,22 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
     return tuple(float(x) for x in np.mean(rows, axis=0))
 
 
-def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu", runtime: str = "auto") -> Predictor:
-    """One model directory as a `Predictor`, several as an `Ensemble` (what `--model DIR [DIR ...]` loads)."""
+def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu", precision: str = "auto",
+                   runtime: str = "auto", verify: bool = True) -> Predictor:
+    """One model directory as a `Predictor`, several as an `Ensemble` (what `--model DIR [DIR ...]` loads).
+
+    `precision` and `runtime` are each network's (`Predictor.from_pretrained`); each manifest is
+    checked unless `verify=False`. `predict`, `serve`, `robustness`, the Ray workers and the
+    benches load their models through this.
+
+    Example:
+        >>> load_predictor(["no/such/model"])
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: model directory no/such/model does not exist
+    """
     if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, runtime=runtime)
-    return Predictor.from_pretrained(directories[0], device=device, runtime=runtime)
+        return Ensemble.from_pretrained(directories, device=device, precision=precision, runtime=runtime,
+                                        verify=verify)
+    return Predictor.from_pretrained(directories[0], device=device, precision=precision, runtime=runtime,
+                                     verify=verify)

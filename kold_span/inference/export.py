@@ -26,8 +26,9 @@ from kold_span.config.choices import Quantization
 from kold_span.data.atomic import write_text_atomic
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.inputs import iter_inputs
-from kold_span.inference.predictor import CONFIG_NAME, Predictor, read_model_config
+from kold_span.inference.predictor import Predictor
 from kold_span.models.manifest import verify_manifest, write_manifest
+from kold_span.models.model_dir import CONFIG_NAME, read_model_config
 from kold_span.inference.runtimes import INPUT_NAMES, ONNX_KEY, GraphEntry, OnnxNetwork
 from kold_span.models.kinds import kind_of
 

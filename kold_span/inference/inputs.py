@@ -1,4 +1,8 @@
-"""Input files for `kold-span predict`: txt, jsonl, csv, tsv and Parquet, one bad-row policy for all."""
+"""Input files for `kold-span predict`: txt, jsonl, csv, tsv and Parquet, one bad-row policy for all.
+
+`ReadOptions.open` is how the command and every Ray worker open one, so an output shard holds, byte
+for byte, what `kold-span predict` writes for that shard alone.
+"""
 from __future__ import annotations
 
 import csv
@@ -6,8 +10,9 @@ import errno
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Union
 
 from kold_span.data.bad_records import BadRecords, SkipReport
 from kold_span.data.example import Example, context_problem, text_problem
@@ -179,6 +184,40 @@ def non_empty(examples: Iterator[Example], path: Path) -> Iterator[Example]:
         raise DataError(f"{path}: no rows, nothing to predict (the file is empty, blank lines or a header alone)")
 
 
+@dataclass(frozen=True)
+class ReadOptions:
+    """How an input file is read: its columns, CSV quoting and bad-row policy (as `iter_inputs` takes them).
+
+    Example:
+        >>> ReadOptions(text_column="body").quoting
+        'csv'
+    """
+
+    text_column: Optional[str] = None
+    context_column: Optional[str] = None
+    id_column: Optional[str] = None
+    quoting: str = "csv"
+    skip_bad: bool = False
+
+    def open(self, source: Union[str, Path]) -> tuple[Iterator[Example], SkipReport]:
+        """The examples of `source`, read as they are taken, and the report its skipped rows go to.
+
+        The file's name and these options are checked at once (a missing file or an unknown suffix
+        raises here, before any model loads or any output is opened); a file of no rows is a
+        `DataError` when its end is reached (`non_empty`).
+
+        Example:
+            >>> ReadOptions().open("comments.xlsx")
+            Traceback (most recent call last):
+            ...
+            kold_span.errors.DataError: comments.xlsx: unsupported input type '.xlsx'; use .txt, .jsonl, .csv, .tsv or .parquet
+        """
+        bad = bad_rows(Path(source), skip=self.skip_bad)
+        examples = iter_inputs(Path(source), self.text_column, self.context_column, self.id_column, bad=bad,
+                               quoting=self.quoting)
+        return non_empty(examples, Path(source)), bad.report
+
+
 def _examples(path: Path, suffix: str, text_column: Optional[str], context_column: Optional[str],
               id_column: Optional[str], bad: BadRecords, quoting: str) -> Iterator[Example]:
     """The rows of an input file whose name and options `iter_inputs` checked, as examples."""
@@ -318,8 +357,6 @@ def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:
         if not isinstance(row, dict):
             row = DataError(f"{path}:{number}: expected a JSON object")
         yield number, row
-
-
 
 
 def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:

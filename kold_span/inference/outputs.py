@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
-from kold_span.config.choices import TaskKind
+from kold_span.config.choices import OutputFormat, TaskKind
 from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
+from kold_span.inference.inputs import prediction_record
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
 from kold_span.inference.predictor import Predictor
 
@@ -47,14 +48,14 @@ class PredictionRun:
     kept: int = 0
 
 
-def output_kind(path: Union[str, Path]) -> str:
-    """"parquet" for an output file whose name ends in .parquet, else "jsonl" (any other name, as before Parquet).
+def output_kind(path: Union[str, Path]) -> OutputFormat:
+    """Parquet for an output file whose name ends in .parquet, else JSONL (any other name, as before Parquet).
 
     Example:
-        >>> output_kind("out/preds.parquet"), output_kind("preds.JSONL"), output_kind("preds.out")
-        ('parquet', 'jsonl', 'jsonl')
+        >>> [str(output_kind(name)) for name in ("out/preds.parquet", "preds.JSONL", "preds.out")]
+        ['parquet', 'jsonl', 'jsonl']
     """
-    return "parquet" if Path(path).suffix.lower() == ".parquet" else "jsonl"
+    return OutputFormat.PARQUET if Path(path).suffix.lower() == ".parquet" else OutputFormat.JSONL
 
 
 def output_row(example: Example, prediction: dict[str, Any]) -> str:
@@ -64,8 +65,7 @@ def output_row(example: Example, prediction: dict[str, Any]) -> str:
         >>> output_row(Example(id="7", text="좋은 기사"), {"id": "7", "labels": {}, "spans": []})
         '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
     """
-    row = {"id": prediction["id"], "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}
-    return json.dumps(row, ensure_ascii=False)
+    return json.dumps(prediction_record(example, prediction), ensure_ascii=False)
 
 
 def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -145,7 +145,7 @@ def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: P
     options, options_file = run_options(predictor, batch_size, perspective), partial_options_path(output)
     if resume and partial.exists():
         _check_same_options(options_file, options, partial)
-    kept, end = _resume_point(output, partial, chunk, kind) if resume else (0, 0)
+    kept, end = _resume_point(output, partial, chunk) if resume else (0, 0)
     if not resume and partial.exists():
         log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
     examples = iter(examples)
@@ -160,15 +160,15 @@ def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: P
     return PredictionRun(rows, kept)
 
 
-def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind: str, partial: Path, kept: int,
-           end: int, html: Optional[Path], batch_size: int, perspective: Optional[dict[str, Any]],
+def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind: OutputFormat, partial: Path,
+           kept: int, end: int, html: Optional[Path], batch_size: int, perspective: Optional[dict[str, Any]],
            on_row: Callable[[], None], options: dict[str, Any], options_file: Path) -> int:
     """The rows and page of `write_predictions`, after its resume point is found; returns the rows in the output."""
     chunk = batch_size * CHUNK_BATCHES
     with ExitStack() as stack:
         mode = "a" if kept else "w"
         # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
-        out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind == "jsonl"))
+        out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind is OutputFormat.JSONL))
         if not kept:
             options_file.write_text(json.dumps(options, ensure_ascii=False) + "\n", encoding="utf-8")
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
@@ -187,11 +187,11 @@ def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind
             if rows % chunk == 0:
                 out.flush()  # a whole chunk is in the file: a run killed now resumes after it
             on_row()
-        if kind == "parquet":
+        if kind is OutputFormat.PARQUET:
             out.flush()  # every row is in the partial file, which stays until the Parquet file is in place
             with atomic_write(output, "wb") as target:
                 write_parquet(target, (row for _, row in complete_rows(partial)))
-    if kind == "parquet":
+    if kind is OutputFormat.PARQUET:
         partial.unlink()
     return rows
 
@@ -291,7 +291,7 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
     return count
 
 
-def _resume_point(output: Path, partial: Path, chunk: int, kind: str) -> tuple[int, int]:
+def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
     """How many complete rows of the unfinished output to keep (whole chunks), and the bytes they take."""
     if not partial.exists():
         if output.exists():

@@ -2,7 +2,7 @@
 
 Ray Data holds the shards as a dataset of one row per shard and hands them to an actor pool
 (`--workers`), each actor holding one loaded predictor. An actor reads its shard with the same
-reader as the single-process command (`files.ReadOptions.open`: its columns, line numbers and
+reader as the single-process command (`inputs.ReadOptions.open`: its columns, line numbers and
 bad-row policy) and writes it through the same pipeline and writer (`outputs.write_predictions`),
 so an output shard holds, byte for byte, what `kold-span predict` writes for that shard alone.
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from kold_span.config.choices import OutputFormat
 from kold_span.data.atomic import partial_path
 from kold_span.errors import ArgumentError, DataError, KoldSpanError
-from kold_span.inference.files import ReadOptions
-from kold_span.inference.inputs import INPUT_SUFFIXES
+from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class RayOptions:
     """How shards are spread over Ray: the worker pool, the cluster, and what each worker does per shard.
 
     Example:
-        >>> RayOptions(workers=2).shard_format, RayOptions(gpus_per_worker=0.25).device
+        >>> str(RayOptions(workers=2).shard_format), RayOptions(gpus_per_worker=0.25).device
         ('jsonl', 'cuda')
     """
 
@@ -45,7 +45,7 @@ class RayOptions:
     cpus_per_worker: int = 1
     gpus_per_worker: float = 0.0
     address: Optional[str] = None  # an existing cluster ("auto", "ray://head:10001"); None starts a local one
-    shard_format: str = "jsonl"
+    shard_format: OutputFormat = OutputFormat.JSONL
     precision: str = "auto"
     runtime: str = "auto"  # what runs each worker's network: torch, onnx (the exported graph) or auto
     batch_size: int = 32
@@ -101,7 +101,7 @@ def shard_paths(patterns: Sequence[str]) -> list[Path]:
     return list(found)
 
 
-def output_shards(shards: Sequence[Path], output_dir: Path, shard_format: str) -> list[Path]:
+def output_shards(shards: Sequence[Path], output_dir: Path, shard_format: OutputFormat) -> list[Path]:
     """Each input shard's output shard: its name with the output format's suffix, in `output_dir`.
 
     Example:
@@ -144,7 +144,7 @@ class ShardPredictor:
     def __init__(self, model_dirs: Sequence[str], options: RayOptions):
         import torch
 
-        from kold_span.inference.files import load_predictor
+        from kold_span.inference.ensemble import load_predictor
         from kold_span.text import morphemes
 
         torch.set_num_threads(options.cpus_per_worker)
@@ -196,7 +196,7 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     except ImportError:
         raise ArgumentError("--engine ray needs Ray Data: pip install 'kold-span[cluster]' "
                             "(or 'ray[data]')") from None
-    if output_dir.suffix.lower() in (".jsonl", ".parquet") or output_dir.is_file():
+    if output_dir.suffix.lower().lstrip(".") in OutputFormat.values() or output_dir.is_file():
         raise ArgumentError(f"output {output_dir}: the Ray engine writes a folder, one output shard per input shard "
                             "(choose their format with shard_format, --shard-format on the command line)")
     output_dir.mkdir(parents=True, exist_ok=True)

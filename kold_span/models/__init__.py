@@ -5,5 +5,6 @@ loss, probabilities, merging and decoding; one module per kind, and `kinds.probl
 sequence task's single-, multi- or soft-label problem), `backbones` (hub id, local directory or
 scratch encoder), `packed` (a 4-bit packed encoder imported as a directory), `windows` (examples →
 token windows with targets), `network` (the shared encoder and its heads), `decoding` (window
-outputs → labels and character spans), `ngram` (the TF-IDF n-gram fused into a sequence task).
+outputs → labels and character spans), `ngram` (the TF-IDF n-gram fused into a sequence task),
+`model_dir` (a trained model's directory: config.json checked, files read and written), `manifest`.
 """

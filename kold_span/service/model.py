@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
+from kold_span.config.choices import SnapMode
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.inference.inputs import prediction_record
 from kold_span.service.batching import Shape
@@ -129,7 +130,7 @@ class ServedModel:
         texts = [i.example.text for i in items]
         contexts = [i.example.context for i in items]
         prefetch_for(self.windows.tokenizer, texts + [turn for c in contexts for turn in context_turns(c)],
-                     snap=self.predictor.snap == "morpheme")
+                     snap=SnapMode(self.predictor.snap).uses_morphemes)
         shapes = []
         for item, windows in zip(items, self.windows.measure(texts, contexts)):
             item.windows = len(windows)

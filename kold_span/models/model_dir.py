@@ -1,0 +1,369 @@
+"""A trained model is a directory: config.json, model.safetensors, the tokenizer, n-gram models, a manifest.
+
+`read_model_dir` checks what costs little first (`format_version`, keys and values, no link out, the
+manifest: `models.manifest`), `ModelDir.load_network` builds the network, `write_model_dir` writes a
+directory. How a predictor's settings are named in config.json is `Predictor`'s (`from_pretrained`).
+
+Example:
+    >>> read_model_dir("no/such/model")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: model directory no/such/model does not exist
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import torch
+
+from kold_span.config.choices import Problem, SnapMode, TaskKind
+from kold_span.config.schema import CONTEXT_MODES, POOLINGS
+from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
+from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
+from kold_span.models.manifest import check_contained, inside, verify_manifest, write_manifest
+from kold_span.models.network import MultiTaskModel
+from kold_span.models.ngram import Companion, load_companions, save_companions
+from kold_span.models.tasks import Task
+from kold_span.text.normalize import check_steps
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+TOKENIZER_DIR = "tokenizer"
+FORMAT_VERSION = 1
+# The keys of config.json a model of FORMAT_VERSION cannot be read without ("a.b": key b inside object a);
+# pooling, morpheme_pretokenize, perspective and ngram came later and have defaults.
+REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
+                 "encoder.model_type")
+TASK_KEYS = ("name", "kind", "source")
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class ModelDir:
+    """A model directory whose config.json, links, manifest and tasks are checked (`read_model_dir`)."""
+
+    path: Path
+    config: dict[str, Any]
+    tasks: list[Task]
+    digests: Optional[dict[str, str]]  # its files' SHA-256, when the manifest was checked
+
+    def load_network(self) -> tuple[MultiTaskModel, Any]:
+        """The network with its weights, and the tokenizer; a file or value that fails is a `ModelFormatError`."""
+        config, path = self.config, self.path / CONFIG_NAME
+        tokenizer = _load_tokenizer(self.path / TOKENIZER_DIR)
+        if config.get("morpheme_pretokenize"):
+            attach_morpheme_pretokenizer(tokenizer)
+        try:
+            encoder = encoder_from_config(config["encoder"])
+        except Exception as err:  # whichever raw error transformers' checks of a config value raise
+            if isinstance(err, KoldSpanError):
+                raise
+            raise ModelFormatError(f"{path}: key 'encoder' does not describe an encoder "
+                                   f"transformers can build ({err})") from err
+        # Models saved before `model.pooling` existed read the first token.
+        try:
+            model = MultiTaskModel(encoder, self.tasks, pooling=config.get("pooling", "first"))
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, KoldSpanError):
+                raise
+            raise ModelFormatError(f"{path}: key 'tasks' describes heads that cannot be built "
+                                   f"({type(err).__name__}: {str(err)[:200]})") from err
+        weights = _load_weights(self.path / WEIGHTS_NAME)
+        try:
+            model.load_state_dict(weights)
+        except RuntimeError as err:
+            raise ModelFormatError(f"{self.path / WEIGHTS_NAME}: the weights do not fit the model "
+                                   f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
+        _check_forward(model, tokenizer, path)
+        return model, tokenizer
+
+    def companions(self) -> dict[str, Companion]:
+        """The n-gram models fused into tasks (key `ngram`), by task name."""
+        for name in self.config.get("ngram", []):
+            inside(self.path, f"ngram/{name}", f"{self.path / CONFIG_NAME}: key 'ngram'")
+        return load_companions(self.path, self.config.get("ngram", []))
+
+    def normalize_steps(self) -> Optional[tuple[str, ...]]:
+        """The normalization steps config.json names (key `normalize.steps`), None without the key."""
+        section = self.config.get("normalize")
+        if section is None:
+            return None
+        steps = section.get("steps") if isinstance(section, dict) else None
+        if not isinstance(steps, list):
+            raise ModelFormatError(f"{self.path / CONFIG_NAME}: key 'normalize' must be an object with a list "
+                                   f"'steps', got {section!r}")
+        try:
+            return check_steps(steps)
+        except ValueError as err:
+            raise ModelFormatError(f"{self.path / CONFIG_NAME}: key 'normalize.steps': {err}") from None
+
+
+def read_model_dir(directory: Union[str, Path], verify: bool = True) -> ModelDir:
+    """A model directory's config.json and tasks, checked, and no link out; its manifest checked unless `verify=False`.
+
+    Raises:
+        ArgumentError: `directory` is not a path.
+        FileNotFoundError: `directory` does not exist.
+        ModelFormatError: a bad config.json (`read_model_config`), a link out, a file that differs from
+            the manifest, or a task kold-span cannot read; the message names the file and the key.
+    """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise ArgumentError(f"directory must be a path (str or Path), got {type(directory).__name__}")
+    directory = Path(directory)
+    config = read_model_config(directory)
+    check_contained(directory)
+    digests = verify_manifest(directory) if verify else None
+    try:
+        tasks = [Task.from_dict(t) for t in config["tasks"]]
+    except (TypeError, ValueError) as err:
+        raise ModelFormatError(f"{directory / CONFIG_NAME}: key 'tasks' holds a task kold-span cannot "
+                               f"read ({err})") from err
+    _check_gates(tasks, directory / CONFIG_NAME)
+    return ModelDir(directory, config, tasks, digests)
+
+
+def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: MultiTaskModel, tokenizer: Any,
+                    companions: dict[str, Companion], copies: Optional[dict[str, Path]] = None) -> Path:
+    """Write config.json (`config` after its `format_version`), the weights, the tokenizer, the n-gram models,
+    `copies` ({name in the directory: file}, an exported graph) and, last, the manifest; returns `directory`."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, source in (copies or {}).items():
+        if source.resolve() != (directory / name).resolve():
+            shutil.copyfile(source, directory / name)
+    config = {"format_version": FORMAT_VERSION, **config}
+    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    save_file(state, str(directory / WEIGHTS_NAME))
+    save_tokenizer(tokenizer, directory / TOKENIZER_DIR)
+    save_companions(companions, directory)
+    write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
+    return directory
+
+
+def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
+    """The config.json of a model directory, checked: its format version, the keys it needs and the files beside it.
+
+    Args:
+        directory: a directory written by `write_model_dir` (`Predictor.save_pretrained`).
+
+    Returns:
+        The parsed config.
+
+    Raises:
+        FileNotFoundError: `directory` does not exist.
+        ModelFormatError: no config.json, weights or tokenizer in it, a format_version other than
+            FORMAT_VERSION, or a missing key; the message names the file and the key.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model directory {directory} does not exist")
+    path = directory / CONFIG_NAME
+    if not path.is_file():
+        raise ModelFormatError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
+                               f"train one with `kold-span train CONFIG` and pass its model/ folder")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    if not isinstance(config, dict):
+        raise ModelFormatError(f"{path}: expected a JSON object of keys, got {type(config).__name__}")
+    if "format_version" not in config:
+        raise ModelFormatError(f"{path}: missing key 'format_version' (this kold-span reads format_version "
+                               f"{FORMAT_VERSION})")
+    version = config["format_version"]
+    if isinstance(version, bool) or version != FORMAT_VERSION:
+        raise ModelFormatError(f"{path}: format_version {version!r} is not supported; this kold-span reads "
+                               f"format_version {FORMAT_VERSION} (a model saved by another version of kold-span?)")
+    for key in REQUIRED_KEYS:
+        if _get(config, key, _MISSING) is _MISSING:
+            raise ModelFormatError(f"{path}: missing key {key!r} (format_version {FORMAT_VERSION} needs "
+                                   f"{', '.join(REQUIRED_KEYS)})")
+    _check_tasks(config["tasks"], path)
+    _check_values(config, path)
+    for name in (WEIGHTS_NAME, TOKENIZER_DIR):
+        if not (directory / name).exists():
+            raise ModelFormatError(f"{directory}: missing {name}, which a model directory holds beside {CONFIG_NAME}")
+    return config
+
+
+def _check_tasks(tasks: Any, path: Path) -> None:
+    """A `ModelFormatError` unless `tasks` is a non-empty list of task objects `Task.from_dict` reads."""
+    if not isinstance(tasks, list) or not tasks:
+        raise ModelFormatError(f"{path}: key 'tasks' must be a non-empty list of tasks, got {tasks!r}")
+    known = {f.name for f in dataclasses.fields(Task)}
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            raise ModelFormatError(f"{path}: tasks[{i}] must be an object, got {task!r}")
+        missing = [key for key in TASK_KEYS if key not in task]
+        if missing:
+            raise ModelFormatError(f"{path}: tasks[{i}] misses key {missing[0]!r} (a task needs "
+                                   f"{', '.join(TASK_KEYS)})")
+        unknown = sorted(set(task) - known)
+        if unknown:
+            raise ModelFormatError(f"{path}: tasks[{i}] has unknown key(s) {', '.join(unknown)}; this kold-span "
+                                   f"knows {', '.join(sorted(known))}")
+
+
+def _check_values(config: dict[str, Any], path: Path) -> None:
+    """A `ModelFormatError` naming the first value of config.json a model cannot run with (as a training config's)."""
+    def need(ok: bool, key: str, expected: str) -> None:
+        if not ok:
+            value = repr(_get(config, key))
+            raise ModelFormatError(f"{path}: key {key!r} must be {expected}, got {value[:60]}")
+
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    need(is_int(config["max_length"]) and config["max_length"] >= 8, "max_length", "an integer of at least 8")
+    need(is_int(config["stride"]) and 0 <= config["stride"] < config["max_length"], "stride",
+         "an integer from 0 to below max_length")
+    need(config["context"]["mode"] in CONTEXT_MODES, "context.mode", f"one of {', '.join(CONTEXT_MODES)}")
+    turns = config["context"]["max_turns"]
+    need(turns is None or (is_int(turns) and turns >= 0), "context.max_turns", "null or an integer of at least 0")
+    need(config["align"]["snap"] in SnapMode.values(), "align.snap", f"one of {', '.join(SnapMode.values())}")
+    need(isinstance(config["align"]["trim"], bool), "align.trim", "true or false")
+    need(config.get("pooling", "first") in POOLINGS, "pooling", f"one of {', '.join(POOLINGS)}")
+    need(isinstance(config.get("morpheme_pretokenize", False), bool), "morpheme_pretokenize", "true or false")
+    ngram = config.get("ngram", [])
+    need(isinstance(ngram, list) and all(isinstance(name, str) for name in ngram), "ngram", "a list of task names")
+    need(isinstance(config["encoder"], dict), "encoder", "an object (an encoder's config)")
+    if "auto_map" in config["encoder"]:
+        raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
+                               "directory is data and never runs code from it")
+    tasks = config["tasks"]
+    names = [task["name"] for task in tasks]
+    for i, task in enumerate(tasks):
+        where = f"{path}: tasks[{i}]"
+        if not isinstance(task["name"], str) or not task["name"] or "." in task["name"] or task["name"] in names[:i]:
+            raise ModelFormatError(f"{where}: name {repr(task['name'])[:60]} must be a non-empty string without '.' "
+                                   "that no other task has")
+        if task["kind"] not in TaskKind.values():
+            raise ModelFormatError(f"{where}: kind {repr(task['kind'])[:60]} must be one of "
+                                   f"{', '.join(TaskKind.values())}")
+        _check_task_fields(task, where)
+        gate = task.get("gate")
+        if gate is not None and gate not in names:
+            raise ModelFormatError(f"{where}: gate {gate!r} is no task of the model "
+                                   f"(its tasks: {', '.join(map(str, names))})")
+    for name in ngram:
+        if name not in names:
+            raise ModelFormatError(f"{path}: key 'ngram' names {name!r}, no task of the model")
+
+
+def _check_task_fields(task: dict[str, Any], where: str) -> None:
+    """A `ModelFormatError` naming the first field of a saved task of the wrong type."""
+    def numbers(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+    labels = task.get("labels", [])
+    checks = [
+        ("source", isinstance(task["source"], str), "a string"),
+        ("problem", task.get("problem", "single") in Problem.values(), f"one of {', '.join(Problem.values())}"),
+        ("weight", numbers([task.get("weight", 1.0)]), "a number"),
+        ("labels", isinstance(labels, list) and all(isinstance(v, str) for v in labels)
+         and len(set(labels)) == len(labels), "a list of distinct strings"),
+        ("gate", task.get("gate") is None or isinstance(task.get("gate"), str), "null or a task name"),
+        ("class_weights", numbers(task.get("class_weights", [])), "a list of numbers"),
+        ("thresholds", numbers(task.get("thresholds", [])), "a list of numbers"),
+    ]
+    for key, ok, expected in checks:
+        if not ok:
+            raise ModelFormatError(f"{where}: {key} must be {expected}, got {repr(task.get(key))[:60]}")
+
+
+def _get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:
+    """The value under a dotted key of config.json ("context.mode": key "mode" of the object under "context")."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _check_no_code(tokenizer_dir: Path) -> None:
+    """A `ModelFormatError` if the tokenizer's configs name custom code (`auto_map`), which transformers would run."""
+    for name in ("tokenizer_config.json", "config.json"):
+        path = tokenizer_dir / name
+        if not path.is_file():
+            continue
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+        if isinstance(config, dict) and "auto_map" in config:
+            raise ModelFormatError(f"{path}: names custom code ('auto_map'); a kold-span model directory is data "
+                                   "and never runs code from it")
+
+
+def _load_tokenizer(tokenizer_dir: Path) -> Any:
+    """The saved fast tokenizer, remote code disabled; any failure a `ModelFormatError` naming the folder or file."""
+    from transformers import AutoTokenizer
+
+    _check_no_code(tokenizer_dir)
+    if not tokenizer_dir.is_dir() or not any(tokenizer_dir.iterdir()):
+        raise ModelFormatError(f"{tokenizer_dir}: not a saved tokenizer (missing or empty folder)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=False, local_files_only=True)
+    except Exception as err:  # a library's raw error on a bad file (JSON, vocab, a missing class) becomes one line
+        broken = tokenizer_dir / "tokenizer.json"
+        named = broken if broken.exists() else tokenizer_dir
+        raise ModelFormatError(f"{named}: the tokenizer cannot be loaded ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200] if str(err) else ''})") from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelFormatError(f"{tokenizer_dir}: not a fast tokenizer (tokenizer.json); kold-span needs its offsets")
+    try:  # a tokenizer that loads can still fail at its first call (a config value of the wrong type)
+        tokenizer("가 a", "b", return_offsets_mapping=True, verbose=False).sequence_ids()
+        tokenizer(["가 a"], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    except Exception as err:
+        raise ModelFormatError(f"{tokenizer_dir}: the tokenizer loads but cannot tokenize ({type(err).__name__}: "
+                               f"{str(err)[:200]})") from err
+    return tokenizer
+
+
+def _check_gates(tasks: Sequence[Task], path: Path) -> None:
+    """A `ModelFormatError` unless each span task's gate is a true/false sequence task of the model."""
+    by_name = {task.name: task for task in tasks}
+    for task in tasks:
+        if task.gate is not None and not by_name[task.gate].is_boolean:
+            raise ModelFormatError(f"{path}: task {task.name!r}: gate {task.gate!r} must be a true/false task, "
+                                   f"its labels are {list(by_name[task.gate].labels)}")
+
+
+def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path) -> None:
+    """One tiny forward pass at load: an encoder config value that builds but cannot run is a `ModelFormatError`.
+
+    transformers checks few of an encoder config's values when it builds the model; a wrong type
+    (a float for a list, a string for a number) shows only when it runs, which would be mid-way
+    through a user's file.
+    """
+    enc = tokenizer("가", "a", verbose=False)
+    inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
+    types = enc.get("token_type_ids")
+    try:
+        with torch.inference_mode():
+            model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
+    except Exception as err:
+        raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
+                               f"({type(err).__name__}: {str(err)[:200]})") from err
+
+
+def _load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a model.safetensors; a truncated or corrupt file is a `ModelFormatError` naming it."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise ModelFormatError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0][:200]}); "
+                               "truncated or corrupt? copy the model directory again") from err
