@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kold_span.config import load_config
-from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training import calibration
 

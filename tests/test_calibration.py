@@ -68,7 +68,7 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
     import numpy as np
 
     from kold_span.config.schema import TaskConfig
-    from kold_span.models.decoding import MergedExample
+    from kold_span.models.kinds import MergedExample
 
     groups = Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"))
 

@@ -19,7 +19,8 @@ from kold_span.config.choices import Runtime, SnapMode
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError
-from kold_span.models.decoding import MergedExample, merge_windows, prediction
+from kold_span.models.decoding import merge_windows, prediction
+from kold_span.models.kinds import MergedExample
 from kold_span.models.manifest import directory_identity, inside
 from kold_span.models.model_dir import CONFIG_NAME, read_model_dir, write_model_dir
 from kold_span.models.network import MultiTaskModel

@@ -23,7 +23,7 @@ import numpy as np
 from kold_span.config.choices import Problem
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import ArgumentError, ModelFormatError
-from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import MergedExample
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.models.tasks import Task
 

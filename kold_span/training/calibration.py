@@ -39,7 +39,7 @@ from kold_span.data.selection import keep_example
 from kold_span.errors import DataError
 from kold_span.evaluation.baselines import HybridScorer, Metric
 from kold_span.evaluation.task_scores import task_thresholds
-from kold_span.models.decoding import MergedExample
+from kold_span.models.kinds import MergedExample
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
 
