@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator, Optional
 
 
 def add_config_options(parser: argparse.ArgumentParser, example_config: str, example_set: str) -> None:
@@ -21,36 +22,38 @@ def add_config_options(parser: argparse.ArgumentParser, example_config: str, exa
     parser.add_argument("--set", nargs="*", metavar="KEY=VALUE", help=f"override config keys, e.g. {example_set}")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1.
+def bounded(kind: Callable[[str], float], low: float, high: Optional[float] = None,
+            noun: str = "a number") -> Callable[[str], Any]:
+    """An argparse type: `kind(text)` (int or float) within [low, high] (no upper bound when `high` is None).
 
     Example:
-        >>> positive_int("32")
-        32
+        >>> positive_int("32"), share("0.25"), port_number("0")
+        (32, 0.25, 0)
+        >>> positive_int("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be at least 1, got 0
+        >>> share("2")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be in [0, 1], got 2
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not low <= value <= (math.inf if high is None else high):  # `not` also refuses NaN
+            limit = f"at least {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"must be {limit}, got {text}")
+        return value
+    return parse
 
 
-def non_negative_float(text: str) -> float:
-    """An argparse type: a number of at least 0.
-
-    Example:
-        >>> non_negative_float("0.25")
-        0.25
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-    return value
+positive_int = bounded(int, 1, noun="a whole number")
+non_negative_float = bounded(float, 0)
+share = bounded(float, 0, 1)
+port_number = bounded(int, 0, 65535, noun="a port number (0 for any free one)")
 
 
 class Terminated(KeyboardInterrupt):
@@ -82,19 +85,3 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
-
-
-def share(text: str) -> float:
-    """An argparse type: a number in [0, 1].
-
-    Example:
-        >>> share("0.25")
-        0.25
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value

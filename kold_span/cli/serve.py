@@ -14,22 +14,11 @@ import argparse
 import logging
 from typing import Optional
 
-from kold_span.cli.options import non_negative_float, positive_int
+from kold_span.cli.options import non_negative_float, port_number, positive_int
 from kold_span.config.choices import Runtime
 from kold_span.errors import ArgumentError
 from kold_span.service.requests import Limits
 from kold_span.service.server import ConnectionLimits
-
-
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 for any free one."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must lie in 0 … 65535, got {value}")
-    return value
 
 
 def rate(text: str) -> str:
