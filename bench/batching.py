@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from quality_corpora import EXPERIMENTS, load_corpora  # noqa: E402
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -114,10 +113,7 @@ def main() -> int:
     result["speedup"] = round(result["random"]["seconds"] / result["grouped"]["seconds"], 2)
     if args.bf16:
         result["bf16_speedup"] = round(result["grouped"]["seconds"] / result["grouped-bf16"]["seconds"], 2)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         write_section(args.section, render(result, ("python bench/batching.py " + " ".join(sys.argv[1:])).strip()))
     return 0

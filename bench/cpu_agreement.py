@@ -32,10 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, run_splits, save_results, write_section  # noqa: E402
 
-from kold_span.config import config_from_dict  # noqa: E402
-from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.evaluation.prediction_files import evaluate_examples, read_predictions  # noqa: E402
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -109,9 +107,7 @@ def load(model: Path, path: str, folder: Path, train: list | None = None) -> Pre
 
 def measure(run_dir: Path, against: str, batch_size: int) -> dict[str, Any]:
     """Predict a run's dev side in float32 and on the faster path; the changes, dev scores and seconds."""
-    config = config_from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")),
-                              str(run_dir / "config.json"))
-    splits = load_splits(config)
+    config, splits = run_splits(run_dir)
     dev = splits["dev"]
     rows: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
@@ -164,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     body = render(results, command, args.against)
     print(body)
     if not args.no_docs:
-        out = ROOT / "bench" / "results" / f"{section}.json"
-        out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        save_results(section, results, ascii_only=True)
         write_section(section, body)
     return 0
 

@@ -5,13 +5,15 @@ rewritten in place between `<!-- begin NAME -->` and `<!-- end NAME -->` when it
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
 from pathlib import Path
 from typing import Optional
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "benchmarks"
 # A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
 TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
           ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"),
@@ -107,3 +109,23 @@ def write_section(name: str, body: str, doc: Optional[Path] = None) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     doc.write_text(text, encoding="utf-8")
+
+
+def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> Path:
+    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`); the file's path."""
+    text = json.dumps(result, indent=indent, ensure_ascii=ascii_only)
+    out = ROOT / "bench" / "results" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    if printed:
+        print(text)
+    return out
+
+
+def run_splits(run: Path):
+    """A trained run folder's saved config and the train / dev / test splits it carves (as training did)."""
+    from kold_span.config import config_from_dict
+    from kold_span.corpora.experiment import load_splits
+
+    config = config_from_dict(json.loads((run / "config.json").read_text(encoding="utf-8")), str(run / "config.json"))
+    return config, load_splits(config)

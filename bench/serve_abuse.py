@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 from serve_load import SERVICE_DOC, Connection, metric, percentile, start_server, wait_healthy  # noqa: E402
 
 VICTIM = {"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다", "title": "프로야구 개막전 매진"}
@@ -228,9 +228,7 @@ def main() -> int:
                                                         if Path(m).is_relative_to(ROOT) else m for m in args.model),
                   options=options, attackers=args.attackers, load_before=load_before,
                   load_after=Path("/proc/loadavg").read_text().split()[0])
-    out = ROOT / "bench" / "results" / f"{args.section.replace('-', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    save_results(args.section.replace("-", "_"), result, indent=2, ascii_only=True)
     command = "python bench/serve_abuse.py " + " ".join(sys.argv[1:])
     text = render(result, command.strip())
     print(text)

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 
 SERVICE_DOC = ROOT / "docs" / "SERVICE.md"
 SAMPLE = ROOT / "data" / "sample" / "kold_sample.json"
@@ -465,10 +465,7 @@ def main() -> int:
         "comments": len(comments), "max_wait_ms": args.max_wait_ms, "max_queue": args.max_queue,
         "burst_seconds": args.burst_seconds, "runtime": args.runtime, "offline": off, **served,
     }
-    out = ROOT / "bench/results" / f"{args.section.replace('-', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section.replace("-", "_"), result, printed=True)
     if not args.no_docs:
         command = " ".join(["python bench/serve_load.py", *sys.argv[1:]])
         write_section(args.section, render(result, command), doc=SERVICE_DOC)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batching import DATA_FILES, train_step  # noqa: E402
 from quality_corpora import EXPERIMENTS  # noqa: E402
-from report import DOCS, machine_line, write_section  # noqa: E402
+from report import DOCS, machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -95,9 +95,7 @@ def main() -> int:
     result = {"batch": args.batch, "tokens": args.tokens, "torch_threads": torch.get_num_threads(),
               "warmup": args.warmup, "steps": args.steps, "machine": machine_line(),
               "load_average_1min": [round(load_before[0], 2), round(os.getloadavg()[0], 2)], "rows": rows}
-    out = ROOT / "bench/results" / f"{SECTION}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(SECTION, result)
     if not args.no_docs:
         command = ("python bench/step_time.py " + " ".join(sys.argv[1:])).strip()
         write_section(SECTION, render(result, command), DOCS / "training-speed.md")

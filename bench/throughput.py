@@ -75,7 +75,7 @@ from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from report import isa_flags, machine_line, write_section  # noqa: E402
+from report import isa_flags, machine_line, save_results, write_section  # noqa: E402
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
@@ -317,10 +317,7 @@ def main() -> int:
         result["hf_speedup"] = round(rows_out["pipeline"]["comments_per_s"] / rows_out["hf"]["comments_per_s"], 2)
     result["pipeline_speedup"] = round(rows_out["pipeline"]["comments_per_s"]
                                        / rows_out["sequential"]["comments_per_s"], 3)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         command = "python bench/throughput.py " + " ".join(sys.argv[1:])
         write_section(args.section, render(result, command.strip()))
@@ -465,10 +462,7 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
         best = max((n for n in rows_out if n.startswith("ort-int8")), key=lambda n: rows_out[n]["comments_per_s"])
         result["against_optimum_int8"] = round(rows_out[best]["comments_per_s"]
                                                / rows_out["optimum-int8"]["comments_per_s"], 2)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         threads = f"OMP_NUM_THREADS={result['omp_num_threads']} " if result["omp_num_threads"] else ""
         command = threads + "python bench/throughput.py " + " ".join(sys.argv[1:])
