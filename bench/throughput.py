@@ -190,6 +190,34 @@ def timed(rows, modules: list[torch.nn.Module], device: torch.device) -> dict:
     return result
 
 
+def timed_passes(setups: dict, examples: list[Example], repeats: int, device: torch.device) -> tuple[dict, list]:
+    """Each setup's `(rows, modules)` median of `repeats` timed passes (in turn, after a warm-up); load averages."""
+    for rows, modules in setups.values():  # warm-up
+        timed(lambda: rows(examples[:64]), modules, device)
+    runs: dict[str, list[dict]] = {name: [] for name in setups}
+    load = [os.getloadavg()]
+    for _ in range(repeats):
+        for name, (rows, modules) in setups.items():
+            runs[name].append(timed(lambda: rows(examples), modules, device))
+    load.append(os.getloadavg())
+    out = {}
+    for name, passes in runs.items():
+        seconds = statistics.median(p["total"] for p in passes)
+        out[name] = {"s": round(seconds, 2), "comments_per_s": round(len(examples) / seconds, 1),
+                     "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
+                     "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
+                     "passes_s": [round(p["total"], 2) for p in passes]}
+    return out, load
+
+
+def conditions(joint: Predictor, source: str, args: argparse.Namespace) -> dict:
+    """The comments, batch and encoder every result of this bench names."""
+    config = joint.model.encoder.config
+    return {"comments": args.n, "source": source, "repeats": args.repeats, "batch_size": args.batch_size,
+            "encoder": {"hidden": config.hidden_size, "layers": config.num_hidden_layers,
+                        "max_length": args.max_length, "name": args.encoder or "BERT"}}
+
+
 def hf_pipelines(joint: Predictor, max_length: int, device: str):
     """Hugging Face's text- and token-classification pipelines over the joint model's encoder and heads.
 
@@ -287,28 +315,10 @@ def main() -> int:
     if not args.no_hf:
         text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
         setups["hf"] = (lambda ex: hf_rows(text_pipe, token_pipe, ex, bs, 32), [text_pipe.model, token_pipe.model])
-    for rows, modules in setups.values():  # warm-up
-        timed(lambda: rows(examples[:64]), modules, device)
-
-    runs: dict[str, list[dict]] = {name: [] for name in setups}
-    for _ in range(args.repeats):
-        for name, (rows, modules) in setups.items():
-            runs[name].append(timed(lambda: rows(examples), modules, device))
-    rows_out = {}
-    for name, passes in runs.items():
-        seconds = statistics.median(p["total"] for p in passes)
-        rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
-                          "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
-                          "peak_mb": round(max(p["peak_mb"] for p in passes), 1)}
-    result = {
-        "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
-        "encoder": {"hidden": joint.model.encoder.config.hidden_size,
-                    "layers": joint.model.encoder.config.num_hidden_layers, "max_length": args.max_length,
-                    "name": args.encoder or "BERT"},
-        "torch_threads": torch.get_num_threads(), "device": device_name(args.device),
-        "kiwi": not (args.no_kiwi or english),
-        "precision": joint.precision, "rows": rows_out, "machine": machine_line(),
-    }
+    rows_out = timed_passes(setups, examples, args.repeats, device)[0]
+    result = {**conditions(joint, source, args), "torch_threads": torch.get_num_threads(),
+              "device": device_name(args.device), "kiwi": not (args.no_kiwi or english),
+              "precision": joint.precision, "rows": rows_out, "machine": machine_line()}
     if "classifier" in rows_out:
         pair_s = rows_out["classifier"]["s"] + rows_out["tagger"]["s"]
         result["pair_comments_per_s"] = round(args.n / pair_s, 1)
@@ -421,27 +431,15 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
     bs = args.batch_size
     with tempfile.TemporaryDirectory() as folder:
         predictors = runtime_predictors(joint, examples, Path(folder))
-        modules = {name: [p.network if p.network.runtime == "onnx" else p.model] for name, p in predictors.items()}
-        for name, p in predictors.items():  # warm-up
-            timed(lambda: pipeline_rows(p, examples[:64], bs), modules[name], joint.device)
-        runs: dict[str, list[dict]] = {name: [] for name in predictors}
-        load = [os.getloadavg()]
-        for _ in range(args.repeats):
-            for name, p in predictors.items():
-                runs[name].append(timed(lambda: pipeline_rows(p, examples, bs), modules[name], joint.device))
-        load.append(os.getloadavg())
+        setups = {name: ((lambda p: lambda ex: pipeline_rows(p, ex, bs))(p),
+                         [p.network if p.network.runtime == "onnx" else p.model]) for name, p in predictors.items()}
+        rows_out, load = timed_passes(setups, examples, args.repeats, joint.device)
         peer = optimum_rows(joint, examples, args, Path(folder)) if args.optimum else None
         if peer is not None:
             load.append(os.getloadavg())
         reference = list(predictors["torch-fp32"].predict_examples(examples, bs))
-        rows_out = {}
-        for name, passes in runs.items():
-            seconds = statistics.median(p["total"] for p in passes)
-            rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
-                              "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
-                              "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
-                              "passes_s": [round(p["total"], 2) for p in passes],
-                              **fidelity(reference, list(predictors[name].predict_examples(examples, bs)))}
+        for name, row in rows_out.items():
+            row.update(fidelity(reference, list(predictors[name].predict_examples(examples, bs))))
     for fmt in ("fp32", "int8") if peer is not None else ():
         seconds = peer[fmt]["s"]
         rows_out[f"optimum-{fmt}"] = {"s": seconds, "comments_per_s": round(args.n / seconds, 1), "network_busy": None,
@@ -450,12 +448,8 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
     base = rows_out["torch-fp32"]["comments_per_s"]
     for row in rows_out.values():
         row["speedup"] = round(row["comments_per_s"] / base, 2)
-    config = joint.model.encoder.config
-    result = {"comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
-              "encoder": {"hidden": config.hidden_size, "layers": config.num_hidden_layers,
-                          "max_length": args.max_length, "name": args.encoder or "BERT"},
-              "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-              "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
+    result = {**conditions(joint, source, args), "threads": torch.get_num_threads(),
+              "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
               "machine": machine_line(), "versions": versions(), "rows": rows_out}
     if peer is not None:
         result["peer_versions"] = peer["versions"]
