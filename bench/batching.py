@@ -44,6 +44,19 @@ from kold_span.training import WindowsDataModule, tokenizer_texts  # noqa: E402
 DATA_FILES = {spec.reader: spec.path for spec in load_corpora().corpora.values()}
 
 
+def experiment_model(experiment: str, data: Path, overrides: list[str], tokenizer_examples=lambda train: train):
+    """An experiment's config (its train file under `data`), splits, tasks, tokenizer and encoder, as training builds
+    them; the tokenizer learns from `tokenizer_examples(train)` where the encoder is trained from scratch."""
+    config = load_config(EXPERIMENTS / experiment, overrides)
+    config.data.train = str(data / DATA_FILES[config.data.reader])
+    splits = load_splits(config)
+    tasks = build_tasks(config.tasks, splits["train"])
+    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(tokenizer_examples(splits["train"])))
+    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
+        encoder.get_input_embeddings().weight.requires_grad_(False)
+    return config, splits, tasks, tokenizer, encoder
+
+
 def train_step(model: MultiTaskModel, batch: dict, tasks, optimizer: torch.optim.Optimizer,
                bf16: bool = False) -> None:
     """One training step: forward, weighted task losses, backward, optimizer step; with `bf16`,
@@ -84,14 +97,8 @@ def main() -> int:
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
-    config = load_config(EXPERIMENTS / args.experiment, ["data.test_fraction=0",
-                                                         f"data.limit={args.n}"])
-    config.data.train = str(args.data / DATA_FILES[config.data.reader])
-    splits = load_splits(config)
-    tasks = build_tasks(config.tasks, splits["train"])
-    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
-    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
-        encoder.get_input_embeddings().weight.requires_grad_(False)
+    config, splits, tasks, tokenizer, encoder = experiment_model(args.experiment, args.data,
+                                                                 ["data.test_fraction=0", f"data.limit={args.n}"])
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride, config.context.mode,
                           config.context.max_turns)
     torch.manual_seed(0)
