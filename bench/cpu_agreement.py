@@ -89,10 +89,11 @@ def dev_scores(dev: list, rows: list[dict[str, Any]]) -> dict[str, Any]:
         return evaluate_examples(dev, read_predictions(path))
 
 
-def load(model: Path, path: str, folder: Path, train: list | None = None) -> Predictor:
-    """The model as one path runs it: "fp32" and "bf16" on torch, "int8" from a dynamic int8 graph in a copy,
-    "int8-static" from a static one calibrated on the first 256 texts of `train` (the run's own train side)."""
-    if not path.startswith("int8"):
+def load(model: Path, path: str, folder: Path, calibration: list | None = None) -> Predictor:
+    """The model as one path runs it: "fp32" and "bf16" on torch; exported into a copy and run on ONNX Runtime,
+    "onnx" float32, "int8" dynamic int8 and "int8-static" static int8 calibrated on the first 256 examples of
+    `calibration` (here the run's own train side)."""
+    if path in ("fp32", "bf16"):
         return Predictor.from_pretrained(model, precision=path, runtime="torch")
     copy = shutil.copytree(model, folder / path)
     calibrate = None
@@ -100,8 +101,8 @@ def load(model: Path, path: str, folder: Path, train: list | None = None) -> Pre
         calibrate = folder / "calibration.jsonl"
         calibrate.write_text("".join(json.dumps({"text": e.text, **({"context": e.context} if e.context else {})},
                                                 ensure_ascii=False) + "\n"
-                                     for e in train[:256]), encoding="utf-8")
-    export_onnx(copy, quantize="int8", calibrate=calibrate)
+                                     for e in calibration[:256]), encoding="utf-8")
+    export_onnx(copy, quantize="none" if path == "onnx" else "int8", calibrate=calibrate)
     return Predictor.from_pretrained(copy, runtime="onnx")
 
 

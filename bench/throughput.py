@@ -390,21 +390,14 @@ def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Names
 
 def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
     """The joint model saved once, then loaded per runtime: torch in fp32 (and bf16), each exported graph on ORT."""
-    import shutil
+    from cpu_agreement import load
 
     directory = joint.save_pretrained(folder / "torch")
-    out = {"torch-fp32": Predictor.from_pretrained(directory, precision="fp32", runtime="torch")}
-    if cpu_has_bf16():
-        out["torch-bf16"] = Predictor.from_pretrained(directory, precision="bf16", runtime="torch")
-    calibration = folder / "calibration.jsonl"
-    calibration.write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n" for e in examples[:256]),
-                           encoding="utf-8")
-    for name, quantize, calibrate in (("ort-fp32", "none", None), ("ort-int8-dynamic", "int8", None),
-                                      ("ort-int8-static", "int8", calibration)):
-        copy = shutil.copytree(directory, folder / name)
-        export_onnx(copy, quantize=quantize, calibrate=calibrate)
-        out[name] = Predictor.from_pretrained(copy, runtime="onnx")
-    return out
+    texts = [Example(id=e.id, text=e.text) for e in examples]  # static int8 calibrates on the comments alone
+    paths = {"torch-fp32": "fp32", "torch-bf16": "bf16", "ort-fp32": "onnx", "ort-int8-dynamic": "int8",
+             "ort-int8-static": "int8-static"}
+    return {name: load(directory, path, folder, texts) for name, path in paths.items()
+            if path != "bf16" or cpu_has_bf16()}
 
 
 def fidelity(reference: list[dict], got: list[dict]) -> dict:
