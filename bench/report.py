@@ -74,25 +74,26 @@ def isa_flags(flags: Optional[str] = None) -> str:
         >>> isa_flags("fpu sse2")
         'none of avx2, avx512f, avx512_vnni, avx_vnni, avx512_bf16, amx_bf16, amx_int8'
     """
-    if flags is None:
-        try:
-            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        flags = next((line.partition(":")[2] for line in text.splitlines() if line.startswith("flags")), "")
+    flags = cpu_info().get("flags", "") if flags is None else flags
     present = [flag for flag in ISA_FLAGS if flag in flags.split()]
     return " ".join(present) if present else "none of " + ", ".join(ISA_FLAGS)
 
 
-def machine_line() -> str:
-    """A short description of this machine (CPU model and vector extension, cores, Python)."""
+def cpu_info() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (none where it cannot be read)."""
     fields: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())  # the first processor's
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def machine_line() -> str:
+    """A short description of this machine (CPU model and vector extension, cores, Python)."""
+    fields = cpu_info()
     cpu = fields.get("model name") or platform.processor() or platform.machine()
     extensions = vector_extensions(fields.get("flags", ""))
     cpu = f"{cpu} ({extensions})" if extensions else cpu
