@@ -76,6 +76,7 @@ from kold_span.text.morphemes import clear_cache  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from report import isa_flags, machine_line, save_results, write_section  # noqa: E402
+from serve_load import rss_mb  # noqa: E402
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
@@ -107,22 +108,14 @@ def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, m
                      precision=precision)
 
 
-def rss_bytes() -> int:
-    """This process's resident memory now (Linux), else 0."""
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 @contextmanager
 def peak_memory(result: dict):
     """Sample resident memory every 10 ms; `result["peak_mb"]` is the process's peak while inside."""
-    peak, stop = [rss_bytes()], threading.Event()
+    peak, stop = [rss_mb(os.getpid())], threading.Event()
 
     def sample():
         while not stop.wait(0.01):
-            peak[0] = max(peak[0], rss_bytes())
+            peak[0] = max(peak[0], rss_mb(os.getpid()))
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
@@ -131,7 +124,7 @@ def peak_memory(result: dict):
     finally:
         stop.set()
         thread.join()
-        result["peak_mb"] = max(peak[0], rss_bytes()) / 2**20
+        result["peak_mb"] = max(peak[0], rss_mb(os.getpid()))
 
 
 @contextmanager
