@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT))
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
 from kold_span.data.example import Example  # noqa: E402
-from kold_span.inference.export import _versions, export_onnx  # noqa: E402
+from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.outputs import output_row  # noqa: E402
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks, cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -436,7 +436,7 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
         row["speedup"] = round(row["comments_per_s"] / base, 2)
     result = {**conditions(joint, source, args), "threads": torch.get_num_threads(),
               "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
-              "machine": machine_line(), "versions": _versions(), "rows": rows_out}
+              "machine": machine_line(), "versions": versions(), "rows": rows_out}
     if peer is not None:
         result["peer_versions"] = peer["versions"]
         best = max((n for n in rows_out if n.startswith("ort-int8")), key=lambda n: rows_out[n]["comments_per_s"])
@@ -448,6 +448,13 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
         command = threads + "python bench/throughput.py " + " ".join(sys.argv[1:])
         write_section(args.section, render_runtimes(result, command.strip()))
     return 0
+
+
+def versions() -> str:
+    """torch's and onnxruntime's versions."""
+    import onnxruntime
+
+    return f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"
 
 
 def render_runtimes(r: dict, command: str) -> str:
