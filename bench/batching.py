@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from quality_corpora import EXPERIMENTS, load_corpora  # noqa: E402
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -43,6 +42,19 @@ from kold_span.training import WindowsDataModule, tokenizer_texts  # noqa: E402
 
 # The shared file of each reader, as the quality benchmark's corpus table names it.
 DATA_FILES = {spec.reader: spec.path for spec in load_corpora().corpora.values()}
+
+
+def experiment_model(experiment: str, data: Path, overrides: list[str], tokenizer_examples=lambda train: train):
+    """An experiment's config (its train file under `data`), splits, tasks, tokenizer and encoder, as training builds
+    them; the tokenizer learns from `tokenizer_examples(train)` where the encoder is trained from scratch."""
+    config = load_config(EXPERIMENTS / experiment, overrides)
+    config.data.train = str(data / DATA_FILES[config.data.reader])
+    splits = load_splits(config)
+    tasks = build_tasks(config.tasks, splits["train"])
+    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(tokenizer_examples(splits["train"])))
+    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
+        encoder.get_input_embeddings().weight.requires_grad_(False)
+    return config, splits, tasks, tokenizer, encoder
 
 
 def train_step(model: MultiTaskModel, batch: dict, tasks, optimizer: torch.optim.Optimizer,
@@ -85,14 +97,8 @@ def main() -> int:
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
-    config = load_config(EXPERIMENTS / args.experiment, ["data.test_fraction=0",
-                                                         f"data.limit={args.n}"])
-    config.data.train = str(args.data / DATA_FILES[config.data.reader])
-    splits = load_splits(config)
-    tasks = build_tasks(config.tasks, splits["train"])
-    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(splits["train"]))
-    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
-        encoder.get_input_embeddings().weight.requires_grad_(False)
+    config, splits, tasks, tokenizer, encoder = experiment_model(args.experiment, args.data,
+                                                                 ["data.test_fraction=0", f"data.limit={args.n}"])
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride, config.context.mode,
                           config.context.max_turns)
     torch.manual_seed(0)
@@ -114,10 +120,7 @@ def main() -> int:
     result["speedup"] = round(result["random"]["seconds"] / result["grouped"]["seconds"], 2)
     if args.bf16:
         result["bf16_speedup"] = round(result["grouped"]["seconds"] / result["grouped-bf16"]["seconds"], 2)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         write_section(args.section, render(result, ("python bench/batching.py " + " ".join(sys.argv[1:])).strip()))
     return 0

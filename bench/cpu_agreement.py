@@ -32,10 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, run_splits, save_results, write_section  # noqa: E402
 
-from kold_span.config import config_from_dict  # noqa: E402
-from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.evaluation.prediction_files import evaluate_examples, read_predictions  # noqa: E402
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -91,10 +89,11 @@ def dev_scores(dev: list, rows: list[dict[str, Any]]) -> dict[str, Any]:
         return evaluate_examples(dev, read_predictions(path))
 
 
-def load(model: Path, path: str, folder: Path, train: list | None = None) -> Predictor:
-    """The model as one path runs it: "fp32" and "bf16" on torch, "int8" from a dynamic int8 graph in a copy,
-    "int8-static" from a static one calibrated on the first 256 texts of `train` (the run's own train side)."""
-    if not path.startswith("int8"):
+def load(model: Path, path: str, folder: Path, calibration: list | None = None) -> Predictor:
+    """The model as one path runs it: "fp32" and "bf16" on torch; exported into a copy and run on ONNX Runtime,
+    "onnx" float32, "int8" dynamic int8 and "int8-static" static int8 calibrated on the first 256 examples of
+    `calibration` (here the run's own train side)."""
+    if path in ("fp32", "bf16"):
         return Predictor.from_pretrained(model, precision=path, runtime="torch")
     copy = shutil.copytree(model, folder / path)
     calibrate = None
@@ -102,16 +101,14 @@ def load(model: Path, path: str, folder: Path, train: list | None = None) -> Pre
         calibrate = folder / "calibration.jsonl"
         calibrate.write_text("".join(json.dumps({"text": e.text, **({"context": e.context} if e.context else {})},
                                                 ensure_ascii=False) + "\n"
-                                     for e in train[:256]), encoding="utf-8")
-    export_onnx(copy, quantize="int8", calibrate=calibrate)
+                                     for e in calibration[:256]), encoding="utf-8")
+    export_onnx(copy, quantize="none" if path == "onnx" else "int8", calibrate=calibrate)
     return Predictor.from_pretrained(copy, runtime="onnx")
 
 
 def measure(run_dir: Path, against: str, batch_size: int) -> dict[str, Any]:
     """Predict a run's dev side in float32 and on the faster path; the changes, dev scores and seconds."""
-    config = config_from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")),
-                              str(run_dir / "config.json"))
-    splits = load_splits(config)
+    config, splits = run_splits(run_dir)
     dev = splits["dev"]
     rows: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
@@ -164,8 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     body = render(results, command, args.against)
     print(body)
     if not args.no_docs:
-        out = ROOT / "bench" / "results" / f"{section}.json"
-        out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        save_results(section, results, ascii_only=True)
         write_section(section, body)
     return 0
 

@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from quality import CORPORA, fused_probs, with_label  # noqa: E402
+from report import run_splits  # noqa: E402
 
-from kold_span.config import Problem, TaskConfig, config_from_dict  # noqa: E402
+from kold_span.config import Problem, TaskConfig  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import (
     label_str,  # noqa: E402
@@ -95,11 +96,10 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 def load_run(run: Path):
     """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
-    from kold_span.corpora.experiment import load_splits
     from kold_span.inference.predictor import Predictor
 
-    config = config_from_dict(json.loads((run / "config.json").read_text()))
-    return config, Predictor.from_pretrained(run / "model"), load_splits(config)
+    config, splits = run_splits(run)
+    return config, Predictor.from_pretrained(run / "model"), splits
 
 
 def expected_f1(run: Path) -> dict:

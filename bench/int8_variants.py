@@ -20,7 +20,6 @@ Results: bench/results/<section>.json and a section of docs/benchmarks/throughpu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,10 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import isa_flags, machine_line, write_section  # noqa: E402
+from report import isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
-from kold_span.config import config_from_dict  # noqa: E402
-from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.inference import export  # noqa: E402
 from kold_span.inference.pipeline import cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -158,9 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args(argv)
     threads = torch.get_num_threads()
-    config = config_from_dict(json.loads((args.dev / "config.json").read_text(encoding="utf-8")),
-                              str(args.dev / "config.json"))
-    dev = load_splits(config)["dev"][: args.texts]
+    dev = run_splits(args.dev)[1]["dev"][: args.texts]
     predictor = Predictor.from_pretrained(args.model, precision="fp32", runtime="torch")
     batches = network_batches(predictor, [e.text for e in dev], [e.context for e in dev], args.batch_size)
     windows = sum(int(b[0].shape[0]) for b in batches)
@@ -256,9 +251,7 @@ def main(argv: list[str] | None = None) -> int:
               "encoder": {"layers": encoder.num_hidden_layers, "hidden": encoder.hidden_size},
               "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
               "machine": machine_line(), "versions": export._versions(), "rows": rows}
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    save_results(args.section, result, ascii_only=True)
     body = render(result, f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} python bench/int8_variants.py "
                   + " ".join(argv if argv is not None else sys.argv[1:]))
     print(body)

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from quality_corpora import EXPERIMENTS  # noqa: E402
+
 from kold_span import corpora  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -33,14 +35,10 @@ KINDS = ("width", "spaces", "invisible", "bidi", "confusables", "elongation", "l
 
 
 def dev_texts(config_name: str, data: Path) -> list[str]:
-    """The dev split's texts (and string contexts) of a shipped config, its data under `data`."""
-    path = ROOT / "configs" / "experiment" / "quality" / f"{config_name}.yaml"
-    config = load_config(path)
+    """The dev split's texts of a shipped config, its data under `data`."""
+    config = load_config(EXPERIMENTS / f"{config_name}.yaml")
     config.data.train = str(data / Path(config.data.train).relative_to("../shared/data"))
-    texts = []
-    for example in load_splits(config)["dev"]:
-        texts.append(example.text)
-    return texts
+    return [example.text for example in load_splits(config)["dev"]]
 
 
 def multipico_english(data: Path) -> list[str]:

@@ -5,13 +5,15 @@ rewritten in place between `<!-- begin NAME -->` and `<!-- end NAME -->` when it
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
 from pathlib import Path
 from typing import Optional
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "benchmarks"
 # A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
 TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
           ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"),
@@ -72,25 +74,26 @@ def isa_flags(flags: Optional[str] = None) -> str:
         >>> isa_flags("fpu sse2")
         'none of avx2, avx512f, avx512_vnni, avx_vnni, avx512_bf16, amx_bf16, amx_int8'
     """
-    if flags is None:
-        try:
-            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        flags = next((line.partition(":")[2] for line in text.splitlines() if line.startswith("flags")), "")
+    flags = cpu_info().get("flags", "") if flags is None else flags
     present = [flag for flag in ISA_FLAGS if flag in flags.split()]
     return " ".join(present) if present else "none of " + ", ".join(ISA_FLAGS)
 
 
-def machine_line() -> str:
-    """A short description of this machine (CPU model and vector extension, cores, Python)."""
+def cpu_info() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (none where it cannot be read)."""
     fields: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())  # the first processor's
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def machine_line() -> str:
+    """A short description of this machine (CPU model and vector extension, cores, Python)."""
+    fields = cpu_info()
     cpu = fields.get("model name") or platform.processor() or platform.machine()
     extensions = vector_extensions(fields.get("flags", ""))
     cpu = f"{cpu} ({extensions})" if extensions else cpu
@@ -107,3 +110,23 @@ def write_section(name: str, body: str, doc: Optional[Path] = None) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     doc.write_text(text, encoding="utf-8")
+
+
+def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> Path:
+    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`); the file's path."""
+    text = json.dumps(result, indent=indent, ensure_ascii=ascii_only)
+    out = ROOT / "bench" / "results" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    if printed:
+        print(text)
+    return out
+
+
+def run_splits(run: Path):
+    """A trained run folder's saved config and the train / dev / test splits it carves (as training did)."""
+    from kold_span.config import config_from_dict
+    from kold_span.corpora.experiment import load_splits
+
+    config = config_from_dict(json.loads((run / "config.json").read_text(encoding="utf-8")), str(run / "config.json"))
+    return config, load_splits(config)

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
-from serve_load import SERVICE_DOC, Connection, metric, percentile, start_server, wait_healthy  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
+from serve_load import (SERVICE_DOC, Connection, metric, model_names, percentile, scrape,  # noqa: E402
+                        served)
 
 VICTIM = {"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다", "title": "프로야구 개막전 매진"}
 FILLER = "저 의원은 진짜 말하는 것마다 역겹다 ㅋㅋ 이번 정책은 좀 멍청한 결정 같네요 "
@@ -118,19 +119,17 @@ async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> N
             writer.close()
 
 
-async def scrape(host: str, port: int) -> str:
-    connection = Connection(host, port)
-    _, _, text = await connection.request("GET", "/metrics", timeout=30)
-    connection.close()
-    return text.decode()
-
-
 def summary(latencies: list[float]) -> dict:
     return {"requests": len(latencies), "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000, "max_ms": max(latencies, default=float("nan")) * 1000}
 
 
-async def measure(args: argparse.Namespace, host: str, port: int) -> dict:
+async def measure(args: argparse.Namespace, options: list[str], log: Path) -> dict:
+    async with served(args.model, options, log) as (_, host, port):
+        return await phases(args, host, port)
+
+
+async def phases(args: argparse.Namespace, host: str, port: int) -> dict:
     await victim(host, port, 2, 20)  # warm-up
     result: dict = {"idle": summary(await victim(host, port, args.seconds, args.max_requests))}
 
@@ -217,20 +216,10 @@ def main() -> int:
         options += ["--max-comment-tokens", str(args.max_comment_tokens)]
     load_before = Path("/proc/loadavg").read_text().split()[0]
     with tempfile.TemporaryDirectory() as folder:
-        process, host, port = start_server(args.model, options, Path(folder) / "serve.log")
-        try:
-            asyncio.run(wait_healthy(host, port, process))
-            result = asyncio.run(measure(args, host, port))
-        finally:
-            process.terminate()
-            process.wait(120)
-    result.update(machine=machine_line(), model=" ".join(Path(m).relative_to(ROOT).as_posix()
-                                                        if Path(m).is_relative_to(ROOT) else m for m in args.model),
-                  options=options, attackers=args.attackers, load_before=load_before,
-                  load_after=Path("/proc/loadavg").read_text().split()[0])
-    out = ROOT / "bench" / "results" / f"{args.section.replace('-', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        result = asyncio.run(measure(args, options, Path(folder) / "serve.log"))
+    result.update(machine=machine_line(), model=model_names(args.model), options=options, attackers=args.attackers,
+                  load_before=load_before, load_after=Path("/proc/loadavg").read_text().split()[0])
+    save_results(args.section.replace("-", "_"), result, indent=2, ascii_only=True)
     command = "python bench/serve_abuse.py " + " ".join(sys.argv[1:])
     text = render(result, command.strip())
     print(text)

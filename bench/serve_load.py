@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 
 SERVICE_DOC = ROOT / "docs" / "SERVICE.md"
 SAMPLE = ROOT / "data" / "sample" / "kold_sample.json"
@@ -247,37 +248,47 @@ class MemoryWatch:
         return self.peak
 
 
-def start_server(models: list[str], options: list[str], log: Path) -> tuple[subprocess.Popen, str, int]:
+@asynccontextmanager
+async def served(models: list[str], options: list[str], log: Path):
+    """A `kold-span serve` child on 127.0.0.1 once its /health says 200: (process, host, port); stopped on leaving."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with log.open("wb") as sink:
         process = subprocess.Popen([sys.executable, "-m", "kold_span.cli", "serve", "--model", *models,
                                     "--port", "0", *options], stdout=sink, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        found = re.search(r"http://([0-9.]+):(\d+)/", log.read_text(errors="replace"))
-        if found:
-            return process, found.group(1), int(found.group(2))
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited:\n{log.read_text(errors='replace')}")
-        time.sleep(0.2)
-    process.terminate()
-    raise SystemExit("the server printed no address within 600 s")
+    try:
+        deadline, found, connection = time.monotonic() + 600, None, None
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"the server exited:\n{log.read_text(errors='replace')}")
+            found = found or re.search(r"http://([0-9.]+):(\d+)/", log.read_text(errors="replace"))
+            if found:
+                connection = connection or Connection(found.group(1), int(found.group(2)))
+                try:
+                    if (await connection.request("GET", "/health", timeout=10))[0] == 200:
+                        break
+                except (OSError, ConnectionError, asyncio.TimeoutError):
+                    connection.close()
+            await asyncio.sleep(0.2)
+        else:
+            raise SystemExit("the server's /health did not say 200 within 600 s")
+        connection.close()
+        yield process, connection.host, connection.port
+    finally:
+        process.terminate()
+        process.wait(120)
 
 
-async def wait_healthy(host: str, port: int, process: subprocess.Popen) -> None:
+async def scrape(host: str, port: int) -> str:
+    """The server's /metrics text."""
     connection = Connection(host, port)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        try:
-            if (await connection.request("GET", "/health", timeout=10))[0] == 200:
-                connection.close()
-                return
-        except (OSError, ConnectionError, asyncio.TimeoutError):
-            connection.close()
-        if process.poll() is not None:
-            raise SystemExit("the server exited before it was ready")
-        await asyncio.sleep(0.3)
-    raise SystemExit("/health never said 200 within 600 s")
+    _, _, text = await connection.request("GET", "/metrics", timeout=30)
+    connection.close()
+    return text.decode()
+
+
+def model_names(models: list[str]) -> str:
+    """The model directories, relative to the repository where they lie inside it."""
+    return " ".join(os.path.relpath(m, ROOT) if Path(m).resolve().is_relative_to(ROOT) else m for m in models)
 
 
 # -- the offline side -----------------------------------------------------------------------------
@@ -312,9 +323,7 @@ async def measure(args: argparse.Namespace, comments: list[dict], offline_rate: 
                "--max-queue", str(args.max_queue), "--max-comments", str(min(256, args.max_queue)),
                "--device", args.device, "--runtime", args.runtime] + (
                    ["--threads", str(args.threads)] if args.threads else [])
-    process, host, port = start_server(args.model, options, log)
-    try:
-        await wait_healthy(host, port, process)
+    async with served(args.model, options, log) as (process, host, port):
         memory = MemoryWatch(process.pid)
         memory_task = asyncio.create_task(memory.run())
         warm = Connection(host, port)
@@ -326,11 +335,12 @@ async def measure(args: argparse.Namespace, comments: list[dict], offline_rate: 
         baseline = memory.reset()
         levels = []
         for clients in args.clients:
-            _, _, before = await Connection(host, port).request("GET", "/metrics")
+            before = await scrape(host, port)
             level = await closed_loop(host, port, comments, clients, args.seconds, args.max_requests)
-            _, _, after = await Connection(host, port).request("GET", "/metrics")
+            after = await scrape(host, port)
+
             def delta(name: str) -> float:
-                return metric(after.decode(), name) - metric(before.decode(), name)
+                return metric(after, name) - metric(before, name)
 
             batches, scored = delta("kold_span_batch_comments_count"), delta("kold_span_batch_comments_sum")
             level.mean_batch = scored / batches if batches else 0.0
@@ -348,17 +358,12 @@ async def measure(args: argparse.Namespace, comments: list[dict], offline_rate: 
         await asyncio.sleep(1.0)
         after_burst = rss_mb(process.pid)
         memory_task.cancel()
-    finally:
-        process.terminate()
-        code = process.wait(120)
     return {
-        "server_options": options, "exit_code_after_sigterm": code,
+        "server_options": options, "exit_code_after_sigterm": process.returncode,
         "levels": [{"clients": lv.clients, "requests": sum(lv.statuses.values()), "statuses": lv.statuses,
                     "seconds": round(lv.seconds, 2),
                     "comments_per_s": round(len(lv.latencies) / lv.seconds, 1),
-                    "p50_ms": round(1000 * percentile(lv.latencies, 50), 1),
-                    "p95_ms": round(1000 * percentile(lv.latencies, 95), 1),
-                    "p99_ms": round(1000 * percentile(lv.latencies, 99), 1),
+                    **{f"p{q}_ms": round(1000 * percentile(lv.latencies, q), 1) for q in (50, 95, 99)},
                     "mean_batch": round(lv.mean_batch, 1), "model_busy": round(lv.model_busy, 3),
                     "model_ms_per_comment": round(lv.model_ms_per_comment, 2)} for lv in levels],
         "capacity_per_s": round(capacity, 1), "saturation_vs_offline": round(capacity / offline_rate, 3),
@@ -457,18 +462,13 @@ def main() -> int:
     encoder = config["encoder"]
     result = {
         "machine": machine_line(), "load_before": load_before,
-        "load_after": Path("/proc/loadavg").read_text().split()[0],
-        "model": " ".join(os.path.relpath(m, ROOT) if Path(m).resolve().is_relative_to(ROOT) else m
-                          for m in args.model),
+        "load_after": Path("/proc/loadavg").read_text().split()[0], "model": model_names(args.model),
         "encoder": f"{encoder.get('model_type')}, {encoder.get('num_hidden_layers')} layers, hidden "
                    f"{encoder.get('hidden_size')}, windows of {config['max_length']} tokens",
         "comments": len(comments), "max_wait_ms": args.max_wait_ms, "max_queue": args.max_queue,
         "burst_seconds": args.burst_seconds, "runtime": args.runtime, "offline": off, **served,
     }
-    out = ROOT / "bench/results" / f"{args.section.replace('-', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section.replace("-", "_"), result, printed=True)
     if not args.no_docs:
         command = " ".join(["python bench/serve_load.py", *sys.argv[1:]])
         write_section(args.section, render(result, command), doc=SERVICE_DOC)

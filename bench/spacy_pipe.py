@@ -21,7 +21,6 @@ Results: bench/results/spacy_pipe.json and the `spacy-pipe` section of docs/SPAC
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import spacy  # noqa: E402
-from report import machine_line, write_section  # noqa: E402
+from report import machine_line, save_results, write_section  # noqa: E402
 from throughput import load_comments  # noqa: E402
 
 import kold_span.integrations.kiwi_tokenizer  # noqa: E402,F401  (registers the tokenizer from a checkout)
@@ -124,10 +123,7 @@ def main() -> int:
         "load_average": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
         "torch_threads": torch.get_num_threads(), "spacy": spacy.__version__, "machine": machine_line(),
     }
-    out = ROOT / "bench/results/spacy_pipe.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results("spacy_pipe", result, printed=True)
     if not args.no_docs:
         write_section("spacy-pipe", render(result, ("python bench/spacy_pipe.py " + " ".join(sys.argv[1:])).strip()),
                       DOC)

@@ -27,31 +27,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from batching import DATA_FILES, train_step  # noqa: E402
-from quality_corpora import EXPERIMENTS  # noqa: E402
-from report import DOCS, machine_line, write_section  # noqa: E402
+from batching import experiment_model, train_step  # noqa: E402
+from report import DOCS, machine_line, save_results, write_section  # noqa: E402
 
-from kold_span.config import load_config  # noqa: E402
-from kold_span.corpora.experiment import load_splits  # noqa: E402
-from kold_span.models.backbones import build_encoder  # noqa: E402
-from kold_span.models.kinds import build_tasks  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.windows import InputEncoder  # noqa: E402
-from kold_span.training import WindowsDataModule, tokenizer_texts  # noqa: E402
+from kold_span.training import WindowsDataModule  # noqa: E402
 
 SECTION = "step-time"
 
 
 def step_seconds(experiment: str, data: Path, batch_size: int, tokens: int, warmup: int, steps: int) -> dict:
     """The median and spread of `steps` timed training steps (wall clock; and CPU seconds, all threads) of `experiment`'s model on one full batch."""
-    config = load_config(EXPERIMENTS / experiment, ["data.test_fraction=0"])
-    config.data.train = str(data / DATA_FILES[config.data.reader])
-    examples = load_splits(config)["train"]
-    longest = sorted(examples, key=lambda e: len(e.text), reverse=True)[:batch_size]
-    tasks = build_tasks(config.tasks, examples)
-    tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(longest))
-    if config.model.encoder.freeze_word_embeddings:  # as training does (kold_span.training.run)
-        encoder.get_input_embeddings().weight.requires_grad_(False)
+    def longest_of(examples: list) -> list:
+        return sorted(examples, key=lambda e: len(e.text), reverse=True)[:batch_size]
+
+    config, splits, tasks, tokenizer, encoder = experiment_model(experiment, data, ["data.test_fraction=0"], longest_of)
+    longest = longest_of(splits["train"])
     inputs = InputEncoder(tokenizer, tokens, tokens // 4, config.context.mode, config.context.max_turns)
     datamodule = WindowsDataModule({"train": longest}, tasks, inputs, batch_size, seed=config.seed)
     datamodule.setup()
@@ -95,9 +87,7 @@ def main() -> int:
     result = {"batch": args.batch, "tokens": args.tokens, "torch_threads": torch.get_num_threads(),
               "warmup": args.warmup, "steps": args.steps, "machine": machine_line(),
               "load_average_1min": [round(load_before[0], 2), round(os.getloadavg()[0], 2)], "rows": rows}
-    out = ROOT / "bench/results" / f"{SECTION}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(SECTION, result)
     if not args.no_docs:
         command = ("python bench/step_time.py " + " ".join(sys.argv[1:])).strip()
         write_section(SECTION, render(result, command), DOCS / "training-speed.md")

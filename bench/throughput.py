@@ -75,7 +75,8 @@ from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from report import isa_flags, machine_line, write_section  # noqa: E402
+from report import isa_flags, machine_line, save_results, write_section  # noqa: E402
+from serve_load import rss_mb  # noqa: E402
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
@@ -107,22 +108,14 @@ def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, m
                      precision=precision)
 
 
-def rss_bytes() -> int:
-    """This process's resident memory now (Linux), else 0."""
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 @contextmanager
 def peak_memory(result: dict):
     """Sample resident memory every 10 ms; `result["peak_mb"]` is the process's peak while inside."""
-    peak, stop = [rss_bytes()], threading.Event()
+    peak, stop = [rss_mb(os.getpid())], threading.Event()
 
     def sample():
         while not stop.wait(0.01):
-            peak[0] = max(peak[0], rss_bytes())
+            peak[0] = max(peak[0], rss_mb(os.getpid()))
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
@@ -131,7 +124,7 @@ def peak_memory(result: dict):
     finally:
         stop.set()
         thread.join()
-        result["peak_mb"] = max(peak[0], rss_bytes()) / 2**20
+        result["peak_mb"] = max(peak[0], rss_mb(os.getpid()))
 
 
 @contextmanager
@@ -188,6 +181,34 @@ def timed(rows, modules: list[torch.nn.Module], device: torch.device) -> dict:
             sink.write(line)
         result["total"] = time.perf_counter() - start
     return result
+
+
+def timed_passes(setups: dict, examples: list[Example], repeats: int, device: torch.device) -> tuple[dict, list]:
+    """Each setup's `(rows, modules)` median of `repeats` timed passes (in turn, after a warm-up); load averages."""
+    for rows, modules in setups.values():  # warm-up
+        timed(lambda: rows(examples[:64]), modules, device)
+    runs: dict[str, list[dict]] = {name: [] for name in setups}
+    load = [os.getloadavg()]
+    for _ in range(repeats):
+        for name, (rows, modules) in setups.items():
+            runs[name].append(timed(lambda: rows(examples), modules, device))
+    load.append(os.getloadavg())
+    out = {}
+    for name, passes in runs.items():
+        seconds = statistics.median(p["total"] for p in passes)
+        out[name] = {"s": round(seconds, 2), "comments_per_s": round(len(examples) / seconds, 1),
+                     "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
+                     "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
+                     "passes_s": [round(p["total"], 2) for p in passes]}
+    return out, load
+
+
+def conditions(joint: Predictor, source: str, args: argparse.Namespace) -> dict:
+    """The comments, batch and encoder every result of this bench names."""
+    config = joint.model.encoder.config
+    return {"comments": args.n, "source": source, "repeats": args.repeats, "batch_size": args.batch_size,
+            "encoder": {"hidden": config.hidden_size, "layers": config.num_hidden_layers,
+                        "max_length": args.max_length, "name": args.encoder or "BERT"}}
 
 
 def hf_pipelines(joint: Predictor, max_length: int, device: str):
@@ -287,28 +308,10 @@ def main() -> int:
     if not args.no_hf:
         text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
         setups["hf"] = (lambda ex: hf_rows(text_pipe, token_pipe, ex, bs, 32), [text_pipe.model, token_pipe.model])
-    for rows, modules in setups.values():  # warm-up
-        timed(lambda: rows(examples[:64]), modules, device)
-
-    runs: dict[str, list[dict]] = {name: [] for name in setups}
-    for _ in range(args.repeats):
-        for name, (rows, modules) in setups.items():
-            runs[name].append(timed(lambda: rows(examples), modules, device))
-    rows_out = {}
-    for name, passes in runs.items():
-        seconds = statistics.median(p["total"] for p in passes)
-        rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
-                          "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
-                          "peak_mb": round(max(p["peak_mb"] for p in passes), 1)}
-    result = {
-        "comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
-        "encoder": {"hidden": joint.model.encoder.config.hidden_size,
-                    "layers": joint.model.encoder.config.num_hidden_layers, "max_length": args.max_length,
-                    "name": args.encoder or "BERT"},
-        "torch_threads": torch.get_num_threads(), "device": device_name(args.device),
-        "kiwi": not (args.no_kiwi or english),
-        "precision": joint.precision, "rows": rows_out, "machine": machine_line(),
-    }
+    rows_out = timed_passes(setups, examples, args.repeats, device)[0]
+    result = {**conditions(joint, source, args), "torch_threads": torch.get_num_threads(),
+              "device": device_name(args.device), "kiwi": not (args.no_kiwi or english),
+              "precision": joint.precision, "rows": rows_out, "machine": machine_line()}
     if "classifier" in rows_out:
         pair_s = rows_out["classifier"]["s"] + rows_out["tagger"]["s"]
         result["pair_comments_per_s"] = round(args.n / pair_s, 1)
@@ -317,10 +320,7 @@ def main() -> int:
         result["hf_speedup"] = round(rows_out["pipeline"]["comments_per_s"] / rows_out["hf"]["comments_per_s"], 2)
     result["pipeline_speedup"] = round(rows_out["pipeline"]["comments_per_s"]
                                        / rows_out["sequential"]["comments_per_s"], 3)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         command = "python bench/throughput.py " + " ".join(sys.argv[1:])
         write_section(args.section, render(result, command.strip()))
@@ -383,21 +383,14 @@ def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Names
 
 def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
     """The joint model saved once, then loaded per runtime: torch in fp32 (and bf16), each exported graph on ORT."""
-    import shutil
+    from cpu_agreement import load
 
     directory = joint.save_pretrained(folder / "torch")
-    out = {"torch-fp32": Predictor.from_pretrained(directory, precision="fp32", runtime="torch")}
-    if cpu_has_bf16():
-        out["torch-bf16"] = Predictor.from_pretrained(directory, precision="bf16", runtime="torch")
-    calibration = folder / "calibration.jsonl"
-    calibration.write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n" for e in examples[:256]),
-                           encoding="utf-8")
-    for name, quantize, calibrate in (("ort-fp32", "none", None), ("ort-int8-dynamic", "int8", None),
-                                      ("ort-int8-static", "int8", calibration)):
-        copy = shutil.copytree(directory, folder / name)
-        export_onnx(copy, quantize=quantize, calibrate=calibrate)
-        out[name] = Predictor.from_pretrained(copy, runtime="onnx")
-    return out
+    texts = [Example(id=e.id, text=e.text) for e in examples]  # static int8 calibrates on the comments alone
+    paths = {"torch-fp32": "fp32", "torch-bf16": "bf16", "ort-fp32": "onnx", "ort-int8-dynamic": "int8",
+             "ort-int8-static": "int8-static"}
+    return {name: load(directory, path, folder, texts) for name, path in paths.items()
+            if path != "bf16" or cpu_has_bf16()}
 
 
 def fidelity(reference: list[dict], got: list[dict]) -> dict:
@@ -424,27 +417,15 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
     bs = args.batch_size
     with tempfile.TemporaryDirectory() as folder:
         predictors = runtime_predictors(joint, examples, Path(folder))
-        modules = {name: [p.network if p.network.runtime == "onnx" else p.model] for name, p in predictors.items()}
-        for name, p in predictors.items():  # warm-up
-            timed(lambda: pipeline_rows(p, examples[:64], bs), modules[name], joint.device)
-        runs: dict[str, list[dict]] = {name: [] for name in predictors}
-        load = [os.getloadavg()]
-        for _ in range(args.repeats):
-            for name, p in predictors.items():
-                runs[name].append(timed(lambda: pipeline_rows(p, examples, bs), modules[name], joint.device))
-        load.append(os.getloadavg())
+        setups = {name: ((lambda p: lambda ex: pipeline_rows(p, ex, bs))(p),
+                         [p.network if p.network.runtime == "onnx" else p.model]) for name, p in predictors.items()}
+        rows_out, load = timed_passes(setups, examples, args.repeats, joint.device)
         peer = optimum_rows(joint, examples, args, Path(folder)) if args.optimum else None
         if peer is not None:
             load.append(os.getloadavg())
         reference = list(predictors["torch-fp32"].predict_examples(examples, bs))
-        rows_out = {}
-        for name, passes in runs.items():
-            seconds = statistics.median(p["total"] for p in passes)
-            rows_out[name] = {"s": round(seconds, 2), "comments_per_s": round(args.n / seconds, 1),
-                              "network_busy": round(statistics.median(p["inside"] / p["total"] for p in passes), 3),
-                              "peak_mb": round(max(p["peak_mb"] for p in passes), 1),
-                              "passes_s": [round(p["total"], 2) for p in passes],
-                              **fidelity(reference, list(predictors[name].predict_examples(examples, bs)))}
+        for name, row in rows_out.items():
+            row.update(fidelity(reference, list(predictors[name].predict_examples(examples, bs))))
     for fmt in ("fp32", "int8") if peer is not None else ():
         seconds = peer[fmt]["s"]
         rows_out[f"optimum-{fmt}"] = {"s": seconds, "comments_per_s": round(args.n / seconds, 1), "network_busy": None,
@@ -453,22 +434,15 @@ def compare_runtimes(joint: Predictor, examples: list[Example], source: str, arg
     base = rows_out["torch-fp32"]["comments_per_s"]
     for row in rows_out.values():
         row["speedup"] = round(row["comments_per_s"] / base, 2)
-    config = joint.model.encoder.config
-    result = {"comments": args.n, "source": source, "repeats": args.repeats, "batch_size": bs,
-              "encoder": {"hidden": config.hidden_size, "layers": config.num_hidden_layers,
-                          "max_length": args.max_length, "name": args.encoder or "BERT"},
-              "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-              "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
+    result = {**conditions(joint, source, args), "threads": torch.get_num_threads(),
+              "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "load_average": [[round(x, 2) for x in la] for la in load], "isa": isa_flags(),
               "machine": machine_line(), "versions": versions(), "rows": rows_out}
     if peer is not None:
         result["peer_versions"] = peer["versions"]
         best = max((n for n in rows_out if n.startswith("ort-int8")), key=lambda n: rows_out[n]["comments_per_s"])
         result["against_optimum_int8"] = round(rows_out[best]["comments_per_s"]
                                                / rows_out["optimum-int8"]["comments_per_s"], 2)
-    out = ROOT / "bench/results" / f"{args.section}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    save_results(args.section, result, printed=True)
     if not args.no_docs:
         threads = f"OMP_NUM_THREADS={result['omp_num_threads']} " if result["omp_num_threads"] else ""
         command = threads + "python bench/throughput.py " + " ".join(sys.argv[1:])
