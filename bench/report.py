@@ -17,7 +17,7 @@ DOCS = ROOT / "docs" / "benchmarks"
 # A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
 TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
           ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"),
-          ("int8-vs-fp32", "int8-vs-fp32.md"))
+          ("int8-vs-fp32", "int8-vs-fp32.md"), ("int8-variants", "throughput.md"))
 HEADER = """# {title}
 
 Every figure here was produced by the command printed above it, on the machine named there.
