@@ -168,6 +168,8 @@ def test_uploading_a_csv_shows_a_table_and_offers_predicts_jsonl(browser, server
     rows = browser.find_elements(By.CSS_SELECTOR, "#file-rows tr")
     assert [r.get_attribute("data-id") for r in rows] == ["g1", "g2", "g3"]
     assert "감독은 전술이 없냐 한심하네" in rows[2].text and "OFF:" in rows[2].text
+    hover = rows[2].find_element(By.CSS_SELECTOR, "span[title]").get_attribute("title")
+    assert hover.endswith("; the most probable label: true when P(true) > 0.5")  # how OFF decided, on hover
     link = browser.find_element(By.ID, "download")
     assert link.get_attribute("download") == "comments.predictions.jsonl"
     offered = browser.execute_async_script(
