@@ -38,6 +38,19 @@ def tiny_model() -> Path:
     return train(config, quiet=True).model_dir
 
 
+def with_thresholds(model: Path, out: Path, thresholds: dict[str, list[float]]) -> Path:
+    """A copy of a model directory at `out` whose config.json records these task thresholds, as dev tuning would."""
+    from kold_span.models.manifest import write_manifest
+
+    shutil.copytree(model, out)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    for task in config["tasks"]:
+        task["thresholds"] = thresholds.get(task["name"], task["thresholds"])
+    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_manifest(out)  # as whoever changes a saved model does
+    return out
+
+
 def child_env() -> dict[str, str]:
     """This checkout first on the child's import path."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

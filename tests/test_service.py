@@ -19,7 +19,7 @@ from kold_span.inference.predictor import Predictor
 from kold_span.models.tasks import Task
 from kold_span.service.app import Settings, create_app
 from kold_span.service.requests import Limits
-from service_model import get, post, running_server, tiny_model
+from service_model import get, post, running_server, tiny_model, with_thresholds
 
 COMMENTS = [  # comments of the fixture the tiny model was trained on, and two it never saw
     {"id": "a1", "text": "저 의원은 진짜 멍청하다. 말하는 것마다 역겹다 ㅋㅋ", "title": "장관 후보자 청문회 파행"},
@@ -115,6 +115,19 @@ def test_an_attribute_file_renames_the_attributes(model_dir, tmp_path):
         client.__exit__(None, None, None)
 
 
+def test_info_says_the_threshold_an_ensemble_decodes_with(model_dir, tmp_path):
+    """Members tuned at 0.3 and 0.6 on P(B) + P(I): the ensemble cuts at their mean, and /info says so."""
+    members = [with_thresholds(model_dir, tmp_path / f"m{i}", {"OFF_span": [t]}) for i, t in enumerate((0.3, 0.6))]
+    pair = serving(lambda: load_predictor(members), models=tuple(map(str, members)))
+    try:
+        tasks = {t["name"]: t["decision"] for t in pair.get("/info").json()["tasks"]}
+    finally:
+        pair.__exit__(None, None, None)
+    # exactly what it compares with: (0.3 + 0.6) / 2 in float64 (the page shows 0.45)
+    assert tasks == {"OFF": {"rule": "most probable label"},
+                     "OFF_span": {"rule": "P(B)+P(I) >= t", "threshold": 0.44999999999999996}}
+
+
 def test_several_model_directories_make_an_ensemble(client, model_dir):
     pair = serving(lambda: load_predictor([model_dir, model_dir]), models=(str(model_dir),) * 2)
     try:
@@ -131,6 +144,7 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
     info = client.get("/info").json()
     assert [t["name"] for t in info["tasks"]] == ["OFF", "OFF_span"]
+    assert [t["decision"] for t in info["tasks"]] == [{"rule": "most probable label"}, {"rule": "most probable tag"}]
     assert info["attributes"]["TOXICITY"] == {"task": "OFF", "label": "true", "spans": "OFF_span"}
     assert info["encoder"]["model_type"] == "bert" and info["encoder"]["max_length"] == 64
     assert info["runtime"] == ["fp32"] and info["normalize"] == [None]  # torch float32, text read as written

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from kold_span.text.normalize import hidden_characters
-from service_model import ROOT, chromium, get, post, running_server, tiny_model
+from service_model import ROOT, chromium, get, post, running_server, tiny_model, with_thresholds
 
 FOUND = chromium()
 if FOUND is None:
@@ -46,6 +46,15 @@ def feedback_file(tmp_path_factory):
 def server(tmp_path_factory, feedback_file):
     with running_server([tiny_model()], "--feedback", str(feedback_file),
                         log_dir=tmp_path_factory.mktemp("serve")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tuned_server(tmp_path_factory):
+    """The tiny model as dev-tuned: config.json records a P(B) + P(I) threshold of 0.4 for OFF_span."""
+    folder = tmp_path_factory.mktemp("tuned")
+    model = with_thresholds(tiny_model(), folder / "model", {"OFF_span": [0.4]})
+    with running_server([model], log_dir=folder) as server:
         yield server
 
 
@@ -159,6 +168,8 @@ def test_uploading_a_csv_shows_a_table_and_offers_predicts_jsonl(browser, server
     rows = browser.find_elements(By.CSS_SELECTOR, "#file-rows tr")
     assert [r.get_attribute("data-id") for r in rows] == ["g1", "g2", "g3"]
     assert "감독은 전술이 없냐 한심하네" in rows[2].text and "OFF:" in rows[2].text
+    hover = rows[2].find_element(By.CSS_SELECTOR, "span[title]").get_attribute("title")
+    assert hover.endswith("; the most probable label: true when P(true) > 0.5")  # how OFF decided, on hover
     link = browser.find_element(By.ID, "download")
     assert link.get_attribute("download") == "comments.predictions.jsonl"
     offered = browser.execute_async_script(
@@ -353,3 +364,24 @@ def test_a_typed_comment_with_hidden_characters_keeps_its_spans_on_the_right_cha
         assert piece == text[start:end]
     covered = {i for s in expected["spans"] for i in range(s["start"], s["end"])}
     assert {i for start, end, _ in shown["marks"] for i in range(start, end)} == covered
+
+
+def test_the_page_says_how_each_task_decides(browser, tuned_server):
+    """Next to the probabilities: the top label for OFF, and OFF_span's threshold as the model directory records it."""
+    open_page(browser, tuned_server)
+    browser.find_element(By.ID, "comment").send_keys(COMMENT)
+    browser.find_element(By.ID, "analyze").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    row = browser.find_element(By.CSS_SELECTOR, "#labels tr[data-task='OFF']")
+    # labels false, true: np.argmax gives a tie to false, so true needs P(true) > 0.5
+    assert row.find_element(By.CSS_SELECTOR, ".rule").text == "the most probable label: true when P(true) > 0.5"
+    rules = browser.find_element(By.CSS_SELECTOR, "#span-rules [data-task='OFF_span']")
+    assert rules.text == "OFF_span: a token is in a span when P(B) + P(I) ≥ 0.4"
+    # a multi-label task's tuned thresholds, said per label (the tiny model has none: its /info entry, given)
+    said = browser.execute_script(
+        "state.tasks.TGT = {name: 'TGT', kind: 'sequence', problem: 'multi', labels: ['group', 'individual'],"
+        " decision: {rule: 'threshold', thresholds: {group: 0.35000000000000003, individual: 0.6}}};"
+        "state.tasks.GRP = {name: 'GRP', kind: 'sequence', problem: 'multi', labels: ['men', 'women'],"
+        " decision: {rule: 'threshold', thresholds: {men: 0.5, women: 0.5}}};"
+        "return [ruleText('TGT'), ruleText('GRP')];")
+    assert said == ["marked when P ≥ 0.35 (group), 0.6 (individual)", "each label marked when P ≥ 0.5"]

@@ -232,6 +232,28 @@ def test_info_shows_no_path_of_the_servers_disk(tmp_path):
         assert not text.startswith(("/", "~")) and "secret" not in text and str(tmp_path) not in text, text
 
 
+class Tuned(Fake):
+    """A stand-in whose tasks decide every way a model can: top label, thresholds tuned or not, spans both ways."""
+
+    tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")),
+             Task("TGT", "sequence", "TGT", problem="multi", labels=("group", "individual"), thresholds=(0.35, 0.6)),
+             Task("GRP", "sequence", "GRP", problem="multi", labels=("men", "women")),
+             Task("OFF_span", "span", "OFF", gate="OFF", thresholds=(0.4,)),
+             Task("TGT_span", "span", "TGT")]
+
+
+def test_info_says_how_each_task_decides_from_the_thresholds_the_model_decodes_with():
+    with serving(Tuned()) as client:
+        tasks = {t["name"]: t["decision"] for t in client.get("/info").json()["tasks"]}
+    assert tasks == {
+        "OFF": {"rule": "most probable label"},  # argmax: true when P(true) > 0.5, whatever thresholds say
+        "TGT": {"rule": "threshold", "thresholds": {"group": 0.35, "individual": 0.6}},  # tuned on dev
+        "GRP": {"rule": "threshold", "thresholds": {"men": 0.5, "women": 0.5}},  # none recorded: 0.5 each
+        "OFF_span": {"rule": "P(B)+P(I) >= t", "threshold": 0.4},
+        "TGT_span": {"rule": "most probable tag"},
+    }
+
+
 def test_a_key_file_with_a_plain_key_or_a_bad_line_is_an_error_naming_the_line(tmp_path):
     from kold_span.errors import ConfigError
 

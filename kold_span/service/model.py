@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from kold_span.config.choices import SnapMode
+from kold_span.config.choices import SnapMode, TaskKind
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.inference.inputs import prediction_record
 from kold_span.service.batching import Shape
@@ -105,6 +105,36 @@ def model_name(directories: Sequence[Union[str, Path]]) -> str:
     return "+".join("/".join(Path(d).parts[-2:]) for d in directories)
 
 
+def decision(task: Any) -> dict[str, Any]:
+    """How a task's probabilities become its answer, as the predictor decodes it (for `/info` and the page).
+
+    A single-label or soft task takes its most probable label (ties go to the label listed first, so a
+    true/false task with labels false, true says true when P(true) > 0.5); a multi-label task marks
+    each label whose probability reaches its threshold (0.5 where the model records none); a span
+    task puts a token in a span when P(B) + P(I) reaches its threshold, else takes the most
+    probable tag. An `Ensemble`'s tasks carry its members' averaged thresholds, which it decodes with.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> decision(Task("OFF", "sequence", "OFF", labels=("false", "true")))
+        {'rule': 'most probable label'}
+        >>> decision(Task("TGT", "sequence", "TGT", problem="multi", labels=("a", "b"), thresholds=(0.35, 0.6)))
+        {'rule': 'threshold', 'thresholds': {'a': 0.35, 'b': 0.6}}
+        >>> decision(Task("TGT", "sequence", "TGT", problem="multi", labels=("a",)))
+        {'rule': 'threshold', 'thresholds': {'a': 0.5}}
+        >>> decision(Task("S", "span", "OFF", thresholds=(0.4,))), decision(Task("S", "span", "OFF"))
+        ({'rule': 'P(B)+P(I) >= t', 'threshold': 0.4}, {'rule': 'most probable tag'})
+    """
+    if task.kind is TaskKind.SPAN:
+        if task.thresholds:
+            return {"rule": "P(B)+P(I) >= t", "threshold": float(task.thresholds[0])}
+        return {"rule": "most probable tag"}
+    if task.problem.thresholded:
+        return {"rule": "threshold",
+                "thresholds": {label: float(task.threshold(i)) for i, label in enumerate(task.labels)}}
+    return {"rule": "most probable label"}
+
+
 class ServedModel:
     """A `Predictor` (or `Ensemble`) behind the batcher: `shapes` and `run` are its two callables."""
 
@@ -163,13 +193,13 @@ class ServedModel:
         return records
 
     def describe(self) -> dict[str, Any]:
-        """Tasks, perspective, encoder, what runs the network and how inputs are normalized, for `/info`."""
+        """Tasks and how each decides, perspective, encoder, what runs the network, how inputs are normalized."""
         predictor = self.predictor
         members = getattr(predictor, "members", [predictor])
         config = members[0].model.encoder.config
         return {
             "tasks": [{"name": t.name, "kind": t.kind, "source": t.source, "problem": t.problem,
-                       "labels": list(t.labels), "gate": t.gate} for t in predictor.tasks],
+                       "labels": list(t.labels), "gate": t.gate, "decision": decision(t)} for t in predictor.tasks],
             "perspective": predictor.perspective,
             "encoder": {"model_type": config.model_type, "hidden_size": getattr(config, "hidden_size", None),
                         "layers": getattr(config, "num_hidden_layers", None),
