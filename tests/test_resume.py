@@ -91,14 +91,19 @@ def step_losses(run: Path) -> dict[int, float]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("grouped", [False, True])
-def test_run_killed_inside_an_epoch_resumes_exactly(tmp_path, monkeypatch, grouped):
+@pytest.mark.parametrize("extra", [
+    [],  # random batches
+    ["trainer.group_by_length=true"],
+    # 5 batches an epoch, a step every 2, an average of the weights
+    ["trainer.batch_size=4", "trainer.accumulate_grad_batches=2", "trainer.ema_decay=0.9"],
+], ids=["random", "grouped", "accumulated-ema"])
+def test_run_killed_inside_an_epoch_resumes_exactly(tmp_path, monkeypatch, extra):
     from kold_span.config.loading import load_config
     from kold_span.training import run as run_module
 
     def config(out: Path):
         return load_config(TINY, [f"output_dir={out}", f"data.train={FIXTURE}", "run=r", *SETTINGS,
-                                  "trainer.checkpoint_every_n_steps=2", f"trainer.group_by_length={grouped}"])
+                                  "trainer.checkpoint_every_n_steps=2", *extra])
 
     whole = run_module.train(config(tmp_path / "whole"), quiet=True)
     assert sorted(p.name for p in (whole.run_dir / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]
@@ -109,8 +114,9 @@ def test_run_killed_inside_an_epoch_resumes_exactly(tmp_path, monkeypatch, group
     run = tmp_path / "broken" / "tiny" / "r"
     saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     served = saved["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["batches"]
-    per_epoch = saved["global_step"] - served  # the checkpoint is in the second epoch
-    assert saved["epoch"] == 1 and saved["global_step"] % 2 == 0 and 0 < served < per_epoch, (served, per_epoch)
+    progress = saved["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+    assert saved["epoch"] == 1 and saved["global_step"] % 2 == 0 and served > 0
+    assert progress["current"]["processed"] == served and not progress["is_last_batch"]  # inside the epoch
     assert not (run / "metrics.json").exists()
 
     resumed = run_module.train(config(tmp_path / "broken"), resume=True, quiet=True)
