@@ -89,10 +89,19 @@ def test_mistyped_key_in_a_part_file_names_that_file():
     ("trainer.monitor=dev/OFFF/macro_f1",
      r"or dev/<task>/<metric> with a task of \['OFF', 'OFF_span', 'TGT_span'\]"),
     ("trainer.ema_decay=1.0", r"trainer.ema_decay must be in \(0, 1\) or null, got 1.0"),
+    ("trainer.checkpoint_every_n_steps=0",
+     r"trainer.checkpoint_every_n_steps must be a positive number of steps or null, got 0"),
+    ("trainer.checkpoint_every_n_steps=-5", r"checkpoint_every_n_steps must be a positive number .*got -5"),
 ])
 def test_bad_values_fail_before_any_work(override, fragment):
     with pytest.raises(ConfigError, match=fragment):
         load_config(DEMO, [override])
+
+
+def test_checkpoint_every_n_steps_is_off_unless_set():
+    assert load_config(DEMO).trainer.checkpoint_every_n_steps is None
+    assert load_config(DEMO, ["trainer.checkpoint_every_n_steps=500"]).trainer.checkpoint_every_n_steps == 500
+    assert load_config(DEMO, ["trainer.checkpoint_every_n_steps=null"]).trainer.checkpoint_every_n_steps is None
 
 
 def test_switching_to_a_pretrained_encoder():

@@ -82,6 +82,9 @@ def check_values(config: Config, where: str) -> None:
          "trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1")
     ema = config.trainer.ema_decay
     need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
+    every = tc.checkpoint_every_n_steps
+    need(every is None or (isinstance(every, int) and not isinstance(every, bool) and every > 0),
+         f"trainer.checkpoint_every_n_steps must be a positive number of steps or null, got {every!r}")
     need(isinstance(config.align.snap, SnapMode),
          f"align.snap must be one of {SnapMode.values()}, got {config.align.snap!r}")
     need(config.context.mode in CONTEXT_MODES,

@@ -217,6 +217,9 @@ class TrainerConfig:
     threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
     group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
     keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
+    # also write checkpoints/last.ckpt every this many optimizer steps, so --resume continues inside an
+    # epoch (the same batches, dropout and weights as the run uninterrupted); null: after each epoch only
+    checkpoint_every_n_steps: Optional[int] = None
     # validate, checkpoint and export an exponential moving average of the trained weights with this
     # decay (e.g. 0.999: about the last thousand steps); null trains and exports the weights as they are
     ema_decay: Optional[float] = None

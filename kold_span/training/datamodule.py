@@ -17,7 +17,7 @@ from kold_span.data.example import Example, context_turns
 from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate, encode_example
 from kold_span.text.morphemes import prefetch_for
-from kold_span.training.sampling import EpochShuffle, FixedOrder, LengthGroupedSampler
+from kold_span.training.sampling import EpochShuffle, FixedOrder, LengthGroupedSampler, ResumableLoader
 
 
 def windows_dataset(examples: Sequence[Example], tasks: Sequence[Task], encoder: InputEncoder,
@@ -123,8 +123,10 @@ class WindowsDataModule(pl.LightningDataModule):
         # The loader's own seeds (its workers') come from a generator of its own, so building an
         # iterator draws nothing from the global one that dropout uses (see training/resume.py).
         generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(self.datasets[split], batch_size=batch_size, sampler=sampler, generator=generator,
-                          num_workers=self.num_workers, collate_fn=partial(collate, tasks=self.tasks, pad_id=pad_id))
+        # Training batches resume inside an epoch (trainer.checkpoint_every_n_steps); dev and test restart.
+        kind = ResumableLoader if shuffle else DataLoader
+        return kind(self.datasets[split], batch_size=batch_size, sampler=sampler, generator=generator,
+                    num_workers=self.num_workers, collate_fn=partial(collate, tasks=self.tasks, pad_id=pad_id))
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.batch_size, shuffle=True)

@@ -7,8 +7,11 @@ loader workers. A run killed and resumed therefore trained its later epochs on o
 than the same run uninterrupted. `RandomState` saves Python's, NumPy's and torch's generators
 (every CUDA device's too) with each checkpoint and puts them back when training restarts, after
 the checkpoint is loaded and before the first batch is drawn, so the resumed run draws what the
-uninterrupted one drew. The length-grouped sampler needs nothing: its order is seeded by the
-epoch.
+uninterrupted one drew. The samplers need nothing: their orders are seeded by the epoch.
+
+Inside an epoch (`trainer.checkpoint_every_n_steps`, `StepCheckpoint`), the training loader
+(`sampling.ResumableLoader`) also saves how many batches of the epoch it served, and the resumed
+run skips them: the rest of the epoch's order, then the next epochs, as uninterrupted.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback
+from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 
 
 def capture_random_state() -> dict[str, Any]:
@@ -75,6 +78,36 @@ class RandomState(Callback):
             self._pending = None
 
 
+class LoaderPosition(Callback):
+    """Saves how many batches of the epoch the training loader served; a resumed run skips them.
+
+    Lightning saves a stateful loader's state itself, but does not give it back when the loader
+    was built before the checkpoint was read, as it is to count the schedule's steps: so the
+    state travels here, under a key of its own, and reaches the loader before its first batch.
+    """
+
+    KEY = "train_loader_position"
+
+    def __init__(self) -> None:
+        self._pending: Optional[dict[str, Any]] = None
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        loader = trainer.train_dataloader
+        if loader is not None and hasattr(loader, "load_state_dict"):
+            checkpoint[self.KEY] = loader.state_dict()
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        self._pending = checkpoint.get(self.KEY)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        loader = trainer.train_dataloader
+        if self._pending is not None and hasattr(loader, "load_state_dict"):
+            loader.load_state_dict(self._pending)
+        self._pending = None
+
+
 class EpochEndCheckpoint(Callback):
     """Writes `path` (a run's last.ckpt) after the last batch of every epoch, for a run without validation.
 
@@ -91,3 +124,17 @@ class EpochEndCheckpoint(Callback):
                            batch_idx: int) -> None:
         if trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
             trainer.save_checkpoint(self.path)
+
+
+class StepCheckpoint(ModelCheckpoint):
+    """A ModelCheckpoint that saves every `every_n_train_steps` steps, but not at an epoch's last batch.
+
+    The epoch's own checkpoint follows that batch (after validation, when there is a dev split):
+    saved before validation instead, a resume would continue from a finished epoch whose dev score
+    was never taken.
+    """
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)

@@ -269,9 +269,10 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
                 latest: Optional[Any] = None, **options: Any):
     """The Lightning Trainer of `train` and `pretrain`, with `callbacks` and Trainer `options` added.
 
-    It writes checkpoints/last.ckpt every epoch (`latest` replaces the ModelCheckpoint that does),
-    random state included; logs the learning rate, CSV and TensorBoard logs, progress lines off a
-    terminal; and averages weights with `tc.ema_decay`.
+    It writes checkpoints/last.ckpt every epoch (`latest` replaces the ModelCheckpoint that does)
+    and every `tc.checkpoint_every_n_steps` optimizer steps inside one, random state and the
+    training loader's place in the epoch included; logs the learning rate, CSV and TensorBoard
+    logs, progress lines off a terminal; and averages weights with `tc.ema_decay`.
     """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -279,14 +280,19 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
 
     from kold_span.training.averaging import WeightEMA
     from kold_span.training.progress import progress_callbacks
-    from kold_span.training.resume import RandomState
+    from kold_span.training.resume import LoaderPosition, RandomState, StepCheckpoint
 
     # last.ckpt is written every epoch by a checkpoint of its own: since Lightning 2.6, save_last on the
     # best-model checkpoint writes it only in epochs with a new best, so --resume would go back to that.
     if latest is None:
         latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                                  enable_version_counter=False)
-    callbacks = [*callbacks, latest, LearningRateMonitor(logging_interval="step"), RandomState()]
+    callbacks = [*callbacks, latest, LearningRateMonitor(logging_interval="step"), RandomState(),
+                 LoaderPosition()]
+    every = getattr(tc, "checkpoint_every_n_steps", None)  # pretrain's config has no such key
+    if every:
+        callbacks.append(StepCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
+                                        every_n_train_steps=every, enable_version_counter=False))
     callbacks += progress_callbacks(quiet)  # a line every 30 s when stderr is no terminal (nohup, a scheduler)
     if tc.ema_decay is not None:
         callbacks.append(WeightEMA(tc.ema_decay))
@@ -371,7 +377,8 @@ def run_directory(config: Config, resume: bool) -> Path:
         last = base / config.run / "checkpoints" / "last.ckpt"
         if resume and not last.exists():
             raise FileNotFoundError(f"--resume: {last} does not exist (a mistyped run name, a run that never "
-                                    "finished an epoch, or one trained with trainer.keep_checkpoints: false)")
+                                    "finished an epoch nor reached trainer.checkpoint_every_n_steps, or one trained "
+                                    "with trainer.keep_checkpoints: false)")
         return base / config.run
     if resume:
         runs = sorted((p for p in base.glob("*") if (p / "checkpoints" / "last.ckpt").exists()),

@@ -6,11 +6,12 @@ resumed run sees the batches it would have seen. Fine-tuning (`datamodule`) and 
 """
 from __future__ import annotations
 
+import itertools
 import random
-from typing import Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
 
 class LengthGroupedSampler(Sampler[int]):
@@ -104,6 +105,75 @@ class FixedOrder(Sampler[int]):
 
     def __iter__(self):
         return iter(self.indices)
+
+
+class ResumableLoader(DataLoader):
+    """A DataLoader that resumes inside an epoch: it skips the batches its checkpoint says were taken.
+
+    `state_dict` holds how many batches the current epoch's iterator has handed out (Lightning
+    saves it in every checkpoint and warns on a mid-epoch resume of a loader without one);
+    `load_state_dict` makes the next iteration skip that many batches of the epoch's order. The
+    skipped batches are dropped as lists of indices, before any window is read, and the order
+    itself is the epoch's seeded one (`LengthGroupedSampler`, `EpochShuffle`), so the resumed
+    epoch serves the batches the uninterrupted one served next, drawing no random number more or
+    less. A count of 0 or of a whole epoch skips nothing: the checkpoint was taken between epochs.
+
+    Example:
+        >>> loader = ResumableLoader(list(range(10)), batch_size=4, sampler=EpochShuffle(10, seed=1))
+        >>> whole = [b.tolist() for b in loader]
+        >>> taken = iter(loader); first = next(taken).tolist(); state = loader.state_dict(); state
+        {'batches': 1}
+        >>> again = ResumableLoader(list(range(10)), batch_size=4, sampler=EpochShuffle(10, seed=1))
+        >>> again.load_state_dict(state)
+        >>> [first] + [b.tolist() for b in again] == whole, [len(b) for b in again]
+        (True, [4, 4, 2])
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._taken = 0  # batches handed out by the current epoch's iterator
+        self._skip = 0  # batches the next iterator skips (set by load_state_dict)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"batches": self._taken}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        taken = int(state.get("batches", 0))
+        self._skip = taken if 0 < taken < len(self) else 0
+
+    def __iter__(self) -> Iterator[Any]:
+        self._taken = 0
+        return self._batches()
+
+    def _batches(self) -> Iterator[Any]:
+        # The skip is read at the first batch, not when the iterator is made: Lightning makes the
+        # training iterator before it restores the checkpoint (to count the steps of the schedule).
+        skip, self._skip = self._skip, 0
+        self._taken = skip
+        if skip:
+            # A loader of the same data, workers and collation over the batches left of this epoch's order.
+            batches: Iterator[Any] = iter(DataLoader(
+                self.dataset, batch_sampler=_SkippedBatches(self.batch_sampler, skip), num_workers=self.num_workers,
+                collate_fn=self.collate_fn, pin_memory=self.pin_memory, timeout=self.timeout,
+                worker_init_fn=self.worker_init_fn, generator=self.generator))
+        else:
+            batches = super().__iter__()
+        for batch in batches:
+            self._taken += 1
+            yield batch
+
+
+class _SkippedBatches:
+    """The batches of index lists `batches` yields, less its first `skip`."""
+
+    def __init__(self, batches: Any, skip: int):
+        self.batches, self.skip = batches, skip
+
+    def __len__(self) -> int:
+        return max(0, len(self.batches) - self.skip)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return itertools.islice(iter(self.batches), self.skip, None)
 
 
 def _world_size() -> int:
