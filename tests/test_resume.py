@@ -127,6 +127,46 @@ def test_run_killed_inside_an_epoch_resumes_exactly(tmp_path, monkeypatch, extra
     assert step_losses(whole.run_dir) == step_losses(run)
 
 
+@pytest.mark.slow
+def test_a_run_without_dev_killed_between_epochs_resumes_exactly(tmp_path, monkeypatch):
+    """Without validation last.ckpt is written at the epoch's end (pretraining needed `EpochEndCheckpoint` for
+    the same case): the resumed run must start the next epoch, not replay a batch of the finished one."""
+    from pytorch_lightning.callbacks import Callback
+
+    from kold_span.config.loading import load_config
+    from kold_span.training import run as run_module
+
+    class KillAtSecondEpoch(Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if trainer.current_epoch == 1:
+                raise Killed(f"step {trainer.global_step}")
+
+    def config(out: Path):
+        settings = [s for s in SETTINGS if not s.startswith("data.dev_fraction")] + ["data.dev_fraction=0"]
+        return load_config(TINY, [f"output_dir={out}", f"data.train={FIXTURE}", "run=r", *settings,
+                                  "trainer.max_epochs=3"])
+
+    def killing(tc, run_dir, quiet=False, callbacks=(), latest=None, **options):
+        return trainer_for(tc, run_dir, quiet, [*callbacks, KillAtSecondEpoch()], latest, **options)
+
+    trainer_for = run_module.trainer_for
+    whole = run_module.train(config(tmp_path / "whole"), quiet=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "trainer_for", killing)
+        with pytest.raises(Killed):
+            run_module.train(config(tmp_path / "broken"), quiet=True)
+    run = tmp_path / "broken" / "tiny" / "r"
+    saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    steps_per_epoch = torch.load(whole.run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] // 3
+    assert saved["epoch"] == 0 and saved["global_step"] == steps_per_epoch  # the first epoch, whole
+
+    resumed = run_module.train(config(tmp_path / "broken"), resume=True, quiet=True)
+    weights = [load_file(str(r.model_dir / "model.safetensors")) for r in (whole, resumed)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert step_losses(whole.run_dir) == step_losses(run)
+
+
 def checkpoint_triggers(trainer) -> list[tuple[str, str, int, int]]:
     from pytorch_lightning.callbacks import ModelCheckpoint
 
