@@ -21,7 +21,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `predict` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'a/model', 'b/model', '--input', 'comments.txt', '--output', 'out.jsonl'])
         >>> args.model, args.batch_size
