@@ -25,8 +25,7 @@ import numpy as np
 from kold_span.data.example import Context
 from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
-from kold_span.models.kinds import MergedExample
-from kold_span.models.kinds import kind_of
+from kold_span.models.kinds import MergedExample, kind_of
 from kold_span.models.tasks import Task
 
 
