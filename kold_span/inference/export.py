@@ -16,6 +16,7 @@ import json
 import logging
 import tempfile
 import warnings
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -226,11 +227,7 @@ def calibration_feeds(predictor: Predictor, path: Path, count: int, input_names:
     Raises:
         DataError: the file holds no text.
     """
-    examples = []
-    for example in iter_inputs(path):
-        examples.append(example)
-        if len(examples) == count:
-            break
+    examples = list(islice(iter_inputs(path), count))
     if not examples:
         raise DataError(f"{path}: no texts to calibrate on")
     prepared = predictor.prepare([e.text for e in examples], [e.context for e in examples], batch_size)

@@ -302,9 +302,7 @@ def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
                                         "to write it anew")
         log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
         return 0, 0
-    ends = [0]
-    for end, _ in complete_rows(partial):
-        ends.append(end)
+    ends = [0, *(end for end, _ in complete_rows(partial))]
     complete = len(ends) - 1
     kept = complete - complete % chunk
     log.info("%s: resuming after row %d (%d complete rows in %s; a run restarts at a boundary of %d rows)",

@@ -56,6 +56,10 @@ class AnalyzeRequest:
     client_token: Optional[str] = None
 
 
+# bool before int: True is an int to isinstance, a boolean to JSON.
+JSON_TYPES = ((dict, "object"), (list, "array"), (str, "string"), (bool, "boolean"), ((int, float), "number"))
+
+
 def json_type(value: Any) -> str:
     """The JSON name of a parsed value's type.
 
@@ -63,17 +67,7 @@ def json_type(value: Any) -> str:
         >>> [json_type(v) for v in ({}, [], "a", 1.5, True, None)]
         ['object', 'array', 'string', 'number', 'boolean', 'null']
     """
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "null"
+    return next((name for kind, name in JSON_TYPES if isinstance(value, kind)), "null")
 
 
 def _refuse_constant(name: str) -> float:
