@@ -58,17 +58,14 @@ def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optiona
     """One row as an example: its text (any string, "" too, as `Predictor.predict` takes), context and id."""
     tcol, ccol, icol = _columns(row, where, text_col, context_col, id_col)
     text = row[tcol]
-    problem = text_problem(text)
-    if problem:
+    if problem := text_problem(text):
         raise DataError(f"{where}: field {tcol!r}: {problem}")
     context = row.get(ccol) if ccol else None
-    problem = context_problem(context)
-    if problem:
+    if problem := context_problem(context):
         raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings: {problem}")
     raw_id = row.get(icol) if icol else None
     example_id = id_text(raw_id) if raw_id not in (None, "") else str(number)
-    problem = text_problem(example_id)
-    if problem:
+    if problem := text_problem(example_id):
         raise DataError(f"{where}: field {icol!r}: {problem}")
     return Example(id=example_id, text=text, context=context or None)
 

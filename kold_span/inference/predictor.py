@@ -308,8 +308,7 @@ def checked_texts(texts: Iterable[str]) -> list[str]:
     """
     texts = _as_list(texts, "texts", "a list of strings; for one text pass [text]", "strings")
     for i, text in enumerate(texts):
-        problem = text_problem(text)
-        if problem:
+        if problem := text_problem(text):
             raise ArgumentError(f"texts[{i}]: {problem}")
     return texts
 
@@ -342,8 +341,7 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
         raise ArgumentError(f"contexts: {len(contexts)} contexts for {count} texts; pass one context per text "
                             "(None where a text has none)")
     for i, context in enumerate(contexts):
-        problem = context_problem(context)
-        if problem:
+        if problem := context_problem(context):
             raise ArgumentError(f"contexts[{i}]: {problem}")
     return contexts
 
