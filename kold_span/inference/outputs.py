@@ -251,16 +251,6 @@ def _short(value: Any) -> str:
     return repr(value)[:60]
 
 
-def parquet_schema():
-    """The Parquet output's columns: id, text, labels (JSON text) and spans (typed structs)."""
-    import pyarrow as pa
-
-    span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
-                      ("score", pa.float64())])
-    return pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
-                      ("spans", pa.list_(span))])
-
-
 def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:
     """Output rows (as the JSONL lines hold them) written as Parquet, a row group at a time; returns how many.
 
@@ -277,7 +267,10 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = parquet_schema()
+    span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
+                      ("score", pa.float64())])
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
+                        ("spans", pa.list_(span))])
     count, group = 0, []
     with pq.ParquetWriter(target, schema) as writer:
         for row in rows:
