@@ -115,9 +115,9 @@ class Service:
         try:
             started = time.monotonic()
             model = ServedModel(self.load())
-            s = self.settings
+            s, tasks = self.settings, model.predictor.tasks
             file = s.attributes_file
-            self.attributes = load_attributes(file, model.tasks) if file else default_attributes(model.tasks)
+            self.attributes = load_attributes(file, tasks) if file else default_attributes(tasks)
             self.identity = ModelIdentity(s.model_name or model_name(s.models) or "unnamed",
                                           model.predictor.identity if s.models else "unknown",
                                           versions()["kold-span"])
@@ -211,7 +211,7 @@ class Service:
         if perspective is None:
             return
         assert self.model is not None
-        conditioned = self.model.perspective
+        conditioned = self.model.predictor.perspective  # {"label", "traits"} of an annotator-conditioned model
         if not conditioned:
             raise RequestError(422, "perspective: this model was not trained annotator-conditioned "
                                     "(data.perspective); it cannot take a perspective", "perspective")
