@@ -10,7 +10,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `ablate` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['configs/experiment/demo.yaml', '--vary', 'context=title,none', '--seeds', '3', '--out', 'ablation'])
         >>> args.vary, args.seeds

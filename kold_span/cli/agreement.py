@@ -13,7 +13,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `agreement` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['kold_v1.json', '--format', 'kold', '--out', 'agreement'])
         >>> args.format, args.out, args.level

@@ -9,7 +9,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `convert` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['kold', 'kold_v1.json', 'kold.jsonl', '--skip-bad'])
         >>> args.name, args.skip_bad

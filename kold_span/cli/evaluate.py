@@ -10,7 +10,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `evaluate` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--gold', 'gold.jsonl', '--pred', 'out.jsonl'])
         >>> args.gold, args.pred, args.policy

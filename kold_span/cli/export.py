@@ -16,7 +16,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `export` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'm', '--format', 'onnx', '--quantize', 'int8'])
         >>> args.model, args.quantize, args.calibrate

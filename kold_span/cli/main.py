@@ -126,7 +126,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             message, notes, status = "interrupted", error_notes(err), 130
     print(f"kold-span {args.command}: error: {'; '.join([message, *notes])}", file=sys.stderr)
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,14 +14,13 @@ from pathlib import Path
 
 from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
 from kold_span.config.choices import OutputFormat, Precision, Runtime
-from kold_span.errors import KoldSpanError
+from kold_span.errors import ArgumentError, KoldSpanError, OutputInUseError, UnfinishedOutputError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `predict` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'a/model', 'b/model', '--input', 'comments.txt', '--output', 'out.jsonl'])
         >>> args.model, args.batch_size
@@ -83,8 +82,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Predict every row of the input into the output (and HTML); print how many, and any skipped rows."""
-    from kold_span.errors import ArgumentError
-
     if args.format and args.input != "-":
         raise ArgumentError("--format is for --input - (standard input); a file's name ending tells its format")
     if args.engine == "ray":
@@ -110,7 +107,6 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
 
     from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
     from kold_span.data.perspectives import parse_perspective
-    from kold_span.errors import OutputInUseError, UnfinishedOutputError
     from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import write_predictions
 
@@ -149,7 +145,6 @@ def read_options(args: argparse.Namespace):
 def run_on_ray(args: argparse.Namespace) -> int:
     """`--engine ray`: every input shard into its output shard on a pool of Ray workers."""
     from kold_span.data.perspectives import parse_perspective
-    from kold_span.errors import ArgumentError
     from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths
 
     if args.html:

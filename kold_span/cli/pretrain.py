@@ -10,7 +10,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `pretrain` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['configs/pretrain/korean_beep.yaml', '--set', 'max_steps=3'])
         >>> args.config, args.set

@@ -13,7 +13,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `robustness` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'm', '--input', 'dev.jsonl', '--out', 'report', '--perturb', 'nfd,leet'])
         >>> args.perturb, args.seeds, args.targets, args.word_probability, args.negative

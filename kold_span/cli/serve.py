@@ -1,13 +1,4 @@
-"""`kold-span serve`: the moderation service (HTTP API, Perspective-compatible analyze, web page).
-
-Example:
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="kold-span")
-    >>> _ = add_parser(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["serve", "--model", "m", "--port", "0"])
-    >>> args.host, args.port, args.max_queue
-    ('127.0.0.1', 0, 1024)
-"""
+"""`kold-span serve`: the moderation service (HTTP API, Perspective-compatible analyze, web page)."""
 from __future__ import annotations
 
 import argparse
@@ -41,7 +32,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         >>> args.host, args.port, args.max_queue
         ('127.0.0.1', 0, 1024)
     """
-
     limits, connections = Limits(), ConnectionLimits()
     p = subparsers.add_parser("serve", help="serve a model over HTTP: predict, Perspective's analyze, a web page")
     p.add_argument("--model", required=True, nargs="+", metavar="DIR",

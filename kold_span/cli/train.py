@@ -10,7 +10,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `train` subcommand and its options.
 
     Example:
-        >>> import argparse
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['configs/experiment/demo.yaml', '--set', 'run=demo', '--resume'])
         >>> args.set, args.resume

@@ -25,8 +25,7 @@ import numpy as np
 from kold_span.data.example import Context
 from kold_span.errors import ArgumentError
 from kold_span.inference.predictor import Predictor
-from kold_span.models.kinds import MergedExample
-from kold_span.models.kinds import kind_of
+from kold_span.models.kinds import MergedExample, kind_of
 from kold_span.models.tasks import Task
 
 
@@ -124,12 +123,12 @@ class Ensemble(Predictor):
 
 def _check_same_tokens(index: int, task: Task, group: Sequence[MergedExample], tokens: list[tuple[int, int]],
                        names: Sequence[str]) -> None:
-    """A ValueError unless every member split text `index` into the first member's tokens (a per-token task)."""
+    """An `ArgumentError` unless every member split text `index` into the first member's tokens (per-token tasks)."""
     for name, member in zip(names[1:], group[1:]):
         if list(member.token_offsets) != tokens:
             raise ArgumentError(f"text {index}: {name} splits it into other tokens than {names[0]}; "
-                             f"{task.kind} task {task.name!r} can only be averaged over members that "
-                             "share a tokenizer")
+                                f"{task.kind} task {task.name!r} can only be averaged over members that "
+                                "share a tokenizer")
 
 
 def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str]) -> tuple[float, ...]:
@@ -148,8 +147,8 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
     if implied is None and not all(tuned):
         without = [n for n, t in zip(names, tuned) if not t]
         raise ArgumentError(f"{task.kind} task {task.name!r} has a threshold in some members but not in {without}: "
-                         "they decode differently (a span task's most probable tag vs P(B) + P(I)); "
-                         "train them alike")
+                            "they decode differently (a span task's most probable tag vs P(B) + P(I)); "
+                            "train them alike")
     rows = [v.thresholds or implied for v in versions]
     return tuple(float(x) for x in np.mean(rows, axis=0))
 

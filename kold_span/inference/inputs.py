@@ -46,24 +46,26 @@ def _pick(row: dict[str, Any], explicit: Optional[str], candidates: tuple[str, .
     return None
 
 
+def _columns(row: dict[str, Any], where: str, text_col: Optional[str], context_col: Optional[str],
+             id_col: Optional[str]) -> tuple[str, Optional[str], Optional[str]]:
+    """The text, context and id columns of a row (`_pick` each)."""
+    return (_pick(row, text_col, TEXT_COLUMNS, where, True), _pick(row, context_col, CONTEXT_COLUMNS, where, False),
+            _pick(row, id_col, ID_COLUMNS, where, False))
+
+
 def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optional[str],
                  context_col: Optional[str], id_col: Optional[str]) -> Example:
     """One row as an example: its text (any string, "" too, as `Predictor.predict` takes), context and id."""
-    tcol = _pick(row, text_col, TEXT_COLUMNS, where, True)
-    ccol = _pick(row, context_col, CONTEXT_COLUMNS, where, False)
-    icol = _pick(row, id_col, ID_COLUMNS, where, False)
+    tcol, ccol, icol = _columns(row, where, text_col, context_col, id_col)
     text = row[tcol]
-    problem = text_problem(text)
-    if problem:
+    if problem := text_problem(text):
         raise DataError(f"{where}: field {tcol!r}: {problem}")
     context = row.get(ccol) if ccol else None
-    problem = context_problem(context)
-    if problem:
+    if problem := context_problem(context):
         raise DataError(f"{where}: field {ccol!r} must be a string or a list of strings: {problem}")
     raw_id = row.get(icol) if icol else None
     example_id = id_text(raw_id) if raw_id not in (None, "") else str(number)
-    problem = text_problem(example_id)
-    if problem:
+    if problem := text_problem(example_id):
         raise DataError(f"{where}: field {icol!r}: {problem}")
     return Example(id=example_id, text=text, context=context or None)
 
@@ -83,18 +85,6 @@ def id_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say)
         return str(value)
-
-
-def _check_header(header: list[str], where: str, text_col: Optional[str], context_col: Optional[str],
-                  id_col: Optional[str]) -> None:
-    """A `DataError` at the header unless it holds the text column and every column named explicitly.
-
-    Checked once for the whole file: a missing column is no bad row to skip but a wrong file or option.
-    """
-    row = dict.fromkeys(header, "")
-    _pick(row, text_col, TEXT_COLUMNS, where, True)
-    _pick(row, context_col, CONTEXT_COLUMNS, where, False)
-    _pick(row, id_col, ID_COLUMNS, where, False)
 
 
 QUOTING = ("csv", "none")
@@ -222,7 +212,8 @@ def _examples(path: Path, suffix: str, text_column: Optional[str], context_colum
               id_column: Optional[str], bad: BadRecords, quoting: str) -> Iterator[Example]:
     """The rows of an input file whose name and options `iter_inputs` checked, as examples."""
     def check_header(header: list[str], where: str) -> None:
-        _check_header(header, where, text_column, context_column, id_column)
+        # Once for the whole file: a missing column is no bad row to skip but a wrong file or option.
+        _columns(dict.fromkeys(header, ""), where, text_column, context_column, id_column)
 
     read, seen, repeated = 0, {}, 0
     for number, row in _numbered_rows(path, suffix, quoting, check_header):
@@ -301,11 +292,8 @@ def _parquet_rows(path: Path, check_header: Callable[[list[str], str], None]) ->
             raise
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
     check_header(reader.schema_arrow.names, str(path))
-    number = 0
-    for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        for row in batch.to_pylist():
-            number += 1
-            yield number, row
+    batches = reader.iter_batches(batch_size=PARQUET_BATCH_ROWS)
+    yield from enumerate((row for batch in batches for row in batch.to_pylist()), 1)
 
 
 def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,

@@ -251,16 +251,6 @@ def _short(value: Any) -> str:
     return repr(value)[:60]
 
 
-def parquet_schema():
-    """The Parquet output's columns: id, text, labels (JSON text) and spans (typed structs)."""
-    import pyarrow as pa
-
-    span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
-                      ("score", pa.float64())])
-    return pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
-                      ("spans", pa.list_(span))])
-
-
 def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:
     """Output rows (as the JSONL lines hold them) written as Parquet, a row group at a time; returns how many.
 
@@ -277,7 +267,10 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = parquet_schema()
+    span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
+                      ("score", pa.float64())])
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
+                        ("spans", pa.list_(span))])
     count, group = 0, []
     with pq.ParquetWriter(target, schema) as writer:
         for row in rows:
@@ -302,9 +295,7 @@ def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
                                         "to write it anew")
         log.warning("%s: no unfinished output to resume (no %s); predicting every row", output, partial.name)
         return 0, 0
-    ends = [0]
-    for end, _ in complete_rows(partial):
-        ends.append(end)
+    ends = [0, *(end for end, _ in complete_rows(partial))]
     complete = len(ends) - 1
     kept = complete - complete % chunk
     log.info("%s: resuming after row %d (%d complete rows in %s; a run restarts at a boundary of %d rows)",

@@ -70,11 +70,9 @@ def check_example(example: Any) -> None:
     """
     if not isinstance(example, Example):
         raise ArgumentError(f"expected an Example, got {type(example).__name__}")
-    problem = text_problem(example.text)
-    if problem:
+    if problem := text_problem(example.text):
         raise ArgumentError(f"example {example.id!r}: text {problem}")
-    problem = context_problem(example.context)
-    if problem:
+    if problem := context_problem(example.context):
         raise ArgumentError(f"example {example.id!r}: context {problem}")
 
 
@@ -95,20 +93,13 @@ def cpu_has_bf16(flags: Optional[str] = None) -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision the network runs in: `precision`, or for "auto" bf16 on a GPU and fp32 on a CPU.
+    """The precision ("bf16", "fp16" or "fp32") the network runs in on `device`: `precision`, or for "auto" its default.
 
     "auto" gives bf16 on a CUDA device that supports it (fp16 on older ones) and fp32 on every CPU, so
     that one model gives the same labels and spans on every machine of a kind: bf16 on a CPU with
     bf16 instructions is faster but changes labels and spans (docs/PREDICTING.md), so it is the
     user's choice ("bf16"), never a default. On a CPU without bf16 instructions it is emulated and
     many times slower, and a warning says so.
-
-    Args:
-        precision: a `Precision` value.
-        device: where the network runs.
-
-    Returns:
-        "bf16", "fp16" or "fp32".
 
     Example:
         >>> resolve_precision("fp32", torch.device("cuda")), resolve_precision("bf16", torch.device("cpu"))

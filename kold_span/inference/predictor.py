@@ -196,7 +196,7 @@ class Predictor:
             grouped[owner].append(j)
         windows = prepared.windows
         merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
-        self._fuse_companions(prepared.texts, prepared.contexts, merged)
+        fuse_companions(self.companions, self.tasks, prepared.texts, prepared.contexts, merged)
         for m, n in zip(merged, prepared.normalized or ()):
             m.normalized = n
         return merged
@@ -206,11 +206,6 @@ class Predictor:
         """Per-example outputs with long texts' windows merged (the three stages in turn)."""
         prepared = self.prepare(texts, contexts, batch_size)
         return self.merge(prepared, self.run_network(prepared))
-
-    def _fuse_companions(self, texts: Sequence[str], contexts: Sequence[Context],
-                         merged: list[MergedExample]) -> None:
-        """Replace each fused task's encoder probabilities by their mean with its n-gram model's."""
-        fuse_companions(self.companions, self.tasks, texts, contexts, merged)
 
     def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.
@@ -257,8 +252,8 @@ class Predictor:
 
         Memory stays flat on any input size; the predictions are those of `predict`, in input order.
         """
-        for _example, prediction in Pipeline(self, batch_size, perspective).run(examples):
-            yield prediction
+        for _example, row in Pipeline(self, batch_size, perspective).run(examples):
+            yield row
 
 
 def on_original(predicted: dict[str, Any], normalized: Normalized) -> dict[str, Any]:
@@ -313,8 +308,7 @@ def checked_texts(texts: Iterable[str]) -> list[str]:
     """
     texts = _as_list(texts, "texts", "a list of strings; for one text pass [text]", "strings")
     for i, text in enumerate(texts):
-        problem = text_problem(text)
-        if problem:
+        if problem := text_problem(text):
             raise ArgumentError(f"texts[{i}]: {problem}")
     return texts
 
@@ -347,8 +341,7 @@ def checked_contexts(contexts: Optional[Iterable[Context]], count: int) -> list[
         raise ArgumentError(f"contexts: {len(contexts)} contexts for {count} texts; pass one context per text "
                             "(None where a text has none)")
     for i, context in enumerate(contexts):
-        problem = context_problem(context)
-        if problem:
+        if problem := context_problem(context):
             raise ArgumentError(f"contexts[{i}]: {problem}")
     return contexts
 

@@ -124,14 +124,12 @@ class OnnxNetwork:
         self.precision = entry.precision
         self.device = torch.device("cpu")
         self.input_names = [i.name for i in self.session.get_inputs()]
-        unknown = [n for n in self.input_names if n not in INPUT_NAMES]
-        if unknown:
+        if unknown := [n for n in self.input_names if n not in INPUT_NAMES]:
             raise ModelFormatError(f"{path}: the graph takes input(s) {unknown}; a kold-span graph takes "
                                    f"{', '.join(INPUT_NAMES)}")
         outputs = [o.name for o in self.session.get_outputs()]
         self.output_names = [t.name for t in tasks]
-        missing = [n for n in self.output_names if n not in outputs]
-        if missing:
+        if missing := [n for n in self.output_names if n not in outputs]:
             raise ModelFormatError(f"{path}: the graph has no output for task(s) {missing} (it has {outputs}); "
                                    "it was exported from another model: export it again with `kold-span export`")
 

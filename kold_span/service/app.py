@@ -115,9 +115,9 @@ class Service:
         try:
             started = time.monotonic()
             model = ServedModel(self.load())
-            s = self.settings
+            s, tasks = self.settings, model.predictor.tasks
             file = s.attributes_file
-            self.attributes = load_attributes(file, model.tasks) if file else default_attributes(model.tasks)
+            self.attributes = load_attributes(file, tasks) if file else default_attributes(tasks)
             self.identity = ModelIdentity(s.model_name or model_name(s.models) or "unnamed",
                                           model.predictor.identity if s.models else "unknown",
                                           versions()["kold-span"])
@@ -211,7 +211,7 @@ class Service:
         if perspective is None:
             return
         assert self.model is not None
-        conditioned = self.model.perspective
+        conditioned = self.model.predictor.perspective  # {"label", "traits"} of an annotator-conditioned model
         if not conditioned:
             raise RequestError(422, "perspective: this model was not trained annotator-conditioned "
                                     "(data.perspective); it cannot take a perspective", "perspective")
@@ -370,6 +370,8 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, err: RequestError) -> JSONResponse:
+        if err.status == 422 and request.url.path.startswith("/v1alpha1/"):
+            err.status = 400  # Perspective answers every malformed request 400 INVALID_ARGUMENT
         if err.status == 413:
             service.metrics.rejected("too_large")
         elif err.status in (400, 422):
@@ -473,12 +475,7 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
     async def analyze(request: Request) -> JSONResponse:
         key = service.authorize(request)
         service.require_room()
-        try:  # Perspective answers every malformed request 400 INVALID_ARGUMENT
-            parsed = analyze_request(parse_json(await read_body(request, limits.max_bytes)), limits)
-        except RequestError as err:
-            if err.status == 422:
-                err.status = 400
-            raise
+        parsed = analyze_request(parse_json(await read_body(request, limits.max_bytes)), limits)
         assert service.attributes is not None
         languages = check_analyze(parsed, service.attributes)
         service.charge(key, 1)
@@ -493,13 +490,8 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
             raise RequestError(404, "suggestscore is off: start the service with --feedback FILE", "path")
         if service.attributes is None or service.identity is None:
             raise RequestError(503, "the model is still loading; GET /readyz says 200 once it is ready", "model")
-        try:
-            body = parse_json(await read_body(request, limits.max_bytes))
-            example, token = suggestion(body, limits, service.attributes, key.name if key else "anonymous")
-        except RequestError as err:
-            if err.status == 422:  # Perspective's INVALID_ARGUMENT
-                err.status = 400
-            raise
+        body = parse_json(await read_body(request, limits.max_bytes))
+        example, token = suggestion(body, limits, service.attributes, key.name if key else "anonymous")
         service.charge(key, 1)
         await run_in_threadpool(feedback.append, example, {"model_sha256": service.identity.sha256,
                                                            "request_id": REQUEST_ID.get()})

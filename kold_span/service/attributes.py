@@ -153,8 +153,7 @@ def load_attributes(path: Union[str, Path], tasks: Sequence[Task]) -> AttributeM
     where = str(path)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping with keys attributes (and languages)")
-    unknown = sorted(set(raw) - {"attributes", "languages"})
-    if unknown:
+    if unknown := sorted(set(raw) - {"attributes", "languages"}):
         raise ConfigError(f"{where}: unknown key '{unknown[0]}'; allowed keys here: attributes, languages")
     entries = raw.get("attributes")
     if not isinstance(entries, dict) or not entries:
@@ -260,8 +259,7 @@ def unsupported_language(attribute: str, languages: list[str]) -> RequestError:
 def check_analyze(request: AnalyzeRequest, mapping: AttributeMap) -> list[str]:
     """The request's languages (given, or detected); a 400 for an attribute the model does not have or a
     language it was not trained for (LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE, as Perspective answers it)."""
-    unknown = [name for name in request.thresholds if name not in mapping.attributes]
-    if unknown:
+    if unknown := [name for name in request.thresholds if name not in mapping.attributes]:
         raise RequestError(400, f"requestedAttributes: this model has no attribute {', '.join(unknown)}; "
                                 f"it has {', '.join(mapping.attributes)}", f"requestedAttributes.{unknown[0]}")
     languages = request.languages or detect_languages(request.example.text, mapping)

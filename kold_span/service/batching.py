@@ -295,6 +295,7 @@ class Batcher:
                         continue
                     if not batch:
                         return []
+                    # everything waiting joined the batch: wait for company until the first job's deadline
                     left = batch[0].arrived + self.max_wait - time.monotonic()
                     if left <= 0 or self._closed:
                         return batch
@@ -311,16 +312,6 @@ class Batcher:
                         self._drop(group, [job])
                         if job.future.set_running_or_notify_cancel():
                             batch.append(job)
-            # everything waiting joined the batch: wait for company until the first job's deadline
-            with self._cond:
-                if self._groups:
-                    continue
-                if not batch:
-                    continue
-                left = batch[0].arrived + self.max_wait - time.monotonic()
-                if left <= 0 or self._closed:
-                    return batch
-                self._cond.wait(left)
 
     def _check(self, order: list[Group], i: int) -> bool:
         """Measure `order[i]` whole (with the next groups' jobs as company in the last tokenizer call);

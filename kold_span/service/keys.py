@@ -41,16 +41,6 @@ class ApiKey:
     digest: bytes
 
 
-def hash_key(key: str) -> str:
-    """The hex SHA-256 of a key, as `--api-keys` files hold it.
-
-    Example:
-        >>> hash_key("secret")[:16]
-        '2bb80d537b1da3e3'
-    """
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
 def load_keys(path: Union[str, Path]) -> list[ApiKey]:
     """An `--api-keys` file: `NAME SHA256` a line; `#` starts a comment. Errors name the file and line."""
     keys: list[ApiKey] = []
@@ -84,7 +74,7 @@ class KeyRing:
     """The keys, and each one's rate and quota counters.
 
     Example:
-        >>> ring = KeyRing([ApiKey("team-a", bytes.fromhex(hash_key("s3cret")))], rate="2/minute")
+        >>> ring = KeyRing([ApiKey("team-a", hashlib.sha256(b"s3cret").digest())], rate="2/minute")
         >>> ring.identify("s3cret").name
         'team-a'
         >>> ring.identify("guess").name

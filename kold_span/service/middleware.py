@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Callable, Optional
 
+from starlette.requests import ClientDisconnect
+
 from kold_span.service.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
@@ -193,6 +195,4 @@ class Front:
 
 def _client_gone(err: BaseException) -> bool:
     """Whether an exception means the client went away (a disconnect, a reset), not a server fault."""
-    from starlette.requests import ClientDisconnect
-
     return isinstance(err, (ClientDisconnect, ConnectionResetError, BrokenPipeError))

@@ -146,15 +146,6 @@ class ServedModel:
         if members:  # an ensemble encodes through its members; the first shares the batcher's tokenizer
             members[0].encoder = self.windows
 
-    @property
-    def tasks(self) -> list:
-        return self.predictor.tasks
-
-    @property
-    def perspective(self) -> Optional[dict[str, Any]]:
-        """The annotator traits of an annotator-conditioned model (None for others)."""
-        return self.predictor.perspective
-
     def shapes(self, items: list[Item]) -> list[Shape]:
         """Each comment's windows and longest window, in one tokenizer call (and one Kiwi call)."""
         texts = [i.example.text for i in items]

@@ -56,6 +56,10 @@ class AnalyzeRequest:
     client_token: Optional[str] = None
 
 
+# bool before int: True is an int to isinstance, a boolean to JSON.
+JSON_TYPES = ((dict, "object"), (list, "array"), (str, "string"), (bool, "boolean"), ((int, float), "number"))
+
+
 def json_type(value: Any) -> str:
     """The JSON name of a parsed value's type.
 
@@ -63,17 +67,7 @@ def json_type(value: Any) -> str:
         >>> [json_type(v) for v in ({}, [], "a", 1.5, True, None)]
         ['object', 'array', 'string', 'number', 'boolean', 'null']
     """
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "null"
+    return next((name for kind, name in JSON_TYPES if isinstance(value, kind)), "null")
 
 
 def _refuse_constant(name: str) -> float:
@@ -155,13 +149,8 @@ def _context(value: Any, where: str, limits: Limits) -> Context:
     return (_text(value, where, limits, empty_ok=True) or None) if value is not None else None
 
 
-def _characters(examples: list[Example]) -> int:
-    """Characters of the comments and their contexts together."""
-    return sum(len(e.text) + sum(map(len, context_turns(e.context))) for e in examples)
-
-
 def _request_size(examples: list[Example], where: str, limits: Limits) -> None:
-    total = _characters(examples)
+    total = sum(len(e.text) + sum(map(len, context_turns(e.context))) for e in examples)
     if total > limits.max_request_chars:
         raise RequestError(413, f"{where}: {total} characters with their contexts, over the limit of "
                                 f"{limits.max_request_chars} per request (--max-request-chars)", where)
@@ -181,14 +170,6 @@ def _identifier(value: Any, where: str, limits: Limits) -> Optional[str]:
     return text
 
 
-def _comment_count(items: list[Any], where: str, limits: Limits) -> None:
-    if not items:
-        raise RequestError(422, f"{where}: empty; send at least one comment", where)
-    if len(items) > limits.max_comments:
-        raise RequestError(413, f"{where}: {len(items)} comments, over the limit of {limits.max_comments} "
-                                "(--max-comments)", where)
-
-
 def predict_request(body: Any, limits: Limits) -> PredictRequest:
     """`{"comments": [{"text", "context" or "title", "id"}], "perspective"}` → examples.
 
@@ -204,7 +185,11 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
     """
     body = _object(body, "body", ("comments", "perspective"), ("comments",))
     comments = _expect(body["comments"], ("array",), "comments")
-    _comment_count(comments, "comments", limits)
+    if not comments:
+        raise RequestError(422, "comments: empty; send at least one comment", "comments")
+    if len(comments) > limits.max_comments:
+        raise RequestError(413, f"comments: {len(comments)} comments, over the limit of {limits.max_comments} "
+                                "(--max-comments)", "comments")
     examples = []
     for i, item in enumerate(comments):
         where = f"comments[{i}]"
