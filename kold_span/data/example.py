@@ -176,16 +176,12 @@ def context_turns(context: Context) -> list[str]:
     """The context as a list of segments (empty when there is none)."""
     if context is None:
         return []
-    if isinstance(context, str):
-        return [context]
-    return list(context)
+    return [context] if isinstance(context, str) else list(context)
 
 
 def label_str(value: Any) -> str:
     """Label values as vocabulary strings (True → 'true')."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def label_set(value: Any) -> set[str]:
