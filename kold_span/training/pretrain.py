@@ -99,8 +99,6 @@ def unigram_log_probs(features: list[dict[str, list[int]]], vocab_size: int):
         >>> round(float(unigram_log_probs(features, vocab_size=6).exp()[5]), 3)  # (2 + 1) / (2 + 6)
         0.375
     """
-    import torch
-
     ids = [i for f in features for i, special in zip(f["input_ids"], f["special_tokens_mask"]) if not special]
     counts = torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=vocab_size).double() + 1.0
     return (counts / counts.sum()).log()
@@ -113,7 +111,6 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
     The unigram loss predicts each masked token by its training frequency (`unigram_log_probs`):
     a model loss near it means the encoder has learnt token frequencies but little from context.
     """
-    import torch
     from transformers import DataCollatorForLanguageModeling
 
     if not features:
@@ -281,8 +278,6 @@ def _trainer_config(config: PretrainConfig, total_steps: int) -> TrainerConfig:
 
 def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str]]:
     """(held-out, train) texts: all texts of the sources shuffled, cut to `limit_texts`."""
-    import torch
-
     texts = read_texts(config.texts, config.include_context)
     texts = [texts[i] for i in torch.randperm(len(texts), generator=generator).tolist()]
     if config.limit_texts:
