@@ -33,7 +33,6 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
 
     Args:
         path: the JSON file or the directory holding it.
-        bad: bad-record handling (given as `skip_bad=` by callers).
         split: which file to take from a directory.
         speaker_swap: the share of examples whose speakers are swapped (0.5 reproduces
             the paper's augmentation; exactly round(share × n) examples, chosen with `seed`).
