@@ -51,7 +51,7 @@ import os
 import re
 import secrets
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping, Optional, Union
 
@@ -348,13 +348,9 @@ def write_text_atomic(path: Union[str, Path], text: str) -> Path:
 
 def _sync_directory(directory: Path) -> None:
     """Make a rename inside `directory` survive a power cut (where the platform lets a directory be synced)."""
-    try:
+    with suppress(OSError):
         handle = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
