@@ -114,13 +114,7 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
 
 def offsets_to_spans(offsets: Iterable[int]) -> list[Span]:
     """Character offsets (e.g. Toxic Spans' lists) → end-exclusive spans of consecutive runs."""
-    spans: list[list[int]] = []
-    for i in sorted(set(offsets)):
-        if spans and i == spans[-1][1]:
-            spans[-1][1] = i + 1
-        else:
-            spans.append([i, i + 1])
-    return [(s, e) for s, e in spans]
+    return merge_spans((i, i + 1) for i in offsets)
 
 
 def spans_to_offsets(spans: Iterable[Span]) -> set[int]:
