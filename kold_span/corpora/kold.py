@@ -28,8 +28,7 @@ _SPAN_FIELDS = {"OFF": ("off_start_idx", "off_end_idx"), "TGT": ("tgt_start_idx"
 def load_records(path: Path) -> list[tuple[str, Any]]:
     """(where, record) pairs from a JSON list or a JSONL file."""
     raw = read_utf8(path)
-    stripped = raw.lstrip()
-    if stripped.startswith("["):
+    if raw.lstrip().startswith("["):
         records = parse_json_document(raw, path)
         if not isinstance(records, list):
             raise DataError(f"{path}:1: expected a JSON list of records, got {type(records).__name__}")

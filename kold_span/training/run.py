@@ -437,9 +437,7 @@ def cpu_has_native_bf16() -> bool:
     import torch
 
     probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    if any(probe is None for probe in probes):
-        return True
-    return any(probe() for probe in probes)
+    return None in probes or any(probe() for probe in probes)
 
 
 def dev_evaluator(tasks: Sequence[Task], examples: list[Example], meta: list[dict[str, Any]],
