@@ -105,7 +105,7 @@ def unigram_log_probs(features: list[dict[str, list[int]]], vocab_size: int):
 
 
 def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig,
-                 unigram=None) -> tuple[Optional[float], Optional[float]]:
+                 unigram: torch.Tensor) -> tuple[Optional[float], Optional[float]]:
     """(model, unigram) mean masked-token loss on held-out texts, with the same seeded masks at every call.
 
     The unigram loss predicts each masked token by its training frequency (`unigram_log_probs`):
@@ -125,12 +125,11 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
             batch = collator(features[start:start + batch_size])
             loss, n = masked_lm_loss(model, batch, reduction="sum")
             total, count = total + float(loss), count + n
-            if unigram is not None:
-                total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
+            total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
     model.train()
     if not count:
         return None, None
-    return total / count, (total_unigram / count if unigram is not None else None)
+    return total / count, total_unigram / count
 
 
 class MaskedLMModule(pl.LightningModule):
