@@ -7,15 +7,12 @@ those before still do.
 Which to raise: a mistake the user can fix is one of these, named by where it was made
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
-to a function or a command-line option, `OutputInUseError` an output another run is writing).
-Their refinements follow: a predict output that cannot be resumed, packed and split-zip encoder
-files, and what `kold-span serve` refuses (`RequestError` with its HTTP status, `Throttled`, the
-batcher's `QueueFull`, `Closed`, `CommentTooLarge`, `RequestTooLarge`); every subclass is defined
-here.
-A path that does not exist is the built-in
-`FileNotFoundError`, which the command line reports with its path. What only a bug
-can cause (a model used before `fit`, two parallel sequences of different lengths)
-stays a built-in error, so that it shows its traceback.
+to a function or a command-line option, `OutputInUseError` an output another run is writing);
+their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
+follow, every subclass defined here. A path that does not exist is the built-in
+`FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
+model used before `fit`, two parallel sequences of different lengths) stays a built-in error, so
+that it shows its traceback.
 
 >>> issubclass(DataError, KoldSpanError) and issubclass(DataError, ValueError)
 True

@@ -20,5 +20,4 @@ from kold_span.errors import ConfigError
 __all__ = ["AlignConfig", "Config", "ConfigError", "ContextConfig", "DataConfig", "EncoderConfig", "ModelConfig",
            "PerspectiveConfig", "Problem", "REUSE_IGNORED_KEYS", "ScratchEncoderConfig", "SnapMode", "TaskConfig",
            "TaskKind", "TrainerConfig", "build_dataclass", "config_from_dict", "load_config", "parse_key_value",
-           "parse_override", "read_yaml",
-           "saved_config_changes", "yaml_load"]
+           "parse_override", "read_yaml", "saved_config_changes", "yaml_load"]

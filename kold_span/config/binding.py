@@ -42,11 +42,8 @@ def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
     if missing:
         raise ConfigError(f"{where}: missing key '{prefix}{missing[0]}'")
     hints = typing.get_type_hints(cls)
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in raw:
-            continue
-        values[f.name] = _coerce(hints[f.name], raw[f.name], where, f"{prefix}{f.name}")
+    values = {f.name: _coerce(hints[f.name], raw[f.name], where, f"{prefix}{f.name}")
+              for f in dataclasses.fields(cls) if f.name in raw}
     return cls(**values)
 
 

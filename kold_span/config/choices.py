@@ -193,7 +193,6 @@ class Quantization(Choice):
     INT8 = "int8"  # dynamic (activations scaled per batch), or static with a calibration file
 
 
-
 class OutputFormat(Choice):
     """What `kold-span predict` writes: JSON lines, or Parquet (`inference.outputs.output_kind`).
 

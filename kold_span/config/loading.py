@@ -4,8 +4,8 @@ An experiment file names its parts under `defaults:` (`data: kold_sample` reads
 `configs/data/kold_sample.yaml`) and overrides keys; `--set a.b=value` overrides
 last. Every file is checked against the schema (`config.binding`) before any work starts, so a
 mistyped key fails with its name, the file and the allowed keys; the merged config's values are
-checked by `config.checks`. A config of one file
-(pretraining's) is read by the same `load_dataclass`, against its own dataclass.
+checked by `config.checks`. A config of one file (pretraining's) is read by the same
+`load_dataclass`, against its own dataclass.
 """
 from __future__ import annotations
 

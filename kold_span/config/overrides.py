@@ -31,8 +31,7 @@ def parse_override(text: str) -> dict[str, Any]:
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.max_epochs=3")
     key, value = text.split("=", 1)
-    parsed = _override_value(value, f"--set {text}") if value != "" else None
-    out: dict[str, Any] = parsed
+    out: dict[str, Any] = _override_value(value, f"--set {text}")  # "" (key=) is null
     for part in reversed(key.strip().split(".")):
         out = {part: out}
     return out

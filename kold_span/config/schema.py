@@ -36,8 +36,8 @@ class EncoderConfig:
 
     name_or_path: Optional[str] = None
     scratch: Optional[ScratchEncoderConfig] = None
-    # Keep the word embedding table as loaded: a 250k-piece multilingual vocabulary is 96M of
-    # e5-small's 118M weights, and its gradient and AdamW update cost about a third of a step on CPU.
+    # Keep the word embedding table as loaded: a multilingual vocabulary is most of a small encoder's
+    # weights, and its AdamW update a large share of a CPU step (measured in docs/ENCODERS.md).
     freeze_word_embeddings: bool = False
 
 

@@ -144,10 +144,7 @@ def parse_bool(value: str, where: str, field_name: str, true: str = "True", fals
 
 def majority(votes: Counter) -> Optional[str]:
     """The most voted key; ties go to the alphabetically first key; None when there are no votes."""
-    if not votes:
-        return None
-    best = max(votes.values())
-    return min(k for k, v in votes.items() if v == best)
+    return min(votes, key=lambda key: (-votes[key], key)) if votes else None
 
 
 def parse_int(value: str, where: str, field_name: str) -> int:

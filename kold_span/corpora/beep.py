@@ -36,7 +36,6 @@ def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[E
     Args:
         path: a `<split>.tsv` file (its titles are `<split>.news_title.txt` beside it) or the
             corpus directory (then `train.tsv`, or the unlabeled files when `unlabeled`).
-        bad: bad-record handling (given as `skip_bad=` by callers).
         unlabeled: read `unlabeled_comments_5.txt` instead: examples without labels.
 
     Returns:

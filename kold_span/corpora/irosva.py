@@ -28,7 +28,6 @@ def read_irosva(path: Path, *, bad: BadRecords, variant: Optional[str] = None) -
     Args:
         path: one CSV file, or a directory: then every `irosva.<v>.training.csv` in it
             (sorted by variant), or only the one of `variant` when given.
-        bad: bad-record handling (given as `skip_bad=` by callers).
         variant: the variant of a file whose name does not say it (`irosva.<v>.….csv`).
 
     Returns:
@@ -55,10 +54,7 @@ def read_irosva(path: Path, *, bad: BadRecords, variant: Optional[str] = None) -
         files = [path]
     else:
         raise FileNotFoundError(f"irosva: no such file or directory: {path}")
-    examples = []
-    for file in files:
-        examples.extend(_read_file(file, _file_variant(file, variant), bad))
-    return examples
+    return [ex for file in files for ex in _read_file(file, _file_variant(file, variant), bad)]
 
 
 def _file_variant(file: Path, variant: Optional[str]) -> str:

@@ -3,13 +3,8 @@
 The file is a pandas-style dict-of-dicts JSON: `{"Context": {"0": ...}, "Response": {...},
 "Sarcasm_Label": {...}, "Sarcasm_Explanation": {...}}`, all four keyed by the same record keys.
 `Context` holds one turn per line ("A: …" / "B: …"; a few lines are stage directions such as
-"(A few minutes later)" without a speaker mark); `Response` is one marked turn.
-
-Speaker-swap augmentation (KoCoSa paper): for a random half of the examples the speaker
-marks A and B are exchanged, so a model cannot learn which letter tends to answer
-sarcastically. `swap_speakers` exchanges the marks at the start of every context turn and
-of the response, the parsed speakers in meta, and the standalone letters A/B in the
-explanation (e.g. "B가 …A의 말" → "A가 …B의 말"); stage directions are left as they are.
+"(A few minutes later)" without a speaker mark); `Response` is one marked turn. The reader's
+`speaker_swap` is the KoCoSa paper's augmentation (`data.transforms.swap_speakers`).
 """
 from __future__ import annotations
 
@@ -28,8 +23,6 @@ from kold_span.errors import ArgumentError, DataError
 COLUMNS = ("Context", "Response", "Sarcasm_Label", "Sarcasm_Explanation")
 SARCASM = {"Sarcasm": True, "Non-Sarcasm": False}
 _MARK = re.compile(r"^([A-Z]):")
-_SWAP = {"A": "B", "B": "A"}
-_SPEAKER_LETTER = re.compile(r"(?<![A-Za-z])[AB](?![A-Za-z])")
 
 
 @register("kocosa")
@@ -40,7 +33,6 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
 
     Args:
         path: the JSON file or the directory holding it.
-        bad: bad-record handling (given as `skip_bad=` by callers).
         split: which file to take from a directory.
         speaker_swap: the share of examples whose speakers are swapped (0.5 reproduces
             the paper's augmentation; exactly round(share × n) examples, chosen with `seed`).
@@ -118,5 +110,3 @@ def _speaker(turn: str) -> Optional[str]:
     """The speaker letter of a turn "A: …", or None for a line without a mark."""
     match = _MARK.match(turn)
     return match.group(1) if match else None
-
-

@@ -28,8 +28,7 @@ _SPAN_FIELDS = {"OFF": ("off_start_idx", "off_end_idx"), "TGT": ("tgt_start_idx"
 def load_records(path: Path) -> list[tuple[str, Any]]:
     """(where, record) pairs from a JSON list or a JSONL file."""
     raw = read_utf8(path)
-    stripped = raw.lstrip()
-    if stripped.startswith("["):
+    if raw.lstrip().startswith("["):
         records = parse_json_document(raw, path)
         if not isinstance(records, list):
             raise DataError(f"{path}:1: expected a JSON list of records, got {type(records).__name__}")
@@ -135,10 +134,9 @@ def parse_record(record: Any, min_annotators: int) -> Example:
     for j, raw in enumerate(raw_labels):
         if not isinstance(raw, dict):
             raise DataError(f"field 'raw_labels[{j}]': expected an object")
-        spans = {}
-        for name, (start_key, end_key) in _SPAN_FIELDS.items():
-            spans[name] = inclusive_spans(raw.get(start_key), raw.get(end_key), len(text),
-                                          f"raw_labels[{j}].{start_key}/{end_key}")
+        spans = {name: inclusive_spans(raw.get(start_key), raw.get(end_key), len(text),
+                                       f"raw_labels[{j}].{start_key}/{end_key}")
+                 for name, (start_key, end_key) in _SPAN_FIELDS.items()}
         labels = {"OFF": parse_bool(raw.get("offensiveness"), f"raw_labels[{j}].offensiveness"),
                   "TGT": flatten(raw.get("target")), "GRP": flatten(raw.get("target_group"))}
         annotations.append(Annotation(annotator=str(raw.get("annotator_id", j)), labels=labels, spans=spans))
@@ -147,8 +145,7 @@ def parse_record(record: Any, min_annotators: int) -> Example:
     if "OFF" in record:
         offensive = parse_bool(record["OFF"], "OFF")
     else:
-        votes = [a.labels["OFF"] for a in annotations]
-        offensive = sum(votes) >= min_annotators
+        offensive = sum(a.labels["OFF"] for a in annotations) >= min_annotators
     labels = {"OFF": offensive, "TGT": parse_target(record.get("TGT"), offensive), "GRP": parse_groups(record.get("GRP"))}
     meta = {k: record[k] for k in ("source", "date") if k in record}
     for name in _SPAN_FIELDS:
@@ -161,7 +158,7 @@ def parse_record(record: Any, min_annotators: int) -> Example:
     if title is not None and not isinstance(title, str):
         raise DataError("field 'title': expected a string")
     return Example(id=str(record.get("guid", "")), text=text, context=title or None, labels=labels,
-                   spans={k: v for k, v in gold.items()}, annotations=annotations, meta=meta)
+                   spans=gold, annotations=annotations, meta=meta)
 
 
 def span_text_agrees(example: Example, name: str) -> bool:

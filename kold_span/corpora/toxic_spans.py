@@ -47,7 +47,6 @@ def read_toxic_spans(path: Path, *, bad: BadRecords, split: str = "train") -> li
 
     Args:
         path: the CSV file, or the directory holding `tsd_{split}.csv`.
-        bad: bad-record handling (given as `skip_bad=` by callers).
         split: which file to take from a directory ("train" or "trial").
 
     Returns:
@@ -106,7 +105,6 @@ def read_toxic_spans_raw(path: Path, *, bad: BadRecords,
 
     Args:
         path: the directory with comments.csv, annotations.csv and spans.csv (or one of those files).
-        bad: bad-record handling (given as `skip_bad=` by callers).
         min_annotators: a character is gold when at least this many annotations cover it;
             "half" means at least half (rounded up) of the annotations that mark any span,
             which is closest to the released tsd files.

@@ -28,7 +28,6 @@ def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
 
     Args:
         path: the TSV file or the directory holding it.
-        bad: bad-record handling (given as `skip_bad=` by callers).
 
     Returns:
         Examples with id `<file stem>-<row index>`, no context, and `labels["groups"]`: the

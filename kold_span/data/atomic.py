@@ -51,7 +51,7 @@ import os
 import re
 import secrets
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping, Optional, Union
 
@@ -60,9 +60,9 @@ from kold_span.errors import ArgumentError, OutputInUseError
 log = logging.getLogger(__name__)
 PARTIAL_SUFFIX = ".partial"
 LOCK_SUFFIX = ".lock"
-# Targets this process holds the lock of: resolved path -> (thread, depth). A thread takes its own lock
+# Targets this process holds the lock of: resolved path -> the holding thread. That thread takes its own lock
 # again (predict's Parquet conversion inside its partial file's block); another thread is refused.
-_HELD: dict[str, tuple[int, int]] = {}
+_HELD: dict[str, int] = {}
 _HELD_GUARD = threading.Lock()
 
 
@@ -207,21 +207,14 @@ def output_lock(path: Union[str, Path]) -> Iterator[None]:
     me = threading.get_ident()
     with _HELD_GUARD:
         holder = _HELD.get(key)
-        if holder is not None and holder[0] != me:
-            raise _in_use(path, os.getpid())
-        if holder is not None:
-            _HELD[key] = (me, holder[1] + 1)
     if holder is not None:
-        try:
-            yield
-        finally:
-            with _HELD_GUARD:
-                thread, depth = _HELD[key]
-                _HELD[key] = (thread, depth - 1)
+        if holder != me:
+            raise _in_use(path, os.getpid())
+        yield  # this thread holds it already: the outer block releases it
         return
     handle = _acquire(Path(key), path)
     with _HELD_GUARD:
-        _HELD[key] = (me, 1)
+        _HELD[key] = me
     try:
         yield
     finally:
@@ -355,13 +348,9 @@ def write_text_atomic(path: Union[str, Path], text: str) -> Path:
 
 def _sync_directory(directory: Path) -> None:
     """Make a rename inside `directory` survive a power cut (where the platform lets a directory be synced)."""
-    try:
+    with suppress(OSError):
         handle = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)

@@ -114,13 +114,7 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
 
 def offsets_to_spans(offsets: Iterable[int]) -> list[Span]:
     """Character offsets (e.g. Toxic Spans' lists) → end-exclusive spans of consecutive runs."""
-    spans: list[list[int]] = []
-    for i in sorted(set(offsets)):
-        if spans and i == spans[-1][1]:
-            spans[-1][1] = i + 1
-        else:
-            spans.append([i, i + 1])
-    return [(s, e) for s, e in spans]
+    return merge_spans((i, i + 1) for i in offsets)
 
 
 def spans_to_offsets(spans: Iterable[Span]) -> set[int]:
@@ -176,16 +170,12 @@ def context_turns(context: Context) -> list[str]:
     """The context as a list of segments (empty when there is none)."""
     if context is None:
         return []
-    if isinstance(context, str):
-        return [context]
-    return list(context)
+    return [context] if isinstance(context, str) else list(context)
 
 
 def label_str(value: Any) -> str:
     """Label values as vocabulary strings (True → 'true')."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def label_set(value: Any) -> set[str]:

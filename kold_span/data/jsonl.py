@@ -107,13 +107,10 @@ def _string_problem(value: Any) -> Optional[str]:
     if isinstance(value, str):
         problem = text_problem(value)
         return f"a string {problem}" if problem else None
-    children = list(value.items()) if isinstance(value, dict) else value if isinstance(value, list) else []
-    for child in children:
-        for part in (child if isinstance(value, dict) else (child,)):
-            problem = _string_problem(part)
-            if problem:
-                return problem
-    return None
+    if isinstance(value, dict):
+        value = [part for item in value.items() for part in item]  # each key, then its value
+    problems = (_string_problem(part) for part in value) if isinstance(value, list) else ()
+    return next((problem for problem in problems if problem), None)
 
 
 def iter_json_lines(path: Union[str, Path]) -> Iterator[tuple[str, Any]]:

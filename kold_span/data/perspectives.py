@@ -81,19 +81,12 @@ def with_perspective(context: Context, segment: Optional[str]) -> Context:
 
 def expand_by_annotator(examples: Iterable[Example], label: str, traits: Sequence[str]) -> list[Example]:
     """One example per annotator who gave `label`; the annotator's traits go into the context."""
-    out = []
-    for ex in examples:
-        for ann in ex.annotations:
-            value = ann.labels.get(label)
-            if value is None:
-                continue
-            out.append(Example(
-                id=f"{ex.id}#{ann.annotator}", text=ex.text,
-                context=with_perspective(ex.context, verbalise(ann.traits, traits)),
-                labels={label: value}, spans={},
-                meta={**ex.meta, "item": ex.id, "annotator": ann.annotator,
-                      "traits": {k: ann.traits.get(k) for k in traits}}))
-    return out
+    return [Example(id=f"{ex.id}#{ann.annotator}", text=ex.text,
+                    context=with_perspective(ex.context, verbalise(ann.traits, traits)),
+                    labels={label: ann.labels[label]}, spans={},
+                    meta={**ex.meta, "item": ex.id, "annotator": ann.annotator,
+                          "traits": {k: ann.traits.get(k) for k in traits}})
+            for ex in examples for ann in ex.annotations if ann.labels.get(label) is not None]
 
 
 def parse_perspective(text: str) -> dict[str, str]:

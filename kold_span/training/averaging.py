@@ -54,13 +54,9 @@ class WeightEMA(Callback):
     def state_key(self) -> str:
         return f"WeightEMA[{self.decay}]"
 
-    @staticmethod
-    def _params(pl_module: pl.LightningModule) -> list[torch.Tensor]:
-        return [p for p in pl_module.parameters() if p.requires_grad]
-
     def _ready(self, pl_module: pl.LightningModule) -> list[torch.Tensor]:
         """The trained parameters, with the shadow copy made (or moved to their device) on first use."""
-        params = self._params(pl_module)
+        params = [p for p in pl_module.parameters() if p.requires_grad]
         if not self.shadow:
             self.shadow = [p.detach().clone() for p in params]
         elif len(self.shadow) != len(params):

@@ -74,14 +74,10 @@ class Calibration:
     fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def apply_to(self, predictor: Predictor, dev: bool = False) -> Predictor:
-        """A copy of `predictor` (sharing its model) with these thresholds and companions.
+        """A copy of the trained `predictor` (sharing its model) with these thresholds and companions.
 
-        Args:
-            predictor: the trained, uncalibrated predictor.
-            dev: attach the train-only n-grams (`dev_companions`), the ones that may score dev.
-
-        Returns:
-            The calibrated predictor; companions of tasks not calibrated here are kept.
+        `dev` attaches the train-only n-grams (`dev_companions`), the ones that may score dev; the
+        predictor's companions of tasks not calibrated here are kept.
         """
         calibrated = copy.copy(predictor)
         calibrated.tasks = [self._thresholded(task) for task in predictor.tasks]

@@ -64,18 +64,10 @@ def warmup_steps(total: int, warmup_ratio: float) -> int:
 def lr_factor(step: float, total: int, warmup: int) -> float:
     """The share of the peak learning rate at optimizer step `step` (counted from 0) of `total`.
 
-    During the `warmup` steps it rises by `1 / (warmup + 1)` a step, so the first step already
+    During the `warmup` steps (`warmup_steps`) it rises by `1 / (warmup + 1)` a step, so the first step already
     learns; after them it falls linearly from 1 at step `warmup` to `1 / (total - warmup)` at
     the last step (no step is spent at 0) and is 0 from step `total` on. A fractional `step`
     lies between (pretraining's time limit counts elapsed time as steps).
-
-    Args:
-        step: the step about to be taken.
-        total: the number of steps in the run.
-        warmup: the number of warm-up steps (`warmup_steps`).
-
-    Returns:
-        A factor in [0, 1].
 
     Example:
         >>> [round(lr_factor(s, total=6, warmup=2), 3) for s in range(7)]

@@ -99,21 +99,18 @@ def unigram_log_probs(features: list[dict[str, list[int]]], vocab_size: int):
         >>> round(float(unigram_log_probs(features, vocab_size=6).exp()[5]), 3)  # (2 + 1) / (2 + 6)
         0.375
     """
-    import torch
-
     ids = [i for f in features for i, special in zip(f["input_ids"], f["special_tokens_mask"]) if not special]
     counts = torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=vocab_size).double() + 1.0
     return (counts / counts.sum()).log()
 
 
 def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config: PretrainConfig,
-                 unigram=None) -> tuple[Optional[float], Optional[float]]:
+                 unigram: torch.Tensor) -> tuple[Optional[float], Optional[float]]:
     """(model, unigram) mean masked-token loss on held-out texts, with the same seeded masks at every call.
 
     The unigram loss predicts each masked token by its training frequency (`unigram_log_probs`):
     a model loss near it means the encoder has learnt token frequencies but little from context.
     """
-    import torch
     from transformers import DataCollatorForLanguageModeling
 
     if not features:
@@ -128,12 +125,11 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
             batch = collator(features[start:start + batch_size])
             loss, n = masked_lm_loss(model, batch, reduction="sum")
             total, count = total + float(loss), count + n
-            if unigram is not None:
-                total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
+            total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
     model.train()
     if not count:
         return None, None
-    return total / count, (total_unigram / count if unigram is not None else None)
+    return total / count, total_unigram / count
 
 
 class MaskedLMModule(pl.LightningModule):
@@ -281,8 +277,6 @@ def _trainer_config(config: PretrainConfig, total_steps: int) -> TrainerConfig:
 
 def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str]]:
     """(held-out, train) texts: all texts of the sources shuffled, cut to `limit_texts`."""
-    import torch
-
     texts = read_texts(config.texts, config.include_context)
     texts = [texts[i] for i in torch.randperm(len(texts), generator=generator).tolist()]
     if config.limit_texts:

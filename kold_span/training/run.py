@@ -138,11 +138,9 @@ def build(config: Config, resume: bool = False) -> Built:
                                    group_by_length=tc.group_by_length, seed=config.seed,
                                    val_splits=("dev", DEV_PERTURBED))
     datamodule.setup()
-    evaluators = {}
-    for split in ("dev", DEV_PERTURBED):
-        if splits.get(split):
-            evaluators[split] = dev_evaluator(tasks, splits[split], datamodule.window_meta(split), config.align.snap,
-                                              config.align.trim)
+    evaluators = {split: dev_evaluator(tasks, splits[split], datamodule.window_meta(split), config.align.snap,
+                                       config.align.trim)
+                  for split in ("dev", DEV_PERTURBED) if splits.get(split)}
     model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     return Built(config, run_dir, splits, extra, tasks, tokenizer, datamodule,
                  MultiTaskModule(model, tasks, tc, evaluators.get("dev"), evaluators.get(DEV_PERTURBED)))
@@ -243,7 +241,8 @@ def fit(built: Built, resume: bool = False, quiet: bool = False) -> Optional[Fit
     best = checkpoint.best_model_path or str(last)
     if best and Path(best).exists():
         built.module.load_state_dict(torch.load(best, map_location="cpu", weights_only=True)["state_dict"])
-    return Fitted(built.module.model, best, _float(checkpoint.best_model_score), monitor)
+    best_score = checkpoint.best_model_score
+    return Fitted(built.module.model, best, None if best_score is None else float(best_score), monitor)
 
 
 def lightning_trainer(built: Built, quiet: bool = False):
@@ -340,12 +339,10 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
                                "best_checkpoint": fitted.best_checkpoint if tc.keep_checkpoints else None,
                                "best_dev_score": fitted.best_score, "monitor": fitted.monitor,
                                "sizes": {k: len(v) for k, v in splits.items()}}
-    if splits["dev"]:
-        results["dev"] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits["dev"],
-                                            tc.eval_batch_size)
-    if splits.get(DEV_PERTURBED):
-        results[DEV_PERTURBED] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits[DEV_PERTURBED],
-                                                    tc.eval_batch_size)
+    for split in ("dev", DEV_PERTURBED):
+        if splits.get(split):
+            results[split] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits[split],
+                                                tc.eval_batch_size)
     predictor = calibration.apply_to(trained)
     model_dir = predictor.save_pretrained(run_dir / "model")
     if splits["test"]:
@@ -391,9 +388,8 @@ def run_directory(config: Config, resume: bool) -> Path:
 
 def tokenizer_texts(examples: list[Example]) -> list[str]:
     """Texts and contexts a scratch tokenizer is trained on."""
-    texts = [ex.text for ex in examples]
-    texts += sorted({turn for ex in examples for turn in context_turns(ex.context)})
-    return texts
+    contexts = sorted({turn for ex in examples for turn in context_turns(ex.context)})
+    return [ex.text for ex in examples] + contexts
 
 
 def check_window_length(encoder: Any, max_length: int) -> None:
@@ -441,9 +437,7 @@ def cpu_has_native_bf16() -> bool:
     import torch
 
     probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    if any(probe is None for probe in probes):
-        return True
-    return any(probe() for probe in probes)
+    return None in probes or any(probe() for probe in probes)
 
 
 def dev_evaluator(tasks: Sequence[Task], examples: list[Example], meta: list[dict[str, Any]],
@@ -479,7 +473,3 @@ def scores_by_trait(predictor, examples: list[Example], traits: Sequence[str],
                                                      [merged[i] for i in idx], predictor.snap, predictor.trim)}
                       for value, idx in sorted(groups.items())}
     return out
-
-
-def _float(value: Any) -> Optional[float]:
-    return None if value is None else float(value)

@@ -152,28 +152,16 @@ class ResumableLoader(DataLoader):
         self._taken = skip
         if skip:
             # A loader of the same data, workers and collation over the batches left of this epoch's order.
+            left = list(itertools.islice(iter(self.batch_sampler), skip, None))
             batches: Iterator[Any] = iter(DataLoader(
-                self.dataset, batch_sampler=_SkippedBatches(self.batch_sampler, skip), num_workers=self.num_workers,
-                collate_fn=self.collate_fn, pin_memory=self.pin_memory, timeout=self.timeout,
-                worker_init_fn=self.worker_init_fn, generator=self.generator))
+                self.dataset, batch_sampler=left, num_workers=self.num_workers, collate_fn=self.collate_fn,
+                pin_memory=self.pin_memory, timeout=self.timeout, worker_init_fn=self.worker_init_fn,
+                generator=self.generator))
         else:
             batches = super().__iter__()
         for batch in batches:
             self._taken += 1
             yield batch
-
-
-class _SkippedBatches:
-    """The batches of index lists `batches` yields, less its first `skip`."""
-
-    def __init__(self, batches: Any, skip: int):
-        self.batches, self.skip = batches, skip
-
-    def __len__(self) -> int:
-        return max(0, len(self.batches) - self.skip)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return itertools.islice(iter(self.batches), self.skip, None)
 
 
 def _world_size() -> int:
