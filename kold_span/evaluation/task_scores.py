@@ -95,8 +95,7 @@ class SpanScorer:
         if snap is not SnapMode.NONE:
             out[f"{task.name}/char_f1_{snap.value}"] = metrics.mean_char_f1(
                 predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
-        micro = metrics.micro_char_prf(raw, golds)
-        out[f"{task.name}/char_micro_f1"] = micro["f1"]
+        out[f"{task.name}/char_micro_f1"] = metrics.micro_char_prf(raw, golds)["f1"]
         true_tags, pred_tags = [], []
         for ex, m in zip(examples, merged):
             gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
@@ -104,8 +103,7 @@ class SpanScorer:
             pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
                              if len(m.token_offsets) else [])
         if any(true_tags):
-            prf = metrics.seqeval_prf(true_tags, pred_tags)
-            out[f"{task.name}/seqeval_f1"] = prf["f1"]
+            out[f"{task.name}/seqeval_f1"] = metrics.seqeval_prf(true_tags, pred_tags)["f1"]
         return out
 
     def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
@@ -215,8 +213,8 @@ def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Exam
 
 
 def span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                        merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
-                        grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
+                   merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
+                   grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
     """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.
 
     Spans are decoded as `Predictor` outputs them (`snap`, `trim`, the task's gate); ties go to
