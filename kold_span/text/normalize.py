@@ -74,7 +74,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
-from kold_span.data.example import Context, Example, Span
+from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
 
@@ -611,14 +611,6 @@ def normalize_example(example: Example, steps: Sequence[str]) -> Example:
     context = normalize_context(example.context, steps)
     if not aligned.changed and context == example.context:
         return example
-
-    def moved(spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
-        out = {}
-        for name, pairs in spans.items():
-            mapped = [aligned.from_original(start, end) for start, end in pairs]
-            out[name] = [(s, e) for s, e in mapped if s < e]
-        return out
-
-    annotations = [dataclasses.replace(a, spans=moved(a.spans)) for a in example.annotations]
-    return dataclasses.replace(example, text=aligned.text, context=context, spans=moved(example.spans),
-                               annotations=annotations)
+    annotations = [dataclasses.replace(a, spans=aligned.spans_from_original(a.spans)) for a in example.annotations]
+    return dataclasses.replace(example, text=aligned.text, context=context,
+                               spans=aligned.spans_from_original(example.spans), annotations=annotations)
