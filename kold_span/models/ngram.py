@@ -130,9 +130,6 @@ class NgramBaseline:
     def fit(self, examples: Sequence[Example]) -> "NgramBaseline":
         """Fit the vectorizers and the classifier; examples without `label` are ignored.
 
-        Args:
-            examples: training examples.
-
         Returns:
             self, with `labels_` the label vocabulary (sorted).
         """
@@ -167,9 +164,6 @@ class NgramBaseline:
     def predict_proba(self, examples: Sequence[Example]) -> list[Probs]:
         """Per-example probability of every label.
 
-        Args:
-            examples: examples to score.
-
         Returns:
             One ``{label: probability}`` per example over `labels_`; for "single" they
             sum to 1, for "multi" each label is scored on its own.
@@ -184,14 +178,7 @@ class NgramBaseline:
         return [{name: float(p) for name, p in zip(columns, row)} for row in matrix]
 
     def predict(self, examples: Sequence[Example]) -> list[Prediction]:
-        """The predicted label (single) or labels at or above `threshold` (multi) of each example.
-
-        Args:
-            examples: examples to label.
-
-        Returns:
-            One label string or sorted list of label strings per example.
-        """
+        """The predicted label (single) or sorted labels at or above `threshold` (multi) of each example."""
         return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(examples)]
 
 
@@ -206,12 +193,7 @@ def decode_probs(probs: Probs, problem: Problem, threshold: float = 0.5) -> Pred
 
 
 def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float) -> list[Probs]:
-    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``.
-
-    Args:
-        probs_a: model A's probabilities, one dict per example.
-        probs_b: model B's probabilities, aligned with `probs_a`.
-        weight: the weight of A in [0, 1]; B gets ``1 - weight``.
+    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``, weight in [0, 1].
 
     Returns:
         One dict per example over the union of both dicts' labels (a label a

@@ -75,9 +75,6 @@ class AlignedText:
             replacements: ``(start, end, new)`` on `self.text`, sorted and not overlapping;
                 ``start == end`` inserts, ``new == ""`` removes.
 
-        Returns:
-            A new `AlignedText` with the same `original`.
-
         Raises:
             ValueError: a replacement out of range, unsorted or overlapping another.
 

@@ -108,12 +108,7 @@ def check_steps(steps: Iterable[str]) -> tuple[str, ...]:
 def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
     """`text` normalized by `steps` (names from `STEPS`, run in that order), with its alignment and signals.
 
-    Args:
-        text: any text.
-        steps: which steps to run.
-
-    Returns:
-        A `Normalized`; `signals` holds only the kinds that made an edit.
+    `signals` holds only the kinds that made an edit.
 
     Example:
         >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals

@@ -57,16 +57,12 @@ def perturb(text: str, kind: Union[EvasionKind, str, Sequence[Union[EvasionKind,
     """`text` with words disguised by `kind`, aligned to the original.
 
     Args:
-        text: the text to disguise.
         kind: an `EvasionKind` (or its name); or several, as `--perturb` names them ("all",
             "leet,nfd" or a list): each disguised word then gets one of them, drawn with the seed.
         seed: with the text and kind(s), it decides every random choice.
         probability: the chance of each word to be disguised.
         within: only words overlapping one of these spans may be disguised (gold spans: the
             words that matter); None: any word.
-
-    Returns:
-        An `AlignedText` whose `original` is `text`.
 
     Example:
         >>> t = perturb("you idiot", "leet", seed=1, probability=1.0, within=[(4, 9)])
