@@ -26,7 +26,7 @@ from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
-from kold_span.models.manifest import check_contained, inside, verify_manifest, write_manifest
+from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion, load_companions, save_companions
 from kold_span.models.tasks import Task
@@ -170,10 +170,7 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
     if not path.is_file():
         raise ModelFormatError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
                                f"train one with `kold-span train CONFIG` and pass its model/ folder")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    config = read_json(path)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: expected a JSON object of keys, got {type(config).__name__}")
     if "format_version" not in config:
@@ -296,10 +293,7 @@ def _check_no_code(tokenizer_dir: Path) -> None:
         path = tokenizer_dir / name
         if not path.is_file():
             continue
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+        config = read_json(path)
         if isinstance(config, dict) and "auto_map" in config:
             raise ModelFormatError(f"{path}: names custom code ('auto_map'); a kold-span model directory is data "
                                    "and never runs code from it")

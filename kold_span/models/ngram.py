@@ -25,6 +25,7 @@ from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.kinds import MergedExample
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
+from kold_span.models.manifest import read_json
 from kold_span.models.tasks import Task
 
 # An n-gram model learns label values: not a soft task's vote shares.
@@ -332,10 +333,7 @@ class NgramScorer:
         for path in (meta_path, arrays_path):
             if not path.is_file():
                 raise ModelFormatError(f"missing n-gram file {path} (an n-gram model is a .json and a .safetensors)")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ModelFormatError(f"{meta_path}: not a JSON file ({err})") from None
+        meta = read_json(meta_path)
         if not isinstance(meta, dict) or meta.get("version") != STATE_VERSION:
             version = meta.get("version") if isinstance(meta, dict) else None
             raise ModelFormatError(f"{meta_path}: n-gram state version {version!r}, "
