@@ -177,8 +177,7 @@ def evaluate_examples(gold: list[Example], preds: dict[str, dict[str, Any]], pol
         guesses = [spans_to_offsets(preds[ex.id]["spans"].get(span_type, [])) for ex in gold]
         scores[f"span/{span_type}/char_f1"] = metrics.mean_char_f1(guesses, golds, policy=policy)
         micro = metrics.micro_char_prf(guesses, golds)
-        for key in ("precision", "recall", "f1"):
-            scores[f"span/{span_type}/char_micro_{key}"] = micro[key]
+        scores.update({f"span/{span_type}/char_micro_{key}": value for key, value in micro.items()})
     names = sorted({k for ex in gold for k, v in ex.labels.items() if v is not None and not isinstance(v, dict)})
     for name in names:
         pairs = [(ex.labels[name], preds[ex.id]["labels"].get(name)) for ex in gold

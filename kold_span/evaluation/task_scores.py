@@ -162,13 +162,10 @@ def single_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
     y_true = [label_str(gold) for gold, _ in labelled]
     y_pred = [task.labels[int(np.argmax(p))] for _, p in labelled]
     report = metrics.classification_report_dict(y_true, y_pred, labels=list(task.labels))
-    out = {f"{task.name}/accuracy": report["accuracy"], f"{task.name}/macro_f1": report["macro_f1"],
-           f"{task.name}/weighted_f1": report["weighted_f1"],
-           f"{task.name}/balanced_accuracy": report["balanced_accuracy"]}
+    out = {f"{task.name}/{k}": report[k] for k in ("accuracy", "macro_f1", "weighted_f1", "balanced_accuracy")}
     if task.is_boolean:
         prf = metrics.binary_prf(y_true, y_pred, positive="true")
-        out.update({f"{task.name}/precision": prf["precision"], f"{task.name}/recall": prf["recall"],
-                    f"{task.name}/f1": prf["f1"]})
+        out.update({f"{task.name}/{k}": prf[k] for k in ("precision", "recall", "f1")})
     return out
 
 

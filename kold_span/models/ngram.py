@@ -123,8 +123,6 @@ class NgramBaseline:
 
     def _columns(self, examples: Sequence[Example]):
         """Texts (and contexts) as the object array the column transformer reads."""
-        import numpy as np
-
         rows = [[ex.text, context_string(ex)] if self.use_context else [ex.text] for ex in examples]
         return np.array(rows, dtype=object).reshape(len(rows), 2 if self.use_context else 1)
 

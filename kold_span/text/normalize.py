@@ -356,11 +356,7 @@ def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
     """`word` with each run cut to its number of letters in `keep`."""
-    pieces, done = [], 0
-    for run, kept in zip(runs, keep):
-        pieces += [word[done:run.start() + kept]]
-        done = run.end()
-    return "".join(pieces) + word[done:]
+    return "".join(_apply(word, [(run.start() + kept, run.end(), "") for run, kept in zip(runs, keep)]))
 
 
 # -- leet ---------------------------------------------------------------------------------
