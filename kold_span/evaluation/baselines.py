@@ -255,8 +255,7 @@ def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], pr
     """The metrics of one label baseline.
 
     Args:
-        gold: gold label strings (lists for "multi").
-        predicted: predicted label strings, aligned with `gold`.
+        gold: gold label strings (lists for "multi"), aligned with `predicted`.
         problem: SINGLE or MULTI (a `Problem` or its value).
         probs: optional per-example probabilities (adds "lrap" for "multi").
 

@@ -155,9 +155,6 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
     Args:
         directory: a directory written by `write_model_dir` (`Predictor.save_pretrained`).
 
-    Returns:
-        The parsed config.
-
     Raises:
         FileNotFoundError: `directory` does not exist.
         ModelFormatError: no config.json, weights or tokenizer in it, a format_version other than
