@@ -73,18 +73,14 @@ def prediction_fields(record: dict[str, Any], where: str, lenient: bool = False)
                 spans.setdefault(s["type"], []).append(pair)
     elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
         for span_type, pairs in raw_spans.items():
-            checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient)
-                       for pair in _as_list(pairs, where, span_type)]
+            if not isinstance(pairs, list):
+                raise DataError(f"{where}: field 'spans.{span_type}' must be a list of [start, end] pairs, "
+                                f"got {pairs!r}")
+            checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient) for pair in pairs]
             spans[span_type] = [pair for pair in checked if pair is not None]
     else:
         raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
     return {"labels": labels, "spans": spans}
-
-
-def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:
-    if not isinstance(pairs, list):
-        raise DataError(f"{where}: field 'spans.{span_type}' must be a list of [start, end] pairs, got {pairs!r}")
-    return pairs
 
 
 def _checked_pair(pair: Any, where: str, field_name: str, lenient: bool) -> Optional[tuple[int, int]]:

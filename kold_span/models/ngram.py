@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -399,12 +399,3 @@ def fuse_companions(companions: dict[str, Companion], tasks: Sequence[Task], tex
             continue
         for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
             m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
-
-
-def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:
-    for companion in companions.values():
-        companion.save(Path(directory))
-
-
-def load_companions(directory: Union[str, Path], tasks: Sequence[str]) -> dict[str, Companion]:
-    return {task: Companion.load(Path(directory), task) for task in tasks}
