@@ -70,7 +70,6 @@ def cohen_kappa_pairwise(ratings: Ratings, weights: Optional[str] = None) -> dic
     undefined (both gave one and the same label throughout) maps to NaN.
 
     Args:
-        ratings: the ratings table.
         weights: None (labels are categories), or ``"linear"`` / ``"quadratic"``:
             a weighted kappa for ordinal labels, where a disagreement weighs
             ``|i - j|`` or ``(i - j)²`` with ``i``, ``j`` the ranks of the two labels
@@ -117,14 +116,7 @@ def cohen_kappa_pairwise(ratings: Ratings, weights: Optional[str] = None) -> dic
 
 
 def mean_pairwise_cohen(ratings: Ratings, weights: Optional[str] = None) -> float:
-    """The mean of the defined pairwise Cohen's kappas.
-
-    Args:
-        ratings: the ratings table.
-        weights: None, ``"linear"`` or ``"quadratic"`` (see `cohen_kappa_pairwise`).
-
-    Returns:
-        The mean kappa over pairs with a defined value (NaN if there is none).
+    """The mean of the defined pairwise Cohen's kappas (NaN if none is); `weights` as in `cohen_kappa_pairwise`.
 
     Raises:
         ArgumentError: no annotator pair shares at least 2 items.
@@ -141,7 +133,7 @@ def mean_pairwise_cohen(ratings: Ratings, weights: Optional[str] = None) -> floa
 
 
 def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = None) -> float:
-    """Fleiss' kappa over the items labelled by the modal number of raters.
+    """Fleiss' kappa (statsmodels) over the items labelled by the modal number of raters.
 
     Fleiss' kappa assumes every item has the same number of ratings. Items with
     fewer than 2 ratings are dropped; of the rest, only items with the most
@@ -149,12 +141,8 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
     `krippendorff_alpha` to use every item.
 
     Args:
-        ratings: the ratings table.
         categories: the label set (default: every label seen); a label
             outside it is an error.
-
-    Returns:
-        Fleiss' kappa (statsmodels).
 
     Raises:
         ArgumentError: no item has 2 or more ratings, or an unknown label.
@@ -180,7 +168,6 @@ def krippendorff_alpha(ratings: Ratings, level: str = "nominal") -> float:
     """Krippendorff's alpha over every item, missing ratings allowed.
 
     Args:
-        ratings: the ratings table.
         level: ``"nominal"`` (any hashable labels), or ``"ordinal"``,
             ``"interval"``, ``"ratio"`` (labels must be numbers; their values are
             what the distances between labels are computed from).
@@ -219,9 +206,7 @@ def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot
     Resamples where the statistic is undefined (NaN or a ValueError, e.g. `ArgumentError`) are skipped.
 
     Args:
-        ratings: the ratings table.
         statistic: e.g. `krippendorff_alpha` or `fleiss_kappa`.
-        n_boot: number of resamples.
         seed: seed of the resampling generator (same seed, same interval).
         alpha: 1 - confidence level.
 
@@ -265,12 +250,6 @@ def interpret_kappa(value: float) -> str:
     0.20 < value <= 0.40 "fair"; 0.40 < value <= 0.60 "moderate";
     0.60 < value <= 0.80 "substantial"; value > 0.80 "almost perfect".
 
-    Args:
-        value: the coefficient.
-
-    Returns:
-        The band name.
-
     Example:
         >>> interpret_kappa(0.61), interpret_kappa(0.60)
         ('substantial', 'moderate')
@@ -302,9 +281,6 @@ def majority_label(labels: Iterable[Hashable]) -> Optional[Hashable]:
 def unanimity(ratings: Ratings) -> dict:
     """How often items with 2+ ratings were labelled unanimously, overall and by majority class.
 
-    Args:
-        ratings: the ratings table.
-
     Returns:
         ``{"overall": rate, "per_class": {label: rate}}``; per class, among
         items whose majority label is that class. Tied items count in
@@ -328,14 +304,11 @@ def unanimity(ratings: Ratings) -> dict:
 
 
 def annotator_bias(ratings: Ratings) -> dict[Hashable, float]:
-    """Each annotator's mean signed deviation from the item majority (numeric labels).
+    """Each annotator's mean signed deviation from the item majority (numeric or bool labels).
 
     Items whose majority is tied are skipped; annotators with no counted item
     are left out. For binary labels, a positive bias means the annotator marks
     the positive class more often than the majority does.
-
-    Args:
-        ratings: the ratings table, with numeric (or bool) labels.
 
     Returns:
         ``{annotator: mean(label - majority)}``.

@@ -140,7 +140,6 @@ def _bias_section(report: Mapping[str, Any]) -> list[str]:
               f"positive: {leaning}. Mean |bias|: {_fmt(bias['mean_abs'])}.", ""]
     if rows:
         lines += ["| annotator | bias | items |", "|---|---|---|"]
-    if rows:
         lines += [f"| {r['annotator']} | {r['bias']:+.3f} | {r['n_items']} |" for r in rows]
     return lines + [""]
 

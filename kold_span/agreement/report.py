@@ -150,13 +150,10 @@ def _group_rows(table: RatingsTable, key: str, n_boot: int, seed: int, level: st
 
 
 def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[Path]:
-    """Write report.md, report.json, kappa_heatmap.png and entropy_hist.png into `out_dir`.
+    """Write report.md, report.json, kappa_heatmap.png and entropy_hist.png into `out_dir`; returns their paths.
 
     Every file is rendered before the first is written, and each is written whole or not at all
     (`atomic_write`): a report that fails leaves the previous files as they were.
-
-    Returns:
-        The paths written.
     """
     out = Path(out_dir)
     paths = [out / name for name in FILES]

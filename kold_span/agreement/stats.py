@@ -25,9 +25,7 @@ def label_stats(ratings: Ratings, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, p
     """Items, annotators, the coefficients of `level`, unanimity and hard cases of one table.
 
     Args:
-        ratings: the ratings table.
         n_boot: bootstrap resamples (of items) for the intervals.
-        seed: seed of the resampling.
         pair_cis: how many pairs (most shared items first) get an interval of their own.
         level: Krippendorff's level of measurement; Fleiss' kappa is computed at "nominal"
             only, Cohen's kappa at the levels of `KAPPA_LEVELS`.

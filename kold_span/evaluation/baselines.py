@@ -52,9 +52,6 @@ class MajorityBaseline:
     def fit(self, examples: Sequence[Example]) -> "MajorityBaseline":
         """Count the training labels; examples without `label` are ignored.
 
-        Args:
-            examples: training examples.
-
         Returns:
             self. For "single" the most frequent label (ties: the smallest string);
             for "multi" the labels present in more than half of the examples.
@@ -72,21 +69,11 @@ class MajorityBaseline:
         return self
 
     def predict(self, examples: Sequence[Example]) -> list[Prediction]:
-        """The majority label (or label list) once per example.
-
-        Args:
-            examples: examples to label.
-
-        Returns:
-            One label string ("single") or list of label strings ("multi") per example.
-        """
+        """The majority label ("single") or label list ("multi") once per example."""
         if self.prediction_ is None:
             raise RuntimeError("MajorityBaseline.predict called before fit")
         return [list(self.prediction_) if isinstance(self.prediction_, list) else self.prediction_
                 for _ in examples]
-
-
-# --------------------------------------------------------------------------- n-grams
 
 
 # --------------------------------------------------------------------------- lexicon spans
@@ -167,9 +154,6 @@ class LexiconSpanTagger:
     def predict(self, examples: Sequence[Example]) -> list[list[Span]]:
         """The spans of lexicon words in each text.
 
-        Args:
-            examples: examples to tag.
-
         Returns:
             One sorted list of end-exclusive (start, end) spans per example, one per
             lexicon-word occurrence (punctuation around it excluded).
@@ -221,8 +205,6 @@ class HybridScorer:
         """Pick the weight in {0, 0.1, …, 1} that scores best on dev, and keep it.
 
         Args:
-            dev_probs_a: model A's dev probabilities.
-            dev_probs_b: model B's dev probabilities.
             dev_gold: gold labels (raw values are converted with `label_str`; lists for "multi").
             metric: one of `FUSE_METRICS` for the problem ("accuracy", "macro_f1",
                 "balanced_accuracy" (single), "micro_f1" or "macro_f1" (multi)), or a
@@ -273,8 +255,7 @@ def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], pr
     """The metrics of one label baseline.
 
     Args:
-        gold: gold label strings (lists for "multi").
-        predicted: predicted label strings, aligned with `gold`.
+        gold: gold label strings (lists for "multi"), aligned with `predicted`.
         problem: SINGLE or MULTI (a `Problem` or its value).
         probs: optional per-example probabilities (adds "lrap" for "multi").
 
@@ -323,8 +304,6 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
     `span_type` is given and is scored by mean character F1 (the SemEval rule).
 
     Args:
-        train: training examples.
-        test: test examples.
         label: the label key, or None to run only the span baseline.
         problem: SINGLE or MULTI (a `Problem` or its value).
         span_type: the span type for `LexiconSpanTagger`, or None.

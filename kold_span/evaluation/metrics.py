@@ -36,15 +36,7 @@ def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -
 
     ``"semeval"`` is the official SemEval-2021 Task 5 (Toxic Spans) rule.
     ``"kold"`` follows the KOLD paper's wording, where a text without a gold
-    span scores 1 whatever is predicted.
-
-    Args:
-        pred: predicted character offsets (duplicates are ignored).
-        gold: gold character offsets (duplicates are ignored).
-        policy: ``"semeval"`` or ``"kold"``.
-
-    Returns:
-        F1 in [0, 1].
+    span scores 1 whatever is predicted. Duplicate offsets are ignored.
 
     Example:
         >>> char_f1({1, 2, 3}, {2, 3, 4, 5})
@@ -65,14 +57,6 @@ def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -
 def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy: str = "semeval") -> float:
     """`char_f1` over end-exclusive (start, end) spans instead of offsets.
 
-    Args:
-        pred_spans: predicted spans.
-        gold_spans: gold spans.
-        policy: see `char_f1`.
-
-    Returns:
-        F1 in [0, 1].
-
     Example:
         >>> span_char_f1([(1, 4)], [(2, 6)])
         0.5714285714285714
@@ -81,15 +65,7 @@ def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy:
 
 
 def mean_char_f1(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]], policy: str = "semeval") -> float:
-    """Mean of per-text `char_f1` (the official Toxic Spans system score).
-
-    Args:
-        preds: predicted offsets, one collection per text.
-        golds: gold offsets, aligned with `preds`.
-        policy: see `char_f1`.
-
-    Returns:
-        The mean F1 over texts.
+    """Mean of per-text `char_f1` (the official Toxic Spans system score); `golds` aligned with `preds`.
 
     Raises:
         ValueError: lengths differ.
@@ -110,13 +86,6 @@ def micro_char_prf(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]
     nothing is predicted and nothing is gold anywhere, all three are 1.0 (there
     was nothing to find and nothing was claimed); otherwise a 0/0 precision or
     recall is 0.0, and F1 is 0.0 when precision + recall is 0.
-
-    Args:
-        preds: predicted offsets, one collection per text.
-        golds: gold offsets, aligned with `preds`.
-
-    Returns:
-        ``{"precision": ..., "recall": ..., "f1": ...}``.
 
     Example:
         >>> micro_char_prf([{1, 2, 3}, {9}], [{2, 3, 4, 5}, set()])
@@ -152,13 +121,7 @@ def seqeval_prf(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[
 
     Strict mode counts an entity only when it starts with ``B-`` and has the
     exact boundaries and type of a gold one; a dangling ``I-`` is not an entity.
-
-    Args:
-        true_tags: gold IOB2 tags, one list per sentence.
-        pred_tags: predicted IOB2 tags, aligned with `true_tags`.
-
-    Returns:
-        ``{"precision": ..., "recall": ..., "f1": ...}`` (0/0 counts as 0).
+    0/0 counts as 0.
 
     Example:
         >>> seqeval_prf([["B-OFF", "I-OFF", "O"]], [["B-OFF", "I-OFF", "O"]])
@@ -177,12 +140,7 @@ def seqeval_prf(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[
 
 
 def binary_prf(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], positive: Hashable = 1) -> dict[str, float]:
-    """Precision, recall and F1 of the positive class (other labels are negatives).
-
-    Args:
-        y_true: gold labels.
-        y_pred: predicted labels.
-        positive: the label scored as positive.
+    """Precision, recall and F1 of the `positive` class (other labels are negatives).
 
     Returns:
         ``{"precision", "recall", "f1", "support"}``; 0/0 counts as 0.
@@ -202,8 +160,6 @@ def classification_report_dict(y_true: Sequence[Hashable], y_pred: Sequence[Hash
     """Accuracy, macro/weighted F1, balanced accuracy and per-class scores.
 
     Args:
-        y_true: gold labels.
-        y_pred: predicted labels.
         labels: classes for the per-class and macro/weighted scores (default:
             every label seen in either list, sorted). Balanced accuracy is the
             mean recall over the classes present in `y_true`.
@@ -239,8 +195,6 @@ def multilabel_scores(y_true: Sequence[Iterable[Hashable]], y_pred: Sequence[Ite
     """Micro/macro F1 of label sets and, given scores, label-ranking average precision.
 
     Args:
-        y_true: gold label sets, one per example.
-        y_pred: predicted label sets, aligned with `y_true`.
         labels: the label inventory (order fixes the columns); a label outside
             it is an error.
         scores: optional per-example ``{label: probability}``; a missing label
@@ -288,14 +242,7 @@ def _label_matrix(label_sets: Sequence[Iterable[Hashable]], labels: list, what: 
 
 
 def vote_distribution(labels: Iterable[Hashable], classes: Sequence[Hashable]) -> dict[Hashable, float]:
-    """The share of votes each class received (a soft label).
-
-    Args:
-        labels: the annotators' labels for one item.
-        classes: every class, in output order; classes without votes get 0.
-
-    Returns:
-        ``{class: share}`` summing to 1.
+    """The share of one item's votes (`labels`) each class received, in `classes` order (a soft label).
 
     Example:
         >>> vote_distribution([1, 1, 0], classes=[0, 1])
@@ -312,7 +259,7 @@ def vote_distribution(labels: Iterable[Hashable], classes: Sequence[Hashable]) -
 
 def soft_cross_entropy(pred_dist: Sequence[Distribution], target_dist: Sequence[Distribution],
                        eps: float = 1e-12) -> float:
-    """Mean over items of the cross-entropy -Σ q·ln p of predicted p against target q.
+    """Mean over items of the cross-entropy -Σ q·ln p, in nats, of predicted p against target q.
 
     Args:
         pred_dist: predicted distributions, each a ``{label: prob}`` dict or a
@@ -321,9 +268,6 @@ def soft_cross_entropy(pred_dist: Sequence[Distribution], target_dist: Sequence[
             `pred_dist` and of the same form; a label missing from a dict has
             probability 0.
         eps: predicted probabilities are clamped to [eps, 1] before the log.
-
-    Returns:
-        The mean cross-entropy in nats.
 
     Example:
         >>> round(soft_cross_entropy([[0.5, 0.5]], [[1.0, 0.0]]), 6)
@@ -334,14 +278,7 @@ def soft_cross_entropy(pred_dist: Sequence[Distribution], target_dist: Sequence[
 
 
 def manhattan_distance(pred_dist: Sequence[Distribution], target_dist: Sequence[Distribution]) -> float:
-    """Mean over items of Σ|p - q| between predicted and target distributions.
-
-    Args:
-        pred_dist: predicted distributions (dicts or lists, as in `soft_cross_entropy`).
-        target_dist: target distributions, aligned with `pred_dist`.
-
-    Returns:
-        The mean L1 distance, in [0, 2] for probability distributions.
+    """Mean over items of Σ|p - q|, in [0, 2], between distributions given as in `soft_cross_entropy`.
 
     Example:
         >>> manhattan_distance([{"a": 0.75, "b": 0.25}], [{"a": 0.5, "b": 0.5}])

@@ -73,18 +73,14 @@ def prediction_fields(record: dict[str, Any], where: str, lenient: bool = False)
                 spans.setdefault(s["type"], []).append(pair)
     elif isinstance(raw_spans, dict):  # canonical examples: {type: [[start, end], ...]}
         for span_type, pairs in raw_spans.items():
-            checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient)
-                       for pair in _as_list(pairs, where, span_type)]
+            if not isinstance(pairs, list):
+                raise DataError(f"{where}: field 'spans.{span_type}' must be a list of [start, end] pairs, "
+                                f"got {pairs!r}")
+            checked = [_checked_pair(pair, where, f"spans.{span_type}", lenient) for pair in pairs]
             spans[span_type] = [pair for pair in checked if pair is not None]
     else:
         raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
     return {"labels": labels, "spans": spans}
-
-
-def _as_list(pairs: Any, where: str, span_type: str) -> list[Any]:
-    if not isinstance(pairs, list):
-        raise DataError(f"{where}: field 'spans.{span_type}' must be a list of [start, end] pairs, got {pairs!r}")
-    return pairs
 
 
 def _checked_pair(pair: Any, where: str, field_name: str, lenient: bool) -> Optional[tuple[int, int]]:
@@ -177,8 +173,7 @@ def evaluate_examples(gold: list[Example], preds: dict[str, dict[str, Any]], pol
         guesses = [spans_to_offsets(preds[ex.id]["spans"].get(span_type, [])) for ex in gold]
         scores[f"span/{span_type}/char_f1"] = metrics.mean_char_f1(guesses, golds, policy=policy)
         micro = metrics.micro_char_prf(guesses, golds)
-        for key in ("precision", "recall", "f1"):
-            scores[f"span/{span_type}/char_micro_{key}"] = micro[key]
+        scores.update({f"span/{span_type}/char_micro_{key}": value for key, value in micro.items()})
     names = sorted({k for ex in gold for k, v in ex.labels.items() if v is not None and not isinstance(v, dict)})
     for name in names:
         pairs = [(ex.labels[name], preds[ex.id]["labels"].get(name)) for ex in gold

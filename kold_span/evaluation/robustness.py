@@ -121,7 +121,6 @@ def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[Eva
     Args:
         gold: labelled examples (unique ids).
         predict: examples → their predictions by id (`model_predictions`).
-        kinds: the perturbation kinds.
         seeds: perturbation seeds per kind (0, 1, ...): the mean and standard deviation are over these.
         word_probability: the chance of each eligible word to be disguised.
         targets: "all" words, or only words inside gold "spans".

@@ -95,8 +95,7 @@ class SpanScorer:
         if snap is not SnapMode.NONE:
             out[f"{task.name}/char_f1_{snap.value}"] = metrics.mean_char_f1(
                 predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
-        micro = metrics.micro_char_prf(raw, golds)
-        out[f"{task.name}/char_micro_f1"] = micro["f1"]
+        out[f"{task.name}/char_micro_f1"] = metrics.micro_char_prf(raw, golds)["f1"]
         true_tags, pred_tags = [], []
         for ex, m in zip(examples, merged):
             gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
@@ -104,8 +103,7 @@ class SpanScorer:
             pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
                              if len(m.token_offsets) else [])
         if any(true_tags):
-            prf = metrics.seqeval_prf(true_tags, pred_tags)
-            out[f"{task.name}/seqeval_f1"] = prf["f1"]
+            out[f"{task.name}/seqeval_f1"] = metrics.seqeval_prf(true_tags, pred_tags)["f1"]
         return out
 
     def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
@@ -164,13 +162,10 @@ def single_label_scores(task: Task, pairs: Pairs) -> dict[str, float]:
     y_true = [label_str(gold) for gold, _ in labelled]
     y_pred = [task.labels[int(np.argmax(p))] for _, p in labelled]
     report = metrics.classification_report_dict(y_true, y_pred, labels=list(task.labels))
-    out = {f"{task.name}/accuracy": report["accuracy"], f"{task.name}/macro_f1": report["macro_f1"],
-           f"{task.name}/weighted_f1": report["weighted_f1"],
-           f"{task.name}/balanced_accuracy": report["balanced_accuracy"]}
+    out = {f"{task.name}/{k}": report[k] for k in ("accuracy", "macro_f1", "weighted_f1", "balanced_accuracy")}
     if task.is_boolean:
         prf = metrics.binary_prf(y_true, y_pred, positive="true")
-        out.update({f"{task.name}/precision": prf["precision"], f"{task.name}/recall": prf["recall"],
-                    f"{task.name}/f1": prf["f1"]})
+        out.update({f"{task.name}/{k}": prf[k] for k in ("precision", "recall", "f1")})
     return out
 
 
@@ -215,8 +210,8 @@ def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Exam
 
 
 def span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                        merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
-                        grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
+                   merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
+                   grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
     """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.
 
     Spans are decoded as `Predictor` outputs them (`snap`, `trim`, the task's gate); ties go to

@@ -20,8 +20,6 @@ from kold_span.errors import EncoderLoadError
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-
-
 def resolve_package_path(name: str) -> Path:
     """`package:pkg/sub/path` -> that path inside the installed package (the package is not imported)."""
     package, _, sub = name[len("package:"):].partition("/")

@@ -31,7 +31,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Collection, Iterator, Optional, Union
+from typing import Any, Collection, Iterator, Optional, Union
 
 from kold_span.errors import ModelFormatError
 
@@ -56,6 +56,14 @@ def file_digest(path: Union[str, Path]) -> str:
         for block in iter(lambda: f.read(_CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of a model directory, parsed; one that is not UTF-8 JSON is a `ModelFormatError` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
 
 
 def model_files(directory: Union[str, Path]) -> Iterator[str]:
@@ -154,10 +162,7 @@ def verify_manifest(directory: Union[str, Path], skip: Collection[str] = ()) -> 
 
 def _read_manifest(path: Path) -> dict[str, dict]:
     """The "files" of a manifest, each entry checked to hold a hex sha256 and a byte count."""
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    manifest = read_json(path)
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION or not isinstance(files, dict):
         raise ModelFormatError(f"{path}: not a manifest of version {MANIFEST_VERSION} (an object with "

@@ -26,9 +26,9 @@ from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
-from kold_span.models.manifest import check_contained, inside, verify_manifest, write_manifest
+from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
-from kold_span.models.ngram import Companion, load_companions, save_companions
+from kold_span.models.ngram import Companion
 from kold_span.models.tasks import Task
 from kold_span.text.normalize import check_steps
 
@@ -85,9 +85,10 @@ class ModelDir:
 
     def companions(self) -> dict[str, Companion]:
         """The n-gram models fused into tasks (key `ngram`), by task name."""
-        for name in self.config.get("ngram", []):
+        names = self.config.get("ngram", [])
+        for name in names:
             inside(self.path, f"ngram/{name}", f"{self.path / CONFIG_NAME}: key 'ngram'")
-        return load_companions(self.path, self.config.get("ngram", []))
+        return {name: Companion.load(self.path, name) for name in names}
 
     def normalize_steps(self) -> Optional[tuple[str, ...]]:
         """The normalization steps config.json names (key `normalize.steps`), None without the key."""
@@ -144,7 +145,8 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
     state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_NAME))
     save_tokenizer(tokenizer, directory / TOKENIZER_DIR)
-    save_companions(companions, directory)
+    for companion in companions.values():
+        companion.save(directory)
     write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
     return directory
 
@@ -154,9 +156,6 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
 
     Args:
         directory: a directory written by `write_model_dir` (`Predictor.save_pretrained`).
-
-    Returns:
-        The parsed config.
 
     Raises:
         FileNotFoundError: `directory` does not exist.
@@ -170,10 +169,7 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
     if not path.is_file():
         raise ModelFormatError(f"{directory} is not a kold-span model directory (no {CONFIG_NAME}); "
                                f"train one with `kold-span train CONFIG` and pass its model/ folder")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    config = read_json(path)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: expected a JSON object of keys, got {type(config).__name__}")
     if "format_version" not in config:
@@ -296,10 +292,7 @@ def _check_no_code(tokenizer_dir: Path) -> None:
         path = tokenizer_dir / name
         if not path.is_file():
             continue
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+        config = read_json(path)
         if isinstance(config, dict) and "auto_map" in config:
             raise ModelFormatError(f"{path}: names custom code ('auto_map'); a kold-span model directory is data "
                                    "and never runs code from it")

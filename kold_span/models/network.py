@@ -40,10 +40,7 @@ class MultiTaskModel(nn.Module):
 
     def losses(self, logits: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Per-task losses; examples without a label for a task do not count for it."""
-        out = {}
-        for task in self.tasks:
-            out[task.name] = task_loss(task, logits[task.name], batch)
-        return out
+        return {task.name: task_loss(task, logits[task.name], batch) for task in self.tasks}
 
 
 def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:

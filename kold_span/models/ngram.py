@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.kinds import MergedExample
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
+from kold_span.models.manifest import read_json
 from kold_span.models.tasks import Task
 
 # An n-gram model learns label values: not a soft task's vote shares.
@@ -122,16 +123,11 @@ class NgramBaseline:
 
     def _columns(self, examples: Sequence[Example]):
         """Texts (and contexts) as the object array the column transformer reads."""
-        import numpy as np
-
         rows = [[ex.text, context_string(ex)] if self.use_context else [ex.text] for ex in examples]
         return np.array(rows, dtype=object).reshape(len(rows), 2 if self.use_context else 1)
 
     def fit(self, examples: Sequence[Example]) -> "NgramBaseline":
         """Fit the vectorizers and the classifier; examples without `label` are ignored.
-
-        Args:
-            examples: training examples.
 
         Returns:
             self, with `labels_` the label vocabulary (sorted).
@@ -167,9 +163,6 @@ class NgramBaseline:
     def predict_proba(self, examples: Sequence[Example]) -> list[Probs]:
         """Per-example probability of every label.
 
-        Args:
-            examples: examples to score.
-
         Returns:
             One ``{label: probability}`` per example over `labels_`; for "single" they
             sum to 1, for "multi" each label is scored on its own.
@@ -184,14 +177,7 @@ class NgramBaseline:
         return [{name: float(p) for name, p in zip(columns, row)} for row in matrix]
 
     def predict(self, examples: Sequence[Example]) -> list[Prediction]:
-        """The predicted label (single) or labels at or above `threshold` (multi) of each example.
-
-        Args:
-            examples: examples to label.
-
-        Returns:
-            One label string or sorted list of label strings per example.
-        """
+        """The predicted label (single) or sorted labels at or above `threshold` (multi) of each example."""
         return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(examples)]
 
 
@@ -206,12 +192,7 @@ def decode_probs(probs: Probs, problem: Problem, threshold: float = 0.5) -> Pred
 
 
 def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float) -> list[Probs]:
-    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``.
-
-    Args:
-        probs_a: model A's probabilities, one dict per example.
-        probs_b: model B's probabilities, aligned with `probs_a`.
-        weight: the weight of A in [0, 1]; B gets ``1 - weight``.
+    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``, weight in [0, 1].
 
     Returns:
         One dict per example over the union of both dicts' labels (a label a
@@ -350,10 +331,7 @@ class NgramScorer:
         for path in (meta_path, arrays_path):
             if not path.is_file():
                 raise ModelFormatError(f"missing n-gram file {path} (an n-gram model is a .json and a .safetensors)")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ModelFormatError(f"{meta_path}: not a JSON file ({err})") from None
+        meta = read_json(meta_path)
         if not isinstance(meta, dict) or meta.get("version") != STATE_VERSION:
             version = meta.get("version") if isinstance(meta, dict) else None
             raise ModelFormatError(f"{meta_path}: n-gram state version {version!r}, "
@@ -421,12 +399,3 @@ def fuse_companions(companions: dict[str, Companion], tasks: Sequence[Task], tex
             continue
         for m, ngram in zip(merged, companion.ngram_probs(texts, joined)):
             m.sequence_probs[task.name] = companion.fuse_array(task.labels, m.sequence_probs[task.name], ngram)
-
-
-def save_companions(companions: dict[str, Companion], directory: Union[str, Path]) -> None:
-    for companion in companions.values():
-        companion.save(Path(directory))
-
-
-def load_companions(directory: Union[str, Path], tasks: Sequence[str]) -> dict[str, Companion]:
-    return {task: Companion.load(Path(directory), task) for task in tasks}

@@ -73,9 +73,6 @@ def label_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequen
 
     Args:
         task: a multi-label sequence task (its `labels` fix the order of `probs`' columns).
-        golds: the gold label names of each example.
-        probs: each example's probabilities, one per label of `task`.
-        grid: the thresholds tried.
 
     Returns:
         One threshold per label. A label with no gold positive on dev keeps 0.5 (no F1 to

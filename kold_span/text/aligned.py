@@ -75,9 +75,6 @@ class AlignedText:
             replacements: ``(start, end, new)`` on `self.text`, sorted and not overlapping;
                 ``start == end`` inserts, ``new == ""`` removes.
 
-        Returns:
-            A new `AlignedText` with the same `original`.
-
         Raises:
             ValueError: a replacement out of range, unsorted or overlapping another.
 
@@ -153,6 +150,11 @@ class AlignedText:
             position = bisect_right([e for _, e in self.sources], start)
             return position, position
         return inside[0], inside[-1] + 1
+
+    def spans_from_original(self, spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
+        """`from_original` of every span, by type; a span whose characters were all removed is dropped."""
+        moved = {name: [self.from_original(s, e) for s, e in pairs] for name, pairs in spans.items()}
+        return {name: [(s, e) for s, e in pairs if s < e] for name, pairs in moved.items()}
 
     @staticmethod
     def _inside(source: Span, start: int, end: int) -> bool:

@@ -74,7 +74,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
-from kold_span.data.example import Context, Example, Span
+from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
 
@@ -108,12 +108,7 @@ def check_steps(steps: Iterable[str]) -> tuple[str, ...]:
 def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
     """`text` normalized by `steps` (names from `STEPS`, run in that order), with its alignment and signals.
 
-    Args:
-        text: any text.
-        steps: which steps to run.
-
-    Returns:
-        A `Normalized`; `signals` holds only the kinds that made an edit.
+    `signals` holds only the kinds that made an edit.
 
     Example:
         >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
@@ -361,11 +356,7 @@ def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
     """`word` with each run cut to its number of letters in `keep`."""
-    pieces, done = [], 0
-    for run, kept in zip(runs, keep):
-        pieces += [word[done:run.start() + kept]]
-        done = run.end()
-    return "".join(pieces) + word[done:]
+    return "".join(_apply(word, [(run.start() + kept, run.end(), "") for run, kept in zip(runs, keep)]))
 
 
 # -- leet ---------------------------------------------------------------------------------
@@ -611,14 +602,6 @@ def normalize_example(example: Example, steps: Sequence[str]) -> Example:
     context = normalize_context(example.context, steps)
     if not aligned.changed and context == example.context:
         return example
-
-    def moved(spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
-        out = {}
-        for name, pairs in spans.items():
-            mapped = [aligned.from_original(start, end) for start, end in pairs]
-            out[name] = [(s, e) for s, e in mapped if s < e]
-        return out
-
-    annotations = [dataclasses.replace(a, spans=moved(a.spans)) for a in example.annotations]
-    return dataclasses.replace(example, text=aligned.text, context=context, spans=moved(example.spans),
-                               annotations=annotations)
+    annotations = [dataclasses.replace(a, spans=aligned.spans_from_original(a.spans)) for a in example.annotations]
+    return dataclasses.replace(example, text=aligned.text, context=context,
+                               spans=aligned.spans_from_original(example.spans), annotations=annotations)

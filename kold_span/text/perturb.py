@@ -57,16 +57,12 @@ def perturb(text: str, kind: Union[EvasionKind, str, Sequence[Union[EvasionKind,
     """`text` with words disguised by `kind`, aligned to the original.
 
     Args:
-        text: the text to disguise.
         kind: an `EvasionKind` (or its name); or several, as `--perturb` names them ("all",
             "leet,nfd" or a list): each disguised word then gets one of them, drawn with the seed.
         seed: with the text and kind(s), it decides every random choice.
         probability: the chance of each word to be disguised.
         within: only words overlapping one of these spans may be disguised (gold spans: the
             words that matter); None: any word.
-
-    Returns:
-        An `AlignedText` whose `original` is `text`.
 
     Example:
         >>> t = perturb("you idiot", "leet", seed=1, probability=1.0, within=[(4, 9)])
@@ -122,8 +118,8 @@ def perturb_example(example: Example, kind: Union[EvasionKind, str], seed: Union
     if targets is Targets.SPANS:
         within = [span for spans in example.spans.values() for span in spans]
     aligned = perturb(example.text, kind, seed, probability, within)
-    annotations = [replace(a, spans=mapped_spans(aligned, a.spans)) for a in example.annotations]
-    return replace(example, text=aligned.text, spans=mapped_spans(aligned, example.spans),
+    annotations = [replace(a, spans=aligned.spans_from_original(a.spans)) for a in example.annotations]
+    return replace(example, text=aligned.text, spans=aligned.spans_from_original(example.spans),
                    annotations=annotations, labels=dict(example.labels),
                    meta={**example.meta, "evasion": ",".join(k.value for k in kinds_of(kind))})
 
@@ -158,15 +154,6 @@ def disguised_copies(examples: Sequence[Example], kinds: Sequence[Union[EvasionK
     copies = disguised([examples[i] for i in chosen], kinds, seed, probability, targets)
     return [replace(copy, id=f"{ex.id}~{copy.meta['evasion']}") for ex, copy in zip((examples[i] for i in chosen), copies)
             if copy.text != ex.text]
-
-
-def mapped_spans(aligned: AlignedText, spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
-    """Spans of `aligned.original` as spans of `aligned.text`; those left empty are dropped."""
-    out: dict[str, list[Span]] = {}
-    for name, pairs in spans.items():
-        moved = [aligned.from_original(s, e) for s, e in pairs]
-        out[name] = [(s, e) for s, e in moved if s < e]
-    return out
 
 
 # -- one function per kind: a word → its edits ------------------------------------------------

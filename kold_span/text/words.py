@@ -28,14 +28,8 @@ _WORD_CHARACTER = regex.compile(r"[\p{L}\p{N}\p{M}\p{Pc}]")
 
 
 def word_offsets(text: str) -> tuple[Span, ...]:
-    """End-exclusive offsets of the words of `text`, in order.
-
-    Args:
-        text: any text.
-
-    Returns:
-        One ``(start, end)`` per word: a run between two Unicode default word
-        boundaries that holds a letter, digit, mark or connector (``_``).
+    """End-exclusive offsets of the words of `text`, in order: runs between two default word boundaries
+    that hold a letter, digit, mark or connector (``_``).
 
     Example:
         >>> text = "Hitler's racist , bigot, 먹다가"
