@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import sys
@@ -23,7 +22,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.data.selection import carve  # noqa: E402
@@ -31,11 +32,6 @@ from kold_span.evaluation.baselines import run_baselines  # noqa: E402
 
 LABEL_BASELINES = ("majority", "ngram", "ngram_context")
 IROSVA_VARIANTS = ("es", "mx", "cu")
-
-
-def default_data_dir() -> Path:
-    """$KOLD_SPAN_DATA, else ../shared/data relative to the project root."""
-    return Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data")
 
 
 def split(examples: list, label: str, args: argparse.Namespace) -> tuple[list, list]:
@@ -120,7 +116,7 @@ def table_rows(corpus: str, result: dict[str, Any]) -> list[tuple[str, str, str]
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the selected corpora, print a table, write the JSON; returns the results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_dir(), help="directory of the corpora")
+    parser.add_argument("--data", type=Path, default=DATA, help="directory of the corpora")
     parser.add_argument("--corpora", nargs="+", choices=list(BENCHES), default=list(BENCHES))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--test-fraction", type=float, default=0.2)
@@ -158,9 +154,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def write_docs(results: dict[str, Any]) -> None:
     """The baseline table as the `baselines` section of docs/benchmarks/baselines.md."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from report import machine_line, write_section
-
     settings = results["settings"]
     lines = ["## Baselines on the public corpora", "",
              f"Command: `python bench/baselines.py` — {machine_line()}. Split: seed {settings['seed']}, "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,11 +25,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality_corpora import EXPERIMENTS, load_corpora  # noqa: E402
-from report import machine_line, save_results, write_section  # noqa: E402
+from report import DATA, machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -87,7 +85,7 @@ def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--experiment", default="toxic_spans_minilm.yaml")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)

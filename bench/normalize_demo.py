@@ -18,8 +18,7 @@ import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.manifest import write_manifest  # noqa: E402

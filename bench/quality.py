@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import shlex
 import statistics
 import sys
@@ -45,11 +44,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  # noqa: E402
-from report import machine_line, write_section  # noqa: E402
+from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, saved_config_changes  # noqa: E402
@@ -622,8 +620,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path,
-                        default=Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     parser.add_argument("--seeds", nargs="+", type=int, default=[13, 14, 15])
     parser.add_argument("--test", help="a test file in the corpus's own format (one corpus at a time)")

@@ -14,6 +14,8 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "benchmarks"
+# Where the real corpora are: $KOLD_SPAN_DATA, else ../shared/data beside the project.
+DATA = Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data")
 # A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
 TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
           ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"),

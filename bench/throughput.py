@@ -60,7 +60,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from report import DATA, isa_flags, machine_line, save_results, write_section  # noqa: E402
+from serve_load import rss_mb  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
@@ -73,10 +76,6 @@ from kold_span.models.backbones import load_pretrained, scratch_encoder, train_t
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-from report import isa_flags, machine_line, save_results, write_section  # noqa: E402
-from serve_load import rss_mb  # noqa: E402
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
@@ -248,7 +247,7 @@ def hf_rows(text_pipe, token_pipe, examples: list[Example], batch_size: int, str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
