@@ -28,7 +28,7 @@ from report import machine_line, write_section  # noqa: E402
 from kold_span.data.example import label_str  # noqa: E402
 from kold_span.data.jsonl import read_jsonl  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.models.ngram import NgramBaseline
+from kold_span.models.ngram import NgramBaseline  # noqa: E402
 
 VARIANTS = ("es", "mx", "cu")
 ABLATIONS = ROOT / "docs" / "ABLATIONS.md"

@@ -36,15 +36,12 @@ from report import run_splits  # noqa: E402
 
 from kold_span.config import Problem, TaskConfig  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
-from kold_span.data.example import (
-    label_str,  # noqa: E402
-    spans_to_offsets,  # noqa: E402
-)
+from kold_span.data.example import label_str, spans_to_offsets  # noqa: E402
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
 from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
-from kold_span.models.tasks import THRESHOLD_GRID
+from kold_span.models.tasks import THRESHOLD_GRID  # noqa: E402
 from kold_span.text.align import tags_to_spans  # noqa: E402
 from kold_span.training import calibrate  # noqa: E402
 

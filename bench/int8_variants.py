@@ -25,11 +25,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from scipy.special import softmax
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -77,9 +79,7 @@ def fuse(source: Path, target: Path, config) -> Path:
     model = optimize_model(str(source), model_type="bert", num_heads=config.num_attention_heads,
                            hidden_size=config.hidden_size, opt_level=1)
     model.save_model_to_file(str(target))
-    counts: dict[str, int] = {}
-    for node in model.model.graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    counts = Counter(node.op_type for node in model.model.graph.node)
     print(f"fused {target.name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())
                                                if k in ("Attention", "SkipLayerNormalization", "LayerNormalization",
                                                         "Gelu", "BiasGelu", "FastGelu", "EmbedLayerNormalization",
@@ -132,12 +132,7 @@ def session(path: Path, threads: int, level: str):
 
 def probabilities(logits: list[np.ndarray]) -> np.ndarray:
     """Every output's softmax over its last axis, flattened into one vector (to compare runtimes)."""
-    out = []
-    for x in logits:
-        x = x - x.max(axis=-1, keepdims=True)
-        e = np.exp(x)
-        out.append((e / e.sum(axis=-1, keepdims=True)).ravel())
-    return np.concatenate(out)
+    return np.concatenate([softmax(x, axis=-1).ravel() for x in logits])
 
 
 def main(argv: list[str] | None = None) -> int:

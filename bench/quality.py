@@ -150,11 +150,6 @@ def labelled(name: str, tag: Optional[str]) -> str:
     return f"{name}-{tag}" if tag else name
 
 
-def run_name(name: str, tag: Optional[str], seed: int) -> str:
-    """The run folder of one seed of a tagged corpus (`unsmile-e5-seed13`)."""
-    return f"{labelled(name, tag)}-seed{seed}"
-
-
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
              limit: Optional[int], extra_train: Optional[list[Path]] = None,
              extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
@@ -225,7 +220,6 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         print(f"{name}: {len(ngram_extra)} extra n-gram training examples ({dropped} left out: their text is in "
               "the test part)", flush=True)
     # A tag's runs get their own data files: two configurations of one corpus may run at once.
-    # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
     work = args.out / labelled(name, args.runs_from or args.tag)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
@@ -295,7 +289,7 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
                 raise SystemExit(f"--ensemble-with {tag}: {other / file} is missing or differs from {work / file}; "
                                  "a companion tag must have been run on the same split of the corpus")
         for seed in args.seeds:
-            run_dir = args.out / "runs" / reference.experiment / run_name(name, tag, seed)
+            run_dir = args.out / "runs" / reference.experiment / f"{labelled(name, tag)}-seed{seed}"
             saved_path = run_dir / "config.json"
             if not saved_path.exists():
                 raise SystemExit(f"--ensemble-with {tag}: {saved_path} is missing "

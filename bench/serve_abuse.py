@@ -63,8 +63,8 @@ async def victim(host: str, port: int, seconds: float, max_requests: int) -> lis
     return latencies
 
 
-async def largest_accepted(host: str, port: int, chars: int, count: int) -> tuple[int, int]:
-    """The most comments of `chars` characters one request may hold (halving from `count`); (count, status)."""
+async def largest_accepted(host: str, port: int, chars: int, count: int) -> int:
+    """The most comments of `chars` characters one request may hold (halving from `count`)."""
     connection = Connection(host, port)
     while count >= 1:
         try:
@@ -73,7 +73,7 @@ async def largest_accepted(host: str, port: int, chars: int, count: int) -> tupl
             status, body = 413, b""
         if status == 200:
             connection.close()
-            return count, status
+            return count
         if status != 413:
             raise SystemExit(f"a maximal request got {status}: {body[:300]!r}")
         count //= 2
@@ -124,42 +124,39 @@ def summary(latencies: list[float]) -> dict:
 
 
 async def measure(args: argparse.Namespace, options: list[str], log: Path) -> dict:
+    """The victim's latencies idle, under abuse and beside slow-header connections, on a `kold-span serve` child."""
     async with served(args.model, options, log) as (_, host, port):
-        return await phases(args, host, port)
+        await victim(host, port, 2, 20)  # warm-up
+        result: dict = {"idle": summary(await victim(host, port, args.seconds, args.max_requests))}
 
+        per_comment = len(maximal(args.max_chars, 2)) - len(maximal(args.max_chars, 1))
+        start = min(args.max_comments, args.max_request_chars // (2 * args.max_chars), args.max_bytes // per_comment)
+        count = await largest_accepted(host, port, args.max_chars, max(start, 1))
+        body = maximal(args.max_chars, count)
+        result["maximal_request"] = {"comments": count, "chars_each": args.max_chars, "bytes": len(body)}
+        before = await scrape(host, port)
+        stop, counts = asyncio.Event(), {}
+        attackers = [asyncio.create_task(attacker(host, port, body, stop, counts)) for _ in range(args.attackers)]
+        await asyncio.sleep(1.0)  # the attack under way first
+        abused = await victim(host, port, args.seconds, args.max_requests)
+        stop.set()
+        await asyncio.gather(*attackers)
+        after = await scrape(host, port)
+        batches = metric(after, "kold_span_batch_seconds_count") - metric(before, "kold_span_batch_seconds_count")
+        batch_s = (metric(after, "kold_span_batch_seconds_sum") - metric(before, "kold_span_batch_seconds_sum")) / \
+            max(batches, 1)
+        result["abuse"] = {**summary(abused), "attacker_answers": counts, "batches": batches,
+                           "mean_batch_ms": batch_s * 1000}
+        result["abuse"]["target_ms"] = 2 * result["idle"]["p99_ms"] + batch_s * 1000
 
-async def phases(args: argparse.Namespace, host: str, port: int) -> dict:
-    await victim(host, port, 2, 20)  # warm-up
-    result: dict = {"idle": summary(await victim(host, port, args.seconds, args.max_requests))}
-
-    per_comment = len(maximal(args.max_chars, 2)) - len(maximal(args.max_chars, 1))
-    start = min(args.max_comments, args.max_request_chars // (2 * args.max_chars), args.max_bytes // per_comment)
-    count, _ = await largest_accepted(host, port, args.max_chars, max(start, 1))
-    body = maximal(args.max_chars, count)
-    result["maximal_request"] = {"comments": count, "chars_each": args.max_chars, "bytes": len(body)}
-    before = await scrape(host, port)
-    stop, counts = asyncio.Event(), {}
-    attackers = [asyncio.create_task(attacker(host, port, body, stop, counts)) for _ in range(args.attackers)]
-    await asyncio.sleep(1.0)  # the attack under way first
-    abused = await victim(host, port, args.seconds, args.max_requests)
-    stop.set()
-    await asyncio.gather(*attackers)
-    after = await scrape(host, port)
-    batches = metric(after, "kold_span_batch_seconds_count") - metric(before, "kold_span_batch_seconds_count")
-    batch_s = (metric(after, "kold_span_batch_seconds_sum") - metric(before, "kold_span_batch_seconds_sum")) / \
-        max(batches, 1)
-    result["abuse"] = {**summary(abused), "attacker_answers": counts, "batches": batches,
-                       "mean_batch_ms": batch_s * 1000}
-    result["abuse"]["target_ms"] = 2 * result["idle"]["p99_ms"] + batch_s * 1000
-
-    stop, counts = asyncio.Event(), {}
-    dribblers = [asyncio.create_task(dribbler(host, port, stop, counts)) for _ in range(args.dribblers)]
-    await asyncio.sleep(1.0)
-    slow = await victim(host, port, args.seconds, args.max_requests)
-    stop.set()
-    await asyncio.gather(*dribblers)
-    result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts}
-    return result
+        stop, counts = asyncio.Event(), {}
+        dribblers = [asyncio.create_task(dribbler(host, port, stop, counts)) for _ in range(args.dribblers)]
+        await asyncio.sleep(1.0)
+        slow = await victim(host, port, args.seconds, args.max_requests)
+        stop.set()
+        await asyncio.gather(*dribblers)
+        result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts}
+        return result
 
 
 def render(r: dict, command: str) -> str:

@@ -84,12 +84,11 @@ OFF_SPAN = Task("OFF_span", "span", "OFF")
 def load_comments(data_dir: Path, n: int, english: bool = False) -> tuple[list[Example], str]:
     """n comments with titles: BEEP! if available, else the sample cycled; English: Toxic Spans' (no titles)."""
     if english:
-        source = data_dir / "toxic_spans" / "tsd_train.csv"
-        examples = [Example(id=e.id, text=e.text) for e in corpora.read("toxic_spans", source)]
-        return [examples[i % len(examples)] for i in range(n)], "Toxic Spans tsd_train.csv (English, no titles)"
-    beep = data_dir / "beep"
-    if (beep / "train.tsv").exists():
-        examples, source = corpora.read("beep", beep), "BEEP! train.tsv (comments + news titles)"
+        comments = corpora.read("toxic_spans", data_dir / "toxic_spans" / "tsd_train.csv")
+        examples = [Example(id=e.id, text=e.text) for e in comments]
+        source = "Toxic Spans tsd_train.csv (English, no titles)"
+    elif (data_dir / "beep" / "train.tsv").exists():
+        examples, source = corpora.read("beep", data_dir / "beep"), "BEEP! train.tsv (comments + news titles)"
     else:
         examples, source = corpora.read("kold", ROOT / "data/sample/kold_sample.json"), "data/sample (cycled)"
     return [examples[i % len(examples)] for i in range(n)], source
@@ -164,8 +163,7 @@ def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: i
 
 def pipeline_rows(predictor: Predictor, examples: list[Example], batch_size: int):
     """The overlapped pipeline, JSON rendered in its decoding thread."""
-    render = (lambda e, p: output_row(e, p) + "\n")
-    for _example, line in Pipeline(predictor, batch_size).run(examples, render):
+    for _example, line in Pipeline(predictor, batch_size).run(examples, lambda e, p: output_row(e, p) + "\n"):
         yield line
 
 
