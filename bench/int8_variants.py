@@ -39,7 +39,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from report import isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
 from kold_span.inference import export  # noqa: E402
-from kold_span.inference.pipeline import cpu_has_bf16  # noqa: E402
+from kold_span.inference.pipeline import autocast, cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.inference.runtimes import INPUT_NAMES  # noqa: E402
 
@@ -161,20 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, Callable[[tuple], list[np.ndarray]]] = {}
 
     def torch_runner(precision: str):
-        from kold_span.inference.pipeline import autocast
-
-        model = predictor.model
-
         def run(batch):
             with torch.inference_mode(), autocast(torch.device("cpu"), precision):
-                out = model(*batch)
+                out = predictor.model(*batch)
             return [out[t.name].float().numpy() for t in predictor.tasks]
         return run
 
     runners["torch-fp32"] = torch_runner("fp32")
     if cpu_has_bf16():
         runners["torch-bf16"] = torch_runner("bf16")
-    build: dict[str, float] = {}
     sizes: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="int8-variants-") as folder:
         tmp = Path(folder)
@@ -201,14 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         names = [t.name for t in predictor.tasks]
         for name in wanted:
-            start = time.perf_counter()
             try:
                 path = graphs[name]()
             except Exception as err:  # a variant the tools cannot make is a row that says so
                 print(f"{name}: cannot be made: {type(err).__name__}: {err}", flush=True)
-                build[name] = float("nan")
                 continue
-            build[name] = time.perf_counter() - start
             sizes[name] = path.stat().st_size / 2**20
             for level in levels:
                 key = name if len(levels) == 1 else f"{name}@{level}"
@@ -216,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 inputs = [i.name for i in s.get_inputs()]
                 runners[key] = (lambda s, inputs: lambda b: s.run(names, feeds(b, inputs)))(s, inputs)
 
-        reference = [runners["torch-fp32"](b) for b in batches]
-        ref_p = np.concatenate([probabilities(r) for r in reference])
+        ref_p = np.concatenate([probabilities(runners["torch-fp32"](b)) for b in batches])
         for run in runners.values():  # warm-up
             run(batches[0])
         load = [os.getloadavg()]
