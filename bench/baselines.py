@@ -18,6 +18,7 @@ import platform
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,38 +61,26 @@ def bench_irosva(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str,
     return results
 
 
-def bench_kocosa(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Sarcasm of the response, alone and with the dialogue context."""
-    train, test = split(corpora.read("kocosa", data / "kocosa" / "KoCoSa_dev.json"), "sarcasm", args)
-    return run_baselines(train, test, "sarcasm", ngram_options=ngram)
+# Corpora with one label, scored alike: reader, file under --data, label, problem. "ngram_context" reads
+# KoCoSa's dialogue, BEEP!'s news title and MultiPICo's post; UnSmile's target groups have no context.
+LABELLED = {"kocosa": ("kocosa", "kocosa/KoCoSa_dev.json", "sarcasm", "single"),
+            "beep": ("beep", "beep", "hate", "single"),
+            "unsmile": ("unsmile", "unsmile/unsmile_train_v1.0.tsv", "groups", "multi"),
+            "multipico": ("multipico", "multipico", "irony", "single")}
 
 
-def bench_beep(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Hate (hate/offensive/none) of the comment, alone and with the news title."""
-    train, test = split(corpora.read("beep", data / "beep"), "hate", args)
-    return run_baselines(train, test, "hate", ngram_options=ngram)
-
-
-def bench_unsmile(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Multi-label target groups (no context)."""
-    train, test = split(corpora.read("unsmile", data / "unsmile" / "unsmile_train_v1.0.tsv"), "groups", args)
-    return run_baselines(train, test, "groups", problem="multi", ngram_options=ngram)
-
-
-def bench_multipico(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Majority irony label of the reply, alone and with the post; annotator ties left out."""
-    examples = [ex for ex in corpora.read("multipico", data / "multipico") if ex.labels.get("irony") is not None]
-    train, test = split(examples, "irony", args)
-    return run_baselines(train, test, "irony", ngram_options=ngram)
+def bench_labelled(corpus: str, data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """A corpus of LABELLED, alone and with its context; examples without the label (MultiPICo's ties) left out."""
+    reader, path, label, problem = LABELLED[corpus]
+    examples = [e for e in corpora.read(reader, data / path) if e.labels.get(label) is not None]
+    train, test = split(examples, label, args)
+    return run_baselines(train, test, label, problem=problem, ngram_options=ngram)
 
 
 BENCHES: dict[str, Callable[[Path, argparse.Namespace, dict], dict[str, Any]]] = {
     "toxic_spans": bench_toxic_spans,
     "irosva": bench_irosva,
-    "kocosa": bench_kocosa,
-    "beep": bench_beep,
-    "unsmile": bench_unsmile,
-    "multipico": bench_multipico,
+    **{corpus: partial(bench_labelled, corpus) for corpus in LABELLED},
 }
 
 
