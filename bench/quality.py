@@ -89,18 +89,13 @@ def fused_probs(predictor, companions: dict[str, Companion], task_name: str,
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.training.calibration.calibrate).
+    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does, through `kold_span.training.calibrate`.
 
     The n-gram variant (text only, or text + context, even for an encoder trained without it) and
-    the weight are chosen on the run's dev split with n-gram models fitted on its train split only,
-    then the n-gram is refitted on train + dev, the same data the n-gram baseline row is fitted
-    on, before scoring test. `extra` examples (none in dev or test) are offered to the n-gram and
-    taken if dev prefers them. "dev_scores" keeps every weight's dev score for the chosen n-gram
-    variant (ties go to the smallest weight, kold_span.evaluation.baselines.HybridScorer.choose_weight).
-    The row's scores decode the fusion at 0.5. With `thresholds` (a multi-label task configured
-    with `threshold: dev`), "tuned" holds the test scores at each label's F1-best threshold on the
-    fused dev probabilities of the train-only n-gram, the order a training run follows. A model
-    saved with its own n-gram is calibrated without it, from the encoder's probabilities.
+    the weight are chosen on dev; the n-gram refitted on train + dev (the n-gram baseline row's
+    data) scores test, decoded at 0.5. `extra` examples (none in dev or test) are offered to the
+    n-gram. With `thresholds` (a multi-label task with `threshold: dev`), "tuned" holds the test
+    scores at the dev-tuned thresholds. A model saved with its own n-gram is calibrated without it.
     """
     encoder_only = copy.copy(predictor)
     encoder_only.companions = {}
@@ -174,13 +169,11 @@ def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, 
 
 
 def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) -> list[PlannedRun]:
-    """The seeds' runs of one row, planned by the experiment grid (kold_span.experiments.grid.plan_cell).
+    """The seeds' runs of one row (`plan_cell`): `spec`'s experiment file on `work`'s train.jsonl and test.jsonl.
 
-    Each trains `spec`'s experiment file on `work`'s train.jsonl, scored on its test.jsonl, as
-    `args.out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`. Every seed is checked before any trains
-    (a stale run must not surface after an hour of training): a finished run trained with other
-    settings (the experiment file was edited since, say) is an error rather than a silent reuse
-    of stale scores, unless --retrain.
+    Every seed is checked before any trains (a stale run must not surface after an hour of training):
+    a finished run trained with other settings (the experiment file was edited since, say) is an
+    error rather than a silent reuse of stale scores, unless --retrain.
     """
     overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
                  "trainer.progress_bar=false", *args.set]
@@ -329,13 +322,14 @@ def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
     return row
 
 
-def mean_std(values: list[float]) -> str:
+def mean_std(values: list[float], digits: int = 4) -> str:
+    """Mean ± sample std of the values that are not None; the value alone when one, "—" when none."""
     values = [v for v in values if v is not None]
     if not values:
         return "—"
     if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def row_label(key: str, ensemble: bool = False) -> str:

@@ -36,10 +36,7 @@ PAGE = DOCS / "robustness.md"
 
 def local(path: Path) -> str:
     """A path relative to the checkout when it lies inside it (as the docs show it), else as it is."""
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
 def gold_examples(args: argparse.Namespace) -> list:
