@@ -29,7 +29,9 @@ from report import machine_line, write_section  # noqa: E402
 from kold_span.data.example import label_str  # noqa: E402
 from kold_span.data.jsonl import read_jsonl  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.ngram import NgramBaseline  # noqa: E402
+from kold_span.training import evaluate_predictor  # noqa: E402
 
 VARIANTS = ("es", "mx", "cu")
 ABLATIONS = ROOT / "docs" / "ABLATIONS.md"
@@ -61,9 +63,6 @@ def matrices(work: Path, seeds: list[int], tag: str = "",
     A seed whose model directory is gone (another machine, a cleaned checkpoints/) is taken from
     `recorded` (see `recorded_scores`) when it is there; otherwise the model must exist.
     """
-    from kold_span.inference.predictor import Predictor
-    from kold_span.training import evaluate_predictor
-
     recorded = recorded or {}
     tests = {v: list(read_jsonl(work / f"irosva_{v}" / "test.jsonl")) for v in VARIANTS}
     encoder: dict[str, dict[str, list[float]]] = {}

@@ -40,6 +40,7 @@ from kold_span.data.example import label_str, spans_to_offsets  # noqa: E402
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
 from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID  # noqa: E402
 from kold_span.text.align import tags_to_spans  # noqa: E402
@@ -92,8 +93,6 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 def load_run(run: Path):
     """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
-    from kold_span.inference.predictor import Predictor
-
     config, splits = run_splits(run)
     return config, Predictor.from_pretrained(run / "model"), splits
 

@@ -57,6 +57,8 @@ from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
                                         train_planned)
+from kold_span.inference.ensemble import Ensemble  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.ngram import Companion, Probs, decode_probs, fuse_companions, gold_label  # noqa: E402
 from kold_span.training import calibrate, evaluate_predictor  # noqa: E402
 
@@ -163,9 +165,7 @@ def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, sp
 
 def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """The runs a results-file entry holds by seed, if it was made with `setup` (else none)."""
-    if previous.get("setup") != setup:
-        return {}
-    return {run["seed"]: run for run in previous.get("runs", [])}
+    return {run["seed"]: run for run in previous.get("runs", [])} if previous.get("setup") == setup else {}
 
 
 def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) -> list[PlannedRun]:
@@ -192,8 +192,6 @@ def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) 
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                recorded: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
     """Train and score one corpus; a seed in `recorded` (from the results file) is reused, not retrained."""
-    from kold_span.inference.predictor import Predictor
-
     started = time.time()
     examples = corpora.read(spec.reader, args.data / spec.path, **spec.options)
     if args.test:
@@ -304,8 +302,6 @@ def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
     `companion_models`). The seeds share their train/dev split (data.split_seed), so the
     hybrid's weight is chosen on the same dev examples as each seed's.
     """
-    from kold_span.inference.ensemble import Ensemble
-
     dirs = [run.run_dir / "model" for run in planned] + list(companions)
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:

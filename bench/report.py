@@ -54,11 +54,8 @@ def vector_extensions(flags: str) -> str:
         'AVX2'
     """
     names = set(flags.split())
-    for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX-512"),
-                       ("avx2", "AVX2")):
-        if flag in names:
-            return name
-    return ""
+    widest_first = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+    return next((name for flag, name in widest_first if flag in names), "")
 
 
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
@@ -114,15 +111,14 @@ def write_section(name: str, body: str, doc: Optional[Path] = None) -> None:
     doc.write_text(text, encoding="utf-8")
 
 
-def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> Path:
-    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`); the file's path."""
+def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> None:
+    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`)."""
     text = json.dumps(result, indent=indent, ensure_ascii=ascii_only)
     out = ROOT / "bench" / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
     if printed:
         print(text)
-    return out
 
 
 def run_splits(run: Path):

@@ -42,10 +42,8 @@ def local(path: Path) -> str:
 def gold_examples(args: argparse.Namespace) -> list:
     """The examples to score: the experiment's dev or test side, or --test read with its reader."""
     config = load_config(args.config, args.set)
-    if args.test:
-        examples = corpora.read(config.data.reader, args.test, **config.data.reader_options)
-    else:
-        examples = load_splits(config)[args.side]
+    examples = (corpora.read(config.data.reader, args.test, **config.data.reader_options) if args.test
+                else load_splits(config)[args.side])
     if not examples:
         raise SystemExit(f"{args.config}: its {args.side} side is empty (dev_fraction/test_fraction 0?)")
     return examples[:args.limit] if args.limit else examples

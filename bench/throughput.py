@@ -50,8 +50,12 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -62,6 +66,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from cpu_agreement import load  # noqa: E402
 from report import DATA, isa_flags, machine_line, save_results, write_section  # noqa: E402
 from serve_load import rss_mb  # noqa: E402
 
@@ -287,8 +292,6 @@ def main() -> int:
     device = joint.device
     bs = args.batch_size
     if args.save_model:
-        import shutil
-
         joint.save_pretrained(args.save_model)
         export_onnx(shutil.copytree(args.save_model, args.save_model.with_name(args.save_model.name + "-int8")),
                     quantize="int8")
@@ -340,9 +343,6 @@ def peer_venv(venv: Path) -> Path:
     Raises:
         RuntimeError: pip could not install it (offline, no wheel): the message has pip's last lines.
     """
-    import subprocess
-    import sysconfig
-
     python = venv / "bin" / "python"
     if not (venv / ".installed").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -360,8 +360,6 @@ def peer_venv(venv: Path) -> Path:
 
 def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Namespace, folder: Path) -> dict:
     """The Optimum peer's float32 and int8 pipeline pair over the same weights and comments (`optimum_peer.py`)."""
-    import subprocess
-
     python = peer_venv(args.peer_venv)
     text_pipe, token_pipe = hf_pipelines(joint, args.max_length, "cpu")
     peer = folder / "peer"
@@ -380,8 +378,6 @@ def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Names
 
 def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
     """The joint model saved once, then loaded per runtime: torch in fp32 (and bf16), each exported graph on ORT."""
-    from cpu_agreement import load
-
     directory = joint.save_pretrained(folder / "torch")
     texts = [Example(id=e.id, text=e.text) for e in examples]  # static int8 calibrates on the comments alone
     paths = {"torch-fp32": "fp32", "torch-bf16": "bf16", "ort-fp32": "onnx", "ort-int8-dynamic": "int8",
@@ -409,8 +405,6 @@ def fidelity(reference: list[dict], got: list[dict]) -> dict:
 
 def compare_runtimes(joint: Predictor, examples: list[Example], source: str, args: argparse.Namespace) -> int:
     """Each runtime's rate through the overlapped pipeline (median of `--repeats`) and its fidelity to fp32."""
-    import tempfile
-
     bs = args.batch_size
     with tempfile.TemporaryDirectory() as folder:
         predictors = runtime_predictors(joint, examples, Path(folder))
