@@ -55,14 +55,13 @@ def experiment_model(experiment: str, data: Path, overrides: list[str], tokenize
     return config, splits, tasks, tokenizer, encoder
 
 
-def train_step(model: MultiTaskModel, batch: dict, tasks, optimizer: torch.optim.Optimizer,
-               bf16: bool = False) -> None:
+def train_step(model: MultiTaskModel, batch: dict, optimizer: torch.optim.Optimizer, bf16: bool = False) -> None:
     """One training step: forward, weighted task losses, backward, optimizer step; with `bf16`,
     forward and loss under CPU bf16 autocast."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
         losses = model.losses(logits, batch)
-    sum(task.weight * losses[task.name] for task in tasks).backward()
+    sum(task.weight * losses[task.name] for task in model.tasks).backward()
     optimizer.step()
     optimizer.zero_grad()
 
@@ -71,13 +70,12 @@ def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: floa
                   bf16: bool = False) -> tuple[float, int, int]:
     """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step;
     with `bf16`, forward and loss under CPU bf16 autocast."""
-    tasks = datamodule.tasks
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     model.train()
     steps = padded = 0
     start = time.perf_counter()
     for batch in datamodule.train_dataloader():
-        train_step(model, batch, tasks, optimizer, bf16)
+        train_step(model, batch, optimizer, bf16)
         steps += 1
         padded += batch["input_ids"].numel()
     return time.perf_counter() - start, steps, padded

@@ -178,9 +178,8 @@ def main() -> int:
     parser.add_argument("probe", choices=list(PROBES))
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of bench/quality.py (with model/)")
     args = parser.parse_args()
-    probe = PROBES[args.probe]
     for run in args.runs:
-        print(json.dumps(probe(run)), flush=True)
+        print(json.dumps(PROBES[args.probe](run)), flush=True)
     return 0
 
 

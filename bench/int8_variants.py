@@ -62,12 +62,6 @@ LABELS = {
 }
 
 
-def network_batches(predictor: Predictor, texts: list[str], contexts: list, batch_size: int) -> list[tuple]:
-    """The collated batches `predict` would feed the network for these texts."""
-    prepared = predictor.prepare(texts, contexts, batch_size)
-    return [tuple(inputs) for _rows, inputs in prepared.batches]
-
-
 def feeds(batch: tuple, names: list[str]) -> dict[str, np.ndarray]:
     return {name: t.numpy() for name, t in zip(INPUT_NAMES, batch) if name in names}
 
@@ -151,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     threads = torch.get_num_threads()
     dev = run_splits(args.dev)[1]["dev"][: args.texts]
     predictor = Predictor.from_pretrained(args.model, precision="fp32", runtime="torch")
-    batches = network_batches(predictor, [e.text for e in dev], [e.context for e in dev], args.batch_size)
+    prepared = predictor.prepare([e.text for e in dev], [e.context for e in dev], args.batch_size)
+    batches = [tuple(inputs) for _rows, inputs in prepared.batches]  # what `predict` feeds its network
     windows = sum(int(b[0].shape[0]) for b in batches)
     lengths = sorted({int(b[0].shape[1]) for b in batches})
     encoder = predictor.model.encoder.config

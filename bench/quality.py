@@ -653,8 +653,7 @@ def main() -> int:
         setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit, args.extra_train,
                          args.extra_ngram_train, args.runs_from)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
-        result["setup"] = setup
-        result["command"] = command
+        result.update(setup=setup, command=command)
         # Read the file again before writing: another benchmark process may have added a corpus.
         results = json.loads(results_path.read_text()) if results_path.exists() else {}
         results[key] = result

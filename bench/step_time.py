@@ -54,7 +54,7 @@ def step_seconds(experiment: str, data: Path, batch_size: int, tokens: int, warm
     times, cpu_times = [], []
     for i in range(warmup + steps):
         start, cpu_start = time.perf_counter(), time.process_time()
-        train_step(model, batch, tasks, optimizer)
+        train_step(model, batch, optimizer)
         if i >= warmup:
             times.append(time.perf_counter() - start)
             cpu_times.append(time.process_time() - cpu_start)
