@@ -144,14 +144,10 @@ def shared_threshold(run: Path) -> dict:
     predictor.companions = {}  # calibrated from the encoder alone, as hybrid_row does
     spec, task = CORPORA["unsmile"], config.tasks[0].name
 
-    def gold(examples):
-        return [[label_str(v) for v in e.labels[spec.label]] for e in examples]
-
-    def at(fused, thresholds):
-        return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
-
     def macro(examples, fused, thresholds):
-        return label_scores(gold(examples), at(fused, thresholds), Problem.MULTI)["macro_f1"]
+        gold = [[label_str(v) for v in e.labels[spec.label]] for e in examples]
+        predicted = [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
+        return label_scores(gold, predicted, Problem.MULTI)["macro_f1"]
 
     dev, test = (with_label(spec.label, splits[part]) for part in ("dev", "test"))
     fuse = TaskConfig(task, source=spec.label, problem=spec.problem, threshold="dev", fuse_ngram=True,

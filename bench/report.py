@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import re
+from contextlib import suppress
 from pathlib import Path
 from typing import Optional
 
@@ -81,12 +82,10 @@ def isa_flags(flags: Optional[str] = None) -> str:
 def cpu_info() -> dict[str, str]:
     """The first processor's fields in /proc/cpuinfo (none where it cannot be read)."""
     fields: dict[str, str] = {}
-    try:
+    with suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
     return fields
 
 

@@ -231,10 +231,9 @@ def hf_pipelines(joint: Predictor, max_length: int, device: str):
     tagger.bert.load_state_dict(state)
     classifier.classifier.load_state_dict(joint.model.heads["OFF"].state_dict())
     tagger.classifier.load_state_dict(joint.model.heads["OFF_span"].state_dict())
-    tokenizer = joint.tokenizer
-    tokenizer.model_max_length = max_length
-    text_pipe = pipeline("text-classification", model=classifier.eval(), tokenizer=tokenizer, device=device)
-    token_pipe = pipeline("token-classification", model=tagger.eval(), tokenizer=tokenizer, device=device,
+    joint.tokenizer.model_max_length = max_length
+    text_pipe = pipeline("text-classification", model=classifier.eval(), tokenizer=joint.tokenizer, device=device)
+    token_pipe = pipeline("token-classification", model=tagger.eval(), tokenizer=joint.tokenizer, device=device,
                           aggregation_strategy="simple")
     return text_pipe, token_pipe
 
@@ -289,7 +288,6 @@ def main() -> int:
     snap = "none" if args.no_kiwi or english else "morpheme"
     joint = predictor_for([OFF, OFF_SPAN], tokenizer, scratch, args.max_length, snap, args.device, args.precision,
                           args.encoder)
-    device = joint.device
     bs = args.batch_size
     if args.save_model:
         joint.save_pretrained(args.save_model)
@@ -308,7 +306,7 @@ def main() -> int:
     if not args.no_hf:
         text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
         setups["hf"] = (lambda ex: hf_rows(text_pipe, token_pipe, ex, bs, 32), [text_pipe.model, token_pipe.model])
-    rows_out = timed_passes(setups, examples, args.repeats, device)[0]
+    rows_out = timed_passes(setups, examples, args.repeats, joint.device)[0]
     result = {**conditions(joint, source, args), "torch_threads": torch.get_num_threads(),
               "device": device_name(args.device), "kiwi": not (args.no_kiwi or english),
               "precision": joint.precision, "rows": rows_out, "machine": machine_line()}
