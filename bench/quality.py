@@ -67,12 +67,6 @@ TABLE = load_corpora()
 CORPORA = TABLE.corpora
 
 
-def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
-    """The seeded held-out test part of a corpus, stratified on its label where it has one (single-label)."""
-    stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
-    return carve(examples, fraction, seed, stratify=stratify)
-
-
 def with_label(label: str, examples: Sequence[Example]) -> list[Example]:
     """The examples that carry `label` (gold for it)."""
     return [e for e in examples if e.labels.get(label) is not None]
@@ -196,8 +190,9 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
     examples = corpora.read(spec.reader, args.data / spec.path, **spec.options)
     if args.test:
         train_side, test = examples, corpora.read(spec.reader, Path(args.test), **spec.options)
-    else:
-        train_side, test = split(examples, spec, args.test_fraction, args.split_seed)
+    else:  # the seeded held-out part, stratified on the label where there is one (single-label)
+        stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
+        train_side, test = carve(examples, args.test_fraction, args.split_seed, stratify=stratify)
     if args.limit:
         train_side = train_side[:args.limit]
     if args.extra_train:
