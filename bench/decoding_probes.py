@@ -107,8 +107,7 @@ def expected_f1(run: Path) -> dict:
         golds = [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
         out[f"{split}/tuned"] = metrics.mean_char_f1(
             predicted_offsets(task, predictor.tasks, examples, merged, "none", predictor.trim), golds)
-        empties = ("independent", "gate", "never") if task.gate else ("independent", "never")
-        for empty in empties:
+        for empty in ("independent", "gate", "never") if task.gate else ("independent", "never"):
             predicted = [expected_f1_offsets(task, predictor.tasks, m, e.text, predictor.trim, empty)
                          for e, m in zip(examples, merged)]
             out[f"{split}/expected_f1/{empty}"] = metrics.mean_char_f1(predicted, golds)

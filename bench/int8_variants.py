@@ -150,7 +150,6 @@ def main(argv: list[str] | None = None) -> int:
     windows = sum(int(b[0].shape[0]) for b in batches)
     lengths = sorted({int(b[0].shape[1]) for b in batches})
     encoder = predictor.model.encoder.config
-    wanted = args.variants.split(",")
     levels = ["all", "extended"] if args.levels == "both" else [args.levels]
 
     runners: dict[str, Callable[[tuple], list[np.ndarray]]] = {}
@@ -190,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             "int8-static-qop": lambda: static(pre, tmp / "st-qop.onnx", calibration, "qop"),
         }
         names = [t.name for t in predictor.tasks]
-        for name in wanted:
+        for name in args.variants.split(","):
             try:
                 path = graphs[name]()
             except Exception as err:  # a variant the tools cannot make is a row that says so

@@ -636,8 +636,7 @@ def main() -> int:
     if args.ensemble_with and not args.ensemble:
         parser.error("--ensemble-with adds members to the --ensemble row: pass --ensemble too")
 
-    results_path = args.results
-    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results = json.loads(args.results.read_text()) if args.results.exists() else {}
     if args.render_only:
         write_section("quality", render(results, results.get("_command", "python bench/quality.py")))
         return 0
@@ -650,11 +649,11 @@ def main() -> int:
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
         result.update(setup=setup, command=command)
         # Read the file again before writing: another benchmark process may have added a corpus.
-        results = json.loads(results_path.read_text()) if results_path.exists() else {}
+        results = json.loads(args.results.read_text()) if args.results.exists() else {}
         results[key] = result
         results["_command"] = result["command"]
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:
         write_section("quality", render(results, command))
     print(render(results, command))

@@ -361,9 +361,8 @@ def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Names
     python = peer_venv(args.peer_venv)
     text_pipe, token_pipe = hf_pipelines(joint, args.max_length, "cpu")
     peer = folder / "peer"
-    text_pipe.model.save_pretrained(peer / "classifier")
-    token_pipe.model.save_pretrained(peer / "tagger")
-    for kind in ("classifier", "tagger"):
+    for kind, pipe in (("classifier", text_pipe), ("tagger", token_pipe)):
+        pipe.model.save_pretrained(peer / kind)
         joint.tokenizer.save_pretrained(peer / kind)
     (peer / "texts.jsonl").write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n"
                                               for e in examples), encoding="utf-8")
