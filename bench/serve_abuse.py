@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import machine_line, save_results, write_section  # noqa: E402
-from serve_load import (SERVICE_DOC, Connection, metric, model_names, percentile, scrape,  # noqa: E402
+from serve_load import (SERVICE_DOC, Connection, body_of, metric, model_names, percentile, scrape,  # noqa: E402
                         served)
 
 VICTIM = {"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다", "title": "프로야구 개막전 매진"}
@@ -48,49 +48,45 @@ def maximal(chars: int, count: int) -> bytes:
 
 async def victim(host: str, port: int, seconds: float, max_requests: int) -> list[float]:
     """One-comment requests, one at a time, for `seconds` (at most `max_requests`): latencies of the 200s."""
-    body = json.dumps({"comments": [VICTIM]}, ensure_ascii=False).encode("utf-8")
-    connection = Connection(host, port)
+    body = body_of(VICTIM)
     latencies = []
     deadline = time.perf_counter() + seconds
-    for _ in range(max_requests):
-        if time.perf_counter() >= deadline:
-            break
-        sent = time.perf_counter()
-        status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
-        if status == 200:
-            latencies.append(time.perf_counter() - sent)
-        await asyncio.sleep(0.05)  # a steady trickle, not a flood
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        for _ in range(max_requests):
+            if time.perf_counter() >= deadline:
+                break
+            sent = time.perf_counter()
+            status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
+            if status == 200:
+                latencies.append(time.perf_counter() - sent)
+            await asyncio.sleep(0.05)  # a steady trickle, not a flood
     return latencies
 
 
 async def largest_accepted(host: str, port: int, chars: int, count: int) -> int:
     """The most comments of `chars` characters one request may hold (halving from `count`)."""
-    connection = Connection(host, port)
-    while count >= 1:
-        try:
-            status, _, body = await connection.request("POST", "/v1/predict", maximal(chars, count), timeout=600)
-        except (OSError, ConnectionError):  # refused on its Content-Length while still being sent
-            status, body = 413, b""
-        if status == 200:
-            connection.close()
-            return count
-        if status != 413:
-            raise SystemExit(f"a maximal request got {status}: {body[:300]!r}")
-        count //= 2
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        while count >= 1:
+            try:
+                status, _, body = await connection.request("POST", "/v1/predict", maximal(chars, count), timeout=600)
+            except (OSError, ConnectionError):  # refused on its Content-Length while still being sent
+                status, body = 413, b""
+            if status == 200:
+                return count
+            if status != 413:
+                raise SystemExit(f"a maximal request got {status}: {body[:300]!r}")
+            count //= 2
     raise SystemExit("not even one comment of --max-chars characters fits --max-request-tokens")
 
 
 async def attacker(host: str, port: int, body: bytes, stop: asyncio.Event, counts: dict) -> None:
-    connection = Connection(host, port)
-    while not stop.is_set():
-        try:
-            status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=600)
-        except (OSError, ConnectionError, asyncio.TimeoutError):
-            status = 0
-        counts[status] = counts.get(status, 0) + 1
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        while not stop.is_set():
+            try:
+                status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=600)
+            except (OSError, ConnectionError, asyncio.TimeoutError):
+                status = 0
+            counts[status] = counts.get(status, 0) + 1
 
 
 async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> None:
