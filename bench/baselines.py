@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.data.selection import carve  # noqa: E402
@@ -31,11 +33,6 @@ from kold_span.evaluation.baselines import run_baselines  # noqa: E402
 
 LABEL_BASELINES = ("majority", "ngram", "ngram_context")
 IROSVA_VARIANTS = ("es", "mx", "cu")
-
-
-def default_data_dir() -> Path:
-    """$KOLD_SPAN_DATA, else ../shared/data relative to the project root."""
-    return Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data")
 
 
 def split(examples: list, label: str, args: argparse.Namespace) -> tuple[list, list]:
@@ -64,38 +61,26 @@ def bench_irosva(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str,
     return results
 
 
-def bench_kocosa(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Sarcasm of the response, alone and with the dialogue context."""
-    train, test = split(corpora.read("kocosa", data / "kocosa" / "KoCoSa_dev.json"), "sarcasm", args)
-    return run_baselines(train, test, "sarcasm", ngram_options=ngram)
+# Corpora with one label, scored alike: reader, file under --data, label, problem. "ngram_context" reads
+# KoCoSa's dialogue, BEEP!'s news title and MultiPICo's post; UnSmile's target groups have no context.
+LABELLED = {"kocosa": ("kocosa", "kocosa/KoCoSa_dev.json", "sarcasm", "single"),
+            "beep": ("beep", "beep", "hate", "single"),
+            "unsmile": ("unsmile", "unsmile/unsmile_train_v1.0.tsv", "groups", "multi"),
+            "multipico": ("multipico", "multipico", "irony", "single")}
 
 
-def bench_beep(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Hate (hate/offensive/none) of the comment, alone and with the news title."""
-    train, test = split(corpora.read("beep", data / "beep"), "hate", args)
-    return run_baselines(train, test, "hate", ngram_options=ngram)
-
-
-def bench_unsmile(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Multi-label target groups (no context)."""
-    train, test = split(corpora.read("unsmile", data / "unsmile" / "unsmile_train_v1.0.tsv"), "groups", args)
-    return run_baselines(train, test, "groups", problem="multi", ngram_options=ngram)
-
-
-def bench_multipico(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
-    """Majority irony label of the reply, alone and with the post; annotator ties left out."""
-    examples = [ex for ex in corpora.read("multipico", data / "multipico") if ex.labels.get("irony") is not None]
-    train, test = split(examples, "irony", args)
-    return run_baselines(train, test, "irony", ngram_options=ngram)
+def bench_labelled(corpus: str, data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """A corpus of LABELLED, alone and with its context; examples without the label (MultiPICo's ties) left out."""
+    reader, path, label, problem = LABELLED[corpus]
+    examples = [e for e in corpora.read(reader, data / path) if e.labels.get(label) is not None]
+    train, test = split(examples, label, args)
+    return run_baselines(train, test, label, problem=problem, ngram_options=ngram)
 
 
 BENCHES: dict[str, Callable[[Path, argparse.Namespace, dict], dict[str, Any]]] = {
     "toxic_spans": bench_toxic_spans,
     "irosva": bench_irosva,
-    "kocosa": bench_kocosa,
-    "beep": bench_beep,
-    "unsmile": bench_unsmile,
-    "multipico": bench_multipico,
+    **{corpus: partial(bench_labelled, corpus) for corpus in LABELLED},
 }
 
 
@@ -120,7 +105,7 @@ def table_rows(corpus: str, result: dict[str, Any]) -> list[tuple[str, str, str]
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the selected corpora, print a table, write the JSON; returns the results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_dir(), help="directory of the corpora")
+    parser.add_argument("--data", type=Path, default=DATA, help="directory of the corpora")
     parser.add_argument("--corpora", nargs="+", choices=list(BENCHES), default=list(BENCHES))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--test-fraction", type=float, default=0.2)
@@ -158,9 +143,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def write_docs(results: dict[str, Any]) -> None:
     """The baseline table as the `baselines` section of docs/benchmarks/baselines.md."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from report import machine_line, write_section
-
     settings = results["settings"]
     lines = ["## Baselines on the public corpora", "",
              f"Command: `python bench/baselines.py` — {machine_line()}. Split: seed {settings['seed']}, "

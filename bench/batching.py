@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,11 +25,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality_corpora import EXPERIMENTS, load_corpora  # noqa: E402
-from report import machine_line, save_results, write_section  # noqa: E402
+from report import DATA, machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.config import load_config  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -57,14 +55,13 @@ def experiment_model(experiment: str, data: Path, overrides: list[str], tokenize
     return config, splits, tasks, tokenizer, encoder
 
 
-def train_step(model: MultiTaskModel, batch: dict, tasks, optimizer: torch.optim.Optimizer,
-               bf16: bool = False) -> None:
+def train_step(model: MultiTaskModel, batch: dict, optimizer: torch.optim.Optimizer, bf16: bool = False) -> None:
     """One training step: forward, weighted task losses, backward, optimizer step; with `bf16`,
     forward and loss under CPU bf16 autocast."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
         losses = model.losses(logits, batch)
-    sum(task.weight * losses[task.name] for task in tasks).backward()
+    sum(task.weight * losses[task.name] for task in model.tasks).backward()
     optimizer.step()
     optimizer.zero_grad()
 
@@ -73,13 +70,12 @@ def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: floa
                   bf16: bool = False) -> tuple[float, int, int]:
     """(seconds, batches, padded tokens) of one training epoch: forward, backward, AdamW step;
     with `bf16`, forward and loss under CPU bf16 autocast."""
-    tasks = datamodule.tasks
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     model.train()
     steps = padded = 0
     start = time.perf_counter()
     for batch in datamodule.train_dataloader():
-        train_step(model, batch, tasks, optimizer, bf16)
+        train_step(model, batch, optimizer, bf16)
         steps += 1
         padded += batch["input_ids"].numel()
     return time.perf_counter() - start, steps, padded
@@ -87,7 +83,7 @@ def epoch_seconds(model: MultiTaskModel, datamodule: WindowsDataModule, lr: floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--experiment", default="toxic_spans_minilm.yaml")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)

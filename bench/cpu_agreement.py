@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import machine_line, run_splits, save_results, write_section  # noqa: E402
 
+from kold_span.data import write_jsonl  # noqa: E402
 from kold_span.evaluation.prediction_files import evaluate_examples, read_predictions  # noqa: E402
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -99,9 +99,7 @@ def load(model: Path, path: str, folder: Path, calibration: list | None = None) 
     calibrate = None
     if path == "int8-static":
         calibrate = folder / "calibration.jsonl"
-        calibrate.write_text("".join(json.dumps({"text": e.text, **({"context": e.context} if e.context else {})},
-                                                ensure_ascii=False) + "\n"
-                                     for e in calibration[:256]), encoding="utf-8")
+        write_jsonl(calibration[:256], calibrate)
     export_onnx(copy, quantize="none" if path == "onnx" else "int8", calibrate=calibrate)
     return Predictor.from_pretrained(copy, runtime="onnx")
 

@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from quality import mean_std  # noqa: E402
 from report import machine_line, write_section  # noqa: E402
 
 from kold_span.data.example import label_str  # noqa: E402
 from kold_span.data.jsonl import read_jsonl  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.models.ngram import NgramBaseline
+from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.models.ngram import NgramBaseline  # noqa: E402
+from kold_span.training import evaluate_predictor  # noqa: E402
 
 VARIANTS = ("es", "mx", "cu")
 ABLATIONS = ROOT / "docs" / "ABLATIONS.md"
@@ -61,9 +63,6 @@ def matrices(work: Path, seeds: list[int], tag: str = "",
     A seed whose model directory is gone (another machine, a cleaned checkpoints/) is taken from
     `recorded` (see `recorded_scores`) when it is there; otherwise the model must exist.
     """
-    from kold_span.inference.predictor import Predictor
-    from kold_span.training import evaluate_predictor
-
     recorded = recorded or {}
     tests = {v: list(read_jsonl(work / f"irosva_{v}" / "test.jsonl")) for v in VARIANTS}
     encoder: dict[str, dict[str, list[float]]] = {}
@@ -93,12 +92,6 @@ def matrices(work: Path, seeds: list[int], tag: str = "",
     return {"seeds": seeds, "tag": tag, "encoder": encoder, "ngram": ngram, "reused_seeds": sorted(reused)}
 
 
-def cell(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
-
-
 def render(result: dict[str, Any], command: str) -> str:
     lines = ["## IroSvA: cross-variant transfer (IroSvA overview, cross-variant analysis)", "",
              f"```\npython bench/quality.py --corpora irosva_es irosva_mx irosva_cu --seeds "
@@ -115,7 +108,7 @@ def render(result: dict[str, Any], command: str) -> str:
         lines += [f"| {title}: train ↓ / test → | " + " | ".join(VARIANTS) + " |", "|---" * (len(VARIANTS) + 1) + "|"]
         for train in VARIANTS:
             row = result[kind][train]
-            cells = [cell(row[t]) if kind == "encoder" else f"{row[t]:.3f}" for t in VARIANTS]
+            cells = [mean_std(row[t], digits=3) if kind == "encoder" else f"{row[t]:.3f}" for t in VARIANTS]
             lines.append(f"| {train} | " + " | ".join(f"**{c}**" if t == train else c
                                                      for c, t in zip(cells, VARIANTS)) + " |")
         lines.append("")

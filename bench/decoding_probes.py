@@ -29,23 +29,20 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality import CORPORA, fused_probs, with_label  # noqa: E402
 from report import run_splits  # noqa: E402
 
 from kold_span.config import Problem, TaskConfig  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
-from kold_span.data.example import (
-    label_str,  # noqa: E402
-    spans_to_offsets,  # noqa: E402
-)
+from kold_span.data.example import label_str, spans_to_offsets  # noqa: E402
 from kold_span.evaluation import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
 from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
-from kold_span.models.tasks import THRESHOLD_GRID
+from kold_span.models.tasks import THRESHOLD_GRID  # noqa: E402
 from kold_span.text.align import tags_to_spans  # noqa: E402
 from kold_span.training import calibrate  # noqa: E402
 
@@ -96,8 +93,6 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 def load_run(run: Path):
     """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
-    from kold_span.inference.predictor import Predictor
-
     config, splits = run_splits(run)
     return config, Predictor.from_pretrained(run / "model"), splits
 
@@ -112,8 +107,7 @@ def expected_f1(run: Path) -> dict:
         golds = [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
         out[f"{split}/tuned"] = metrics.mean_char_f1(
             predicted_offsets(task, predictor.tasks, examples, merged, "none", predictor.trim), golds)
-        empties = ("independent", "gate", "never") if task.gate else ("independent", "never")
-        for empty in empties:
+        for empty in ("independent", "gate", "never") if task.gate else ("independent", "never"):
             predicted = [expected_f1_offsets(task, predictor.tasks, m, e.text, predictor.trim, empty)
                          for e, m in zip(examples, merged)]
             out[f"{split}/expected_f1/{empty}"] = metrics.mean_char_f1(predicted, golds)
@@ -149,14 +143,10 @@ def shared_threshold(run: Path) -> dict:
     predictor.companions = {}  # calibrated from the encoder alone, as hybrid_row does
     spec, task = CORPORA["unsmile"], config.tasks[0].name
 
-    def gold(examples):
-        return [[label_str(v) for v in e.labels[spec.label]] for e in examples]
-
-    def at(fused, thresholds):
-        return [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
-
     def macro(examples, fused, thresholds):
-        return label_scores(gold(examples), at(fused, thresholds), Problem.MULTI)["macro_f1"]
+        gold = [[label_str(v) for v in e.labels[spec.label]] for e in examples]
+        predicted = [sorted(n for n, p in probs.items() if p >= thresholds[n]) for probs in fused]
+        return label_scores(gold, predicted, Problem.MULTI)["macro_f1"]
 
     dev, test = (with_label(spec.label, splits[part]) for part in ("dev", "test"))
     fuse = TaskConfig(task, source=spec.label, problem=spec.problem, threshold="dev", fuse_ngram=True,
@@ -183,9 +173,8 @@ def main() -> int:
     parser.add_argument("probe", choices=list(PROBES))
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of bench/quality.py (with model/)")
     args = parser.parse_args()
-    probe = PROBES[args.probe]
     for run in args.runs:
-        print(json.dumps(probe(run)), flush=True)
+        print(json.dumps(PROBES[args.probe](run)), flush=True)
     return 0
 
 

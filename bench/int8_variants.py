@@ -25,20 +25,21 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from scipy.special import softmax
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
 from kold_span.inference import export  # noqa: E402
-from kold_span.inference.pipeline import cpu_has_bf16  # noqa: E402
+from kold_span.inference.pipeline import autocast, cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.inference.runtimes import INPUT_NAMES  # noqa: E402
 
@@ -61,12 +62,6 @@ LABELS = {
 }
 
 
-def network_batches(predictor: Predictor, texts: list[str], contexts: list, batch_size: int) -> list[tuple]:
-    """The collated batches `predict` would feed the network for these texts."""
-    prepared = predictor.prepare(texts, contexts, batch_size)
-    return [tuple(inputs) for _rows, inputs in prepared.batches]
-
-
 def feeds(batch: tuple, names: list[str]) -> dict[str, np.ndarray]:
     return {name: t.numpy() for name, t in zip(INPUT_NAMES, batch) if name in names}
 
@@ -78,9 +73,7 @@ def fuse(source: Path, target: Path, config) -> Path:
     model = optimize_model(str(source), model_type="bert", num_heads=config.num_attention_heads,
                            hidden_size=config.hidden_size, opt_level=1)
     model.save_model_to_file(str(target))
-    counts: dict[str, int] = {}
-    for node in model.model.graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    counts = Counter(node.op_type for node in model.model.graph.node)
     print(f"fused {target.name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())
                                                if k in ("Attention", "SkipLayerNormalization", "LayerNormalization",
                                                         "Gelu", "BiasGelu", "FastGelu", "EmbedLayerNormalization",
@@ -133,12 +126,7 @@ def session(path: Path, threads: int, level: str):
 
 def probabilities(logits: list[np.ndarray]) -> np.ndarray:
     """Every output's softmax over its last axis, flattened into one vector (to compare runtimes)."""
-    out = []
-    for x in logits:
-        x = x - x.max(axis=-1, keepdims=True)
-        e = np.exp(x)
-        out.append((e / e.sum(axis=-1, keepdims=True)).ravel())
-    return np.concatenate(out)
+    return np.concatenate([softmax(x, axis=-1).ravel() for x in logits])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,30 +145,25 @@ def main(argv: list[str] | None = None) -> int:
     threads = torch.get_num_threads()
     dev = run_splits(args.dev)[1]["dev"][: args.texts]
     predictor = Predictor.from_pretrained(args.model, precision="fp32", runtime="torch")
-    batches = network_batches(predictor, [e.text for e in dev], [e.context for e in dev], args.batch_size)
+    prepared = predictor.prepare([e.text for e in dev], [e.context for e in dev], args.batch_size)
+    batches = [tuple(inputs) for _rows, inputs in prepared.batches]  # what `predict` feeds its network
     windows = sum(int(b[0].shape[0]) for b in batches)
     lengths = sorted({int(b[0].shape[1]) for b in batches})
     encoder = predictor.model.encoder.config
-    wanted = args.variants.split(",")
     levels = ["all", "extended"] if args.levels == "both" else [args.levels]
 
     runners: dict[str, Callable[[tuple], list[np.ndarray]]] = {}
 
     def torch_runner(precision: str):
-        from kold_span.inference.pipeline import autocast
-
-        model = predictor.model
-
         def run(batch):
             with torch.inference_mode(), autocast(torch.device("cpu"), precision):
-                out = model(*batch)
+                out = predictor.model(*batch)
             return [out[t.name].float().numpy() for t in predictor.tasks]
         return run
 
     runners["torch-fp32"] = torch_runner("fp32")
     if cpu_has_bf16():
         runners["torch-bf16"] = torch_runner("bf16")
-    build: dict[str, float] = {}
     sizes: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="int8-variants-") as folder:
         tmp = Path(folder)
@@ -206,15 +189,12 @@ def main(argv: list[str] | None = None) -> int:
             "int8-static-qop": lambda: static(pre, tmp / "st-qop.onnx", calibration, "qop"),
         }
         names = [t.name for t in predictor.tasks]
-        for name in wanted:
-            start = time.perf_counter()
+        for name in args.variants.split(","):
             try:
                 path = graphs[name]()
             except Exception as err:  # a variant the tools cannot make is a row that says so
                 print(f"{name}: cannot be made: {type(err).__name__}: {err}", flush=True)
-                build[name] = float("nan")
                 continue
-            build[name] = time.perf_counter() - start
             sizes[name] = path.stat().st_size / 2**20
             for level in levels:
                 key = name if len(levels) == 1 else f"{name}@{level}"
@@ -222,8 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 inputs = [i.name for i in s.get_inputs()]
                 runners[key] = (lambda s, inputs: lambda b: s.run(names, feeds(b, inputs)))(s, inputs)
 
-        reference = [runners["torch-fp32"](b) for b in batches]
-        ref_p = np.concatenate([probabilities(r) for r in reference])
+        ref_p = np.concatenate([probabilities(runners["torch-fp32"](b)) for b in batches])
         for run in runners.values():  # warm-up
             run(batches[0])
         load = [os.getloadavg()]

@@ -28,11 +28,6 @@ from report import machine_line, write_section  # noqa: E402
 SAMPLE = ROOT / "data" / "sample" / "kold_sample.json"
 
 
-def sample_comments() -> list[str]:
-    """The shipped sample's comments, in file order."""
-    return [record["comment"] for record in json.loads(SAMPLE.read_text(encoding="utf-8"))]
-
-
 def distinct_comments(n: int, base: list[str]) -> list[str]:
     """`n` different comments: the sample's, cycled, each ending in its own number.
 
@@ -140,7 +135,7 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.model / "config.json").exists():
         raise SystemExit(f"no model directory at {args.model}: run `make demo` first or pass --model")
-    base = sample_comments()
+    base = [record["comment"] for record in json.loads(SAMPLE.read_text(encoding="utf-8"))]  # the sample, in order
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:

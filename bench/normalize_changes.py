@@ -18,10 +18,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality_corpora import EXPERIMENTS  # noqa: E402
+from report import machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
@@ -84,8 +84,6 @@ def main() -> None:
         rows.append(f"| {name} | {len(texts)} | {nfc_changed} | {beyond} ({100 * beyond / max(len(texts), 1):.1f}%) "
                     f"| {per_kind} | {1e3 * seconds / max(len(texts), 1):.2f} ms ({chars / max(seconds, 1e-9) / 1e3:.0f}k chars/s) |")
         print(rows[-1], flush=True)
-    from report import machine_line, write_section
-
     body = "\n".join([
         "Command: `python bench/normalize_changes.py --write` (all steps on; dev splits carved by the shipped "
         f"configs; one process on {machine_line()}; the time is normalization's alone, word lists loaded).", "",

@@ -18,8 +18,9 @@ import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from report import write_section  # noqa: E402
 
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.manifest import write_manifest  # noqa: E402
@@ -62,8 +63,6 @@ def main() -> None:
         "written).", "",
         "| `바보 멍청이 꺼져라`, written | as trained | with `normalize` | signals |", "|---|---|---|---|", *rows])
     if args.write:
-        from report import write_section
-
         write_section("normalize-demo", body, ROOT / "docs" / "ROBUSTNESS.md")
     print(body)
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import shlex
 import statistics
 import sys
@@ -45,11 +44,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  # noqa: E402
-from report import machine_line, write_section  # noqa: E402
+from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, saved_config_changes  # noqa: E402
@@ -59,18 +57,14 @@ from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
                                         train_planned)
+from kold_span.inference.ensemble import Ensemble  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.ngram import Companion, Probs, decode_probs, fuse_companions, gold_label  # noqa: E402
 from kold_span.training import calibrate, evaluate_predictor  # noqa: E402
 
 # Which corpus, reader, file, experiment file, metrics, anchors and aims: bench/quality_corpora.yaml.
 TABLE = load_corpora()
 CORPORA = TABLE.corpora
-
-
-def split(examples: list[Example], spec: Corpus, fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
-    """The seeded held-out test part of a corpus, stratified on its label where it has one (single-label)."""
-    stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
-    return carve(examples, fraction, seed, stratify=stratify)
 
 
 def with_label(label: str, examples: Sequence[Example]) -> list[Example]:
@@ -91,18 +85,13 @@ def fused_probs(predictor, companions: dict[str, Companion], task_name: str,
 
 def hybrid_row(spec: Corpus, predictor, splits: dict[str, list[Example]], test: list[Example],
                task_name: str, extra: Sequence[Example] = (), thresholds: bool = False) -> dict[str, Any]:
-    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does (kold_span.training.calibration.calibrate).
+    """Fuse encoder and n-gram probabilities as `fuse_ngram: true` does, through `kold_span.training.calibrate`.
 
     The n-gram variant (text only, or text + context, even for an encoder trained without it) and
-    the weight are chosen on the run's dev split with n-gram models fitted on its train split only,
-    then the n-gram is refitted on train + dev, the same data the n-gram baseline row is fitted
-    on, before scoring test. `extra` examples (none in dev or test) are offered to the n-gram and
-    taken if dev prefers them. "dev_scores" keeps every weight's dev score for the chosen n-gram
-    variant (ties go to the smallest weight, kold_span.evaluation.baselines.HybridScorer.choose_weight).
-    The row's scores decode the fusion at 0.5. With `thresholds` (a multi-label task configured
-    with `threshold: dev`), "tuned" holds the test scores at each label's F1-best threshold on the
-    fused dev probabilities of the train-only n-gram, the order a training run follows. A model
-    saved with its own n-gram is calibrated without it, from the encoder's probabilities.
+    the weight are chosen on dev; the n-gram refitted on train + dev (the n-gram baseline row's
+    data) scores test, decoded at 0.5. `extra` examples (none in dev or test) are offered to the
+    n-gram. With `thresholds` (a multi-label task with `threshold: dev`), "tuned" holds the test
+    scores at the dev-tuned thresholds. A model saved with its own n-gram is calibrated without it.
     """
     encoder_only = copy.copy(predictor)
     encoder_only.companions = {}
@@ -152,11 +141,6 @@ def labelled(name: str, tag: Optional[str]) -> str:
     return f"{name}-{tag}" if tag else name
 
 
-def run_name(name: str, tag: Optional[str], seed: int) -> str:
-    """The run folder of one seed of a tagged corpus (`unsmile-e5-seed13`)."""
-    return f"{labelled(name, tag)}-seed{seed}"
-
-
 def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, split_seed: int,
              limit: Optional[int], extra_train: Optional[list[Path]] = None,
              extra_ngram_train: Optional[list[Path]] = None, runs_from: Optional[str] = None) -> dict[str, Any]:
@@ -175,19 +159,15 @@ def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, sp
 
 def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """The runs a results-file entry holds by seed, if it was made with `setup` (else none)."""
-    if previous.get("setup") != setup:
-        return {}
-    return {run["seed"]: run for run in previous.get("runs", [])}
+    return {run["seed"]: run for run in previous.get("runs", [])} if previous.get("setup") == setup else {}
 
 
 def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) -> list[PlannedRun]:
-    """The seeds' runs of one row, planned by the experiment grid (kold_span.experiments.grid.plan_cell).
+    """The seeds' runs of one row (`plan_cell`): `spec`'s experiment file on `work`'s train.jsonl and test.jsonl.
 
-    Each trains `spec`'s experiment file on `work`'s train.jsonl, scored on its test.jsonl, as
-    `args.out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`. Every seed is checked before any trains
-    (a stale run must not surface after an hour of training): a finished run trained with other
-    settings (the experiment file was edited since, say) is an error rather than a silent reuse
-    of stale scores, unless --retrain.
+    Every seed is checked before any trains (a stale run must not surface after an hour of training):
+    a finished run trained with other settings (the experiment file was edited since, say) is an
+    error rather than a silent reuse of stale scores, unless --retrain.
     """
     overrides = ["data.reader=jsonl", f"data.train={work / 'train.jsonl'}", f"data.test={work / 'test.jsonl'}",
                  "trainer.progress_bar=false", *args.set]
@@ -206,14 +186,13 @@ def planned_runs(name: str, spec: Corpus, args: argparse.Namespace, work: Path) 
 def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
                recorded: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
     """Train and score one corpus; a seed in `recorded` (from the results file) is reused, not retrained."""
-    from kold_span.inference.predictor import Predictor
-
     started = time.time()
     examples = corpora.read(spec.reader, args.data / spec.path, **spec.options)
     if args.test:
         train_side, test = examples, corpora.read(spec.reader, Path(args.test), **spec.options)
-    else:
-        train_side, test = split(examples, spec, args.test_fraction, args.split_seed)
+    else:  # the seeded held-out part, stratified on the label where there is one (single-label)
+        stratify = spec.label if spec.label and spec.problem is Problem.SINGLE else None
+        train_side, test = carve(examples, args.test_fraction, args.split_seed, stratify=stratify)
     if args.limit:
         train_side = train_side[:args.limit]
     if args.extra_train:
@@ -227,7 +206,6 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
         print(f"{name}: {len(ngram_extra)} extra n-gram training examples ({dropped} left out: their text is in "
               "the test part)", flush=True)
     # A tag's runs get their own data files: two configurations of one corpus may run at once.
-    # --runs-from names the tag whose data files and runs are used (same config, else they retrain).
     work = args.out / labelled(name, args.runs_from or args.tag)
     write_jsonl(train_side, work / "train.jsonl")
     write_jsonl(test, work / "test.jsonl")
@@ -297,7 +275,7 @@ def companion_models(name: str, tags: Sequence[str], args: argparse.Namespace, w
                 raise SystemExit(f"--ensemble-with {tag}: {other / file} is missing or differs from {work / file}; "
                                  "a companion tag must have been run on the same split of the corpus")
         for seed in args.seeds:
-            run_dir = args.out / "runs" / reference.experiment / run_name(name, tag, seed)
+            run_dir = args.out / "runs" / reference.experiment / f"{labelled(name, tag)}-seed{seed}"
             saved_path = run_dir / "config.json"
             if not saved_path.exists():
                 raise SystemExit(f"--ensemble-with {tag}: {saved_path} is missing "
@@ -319,8 +297,6 @@ def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
     `companion_models`). The seeds share their train/dev split (data.split_seed), so the
     hybrid's weight is chosen on the same dev examples as each seed's.
     """
-    from kold_span.inference.ensemble import Ensemble
-
     dirs = [run.run_dir / "model" for run in planned] + list(companions)
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
@@ -337,13 +313,14 @@ def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
     return row
 
 
-def mean_std(values: list[float]) -> str:
+def mean_std(values: list[float], digits: int = 4) -> str:
+    """Mean ± sample std of the values that are not None; the value alone when one, "—" when none."""
     values = [v for v in values if v is not None]
     if not values:
         return "—"
     if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def row_label(key: str, ensemble: bool = False) -> str:
@@ -622,8 +599,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path,
-                        default=Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     parser.add_argument("--seeds", nargs="+", type=int, default=[13, 14, 15])
     parser.add_argument("--test", help="a test file in the corpus's own format (one corpus at a time)")
@@ -660,8 +636,7 @@ def main() -> int:
     if args.ensemble_with and not args.ensemble:
         parser.error("--ensemble-with adds members to the --ensemble row: pass --ensemble too")
 
-    results_path = args.results
-    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results = json.loads(args.results.read_text()) if args.results.exists() else {}
     if args.render_only:
         write_section("quality", render(results, results.get("_command", "python bench/quality.py")))
         return 0
@@ -672,14 +647,13 @@ def main() -> int:
         setup = setup_of(args.set, args.test, args.test_fraction, args.split_seed, args.limit, args.extra_train,
                          args.extra_ngram_train, args.runs_from)
         result = run_corpus(name, CORPORA[name], args, recorded_runs(results.get(key, {}), setup))
-        result["setup"] = setup
-        result["command"] = command
+        result.update(setup=setup, command=command)
         # Read the file again before writing: another benchmark process may have added a corpus.
-        results = json.loads(results_path.read_text()) if results_path.exists() else {}
+        results = json.loads(args.results.read_text()) if args.results.exists() else {}
         results[key] = result
         results["_command"] = result["command"]
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     if not args.no_docs:
         write_section("quality", render(results, command))
     print(render(results, command))

@@ -64,15 +64,7 @@ class CorpusTable:
 
 
 def load_corpora(path: Path = CORPORA_FILE, experiments: Path = EXPERIMENTS) -> CorpusTable:
-    """Read and check the corpus table; a `ConfigError` names the file and the key of a bad entry.
-
-    Args:
-        path: the YAML file (bench/quality_corpora.yaml).
-        experiments: the folder the entries' `experiment` files are in.
-
-    Returns:
-        The table: `corpora` by name in the file's order, and `irosva_average`.
-    """
+    """Read and check the corpus table (its experiment files in `experiments`); a `ConfigError` names file and key."""
     raw = read_yaml(path)
     unknown = sorted(set(raw) - {"corpora", "irosva_average"})
     if unknown:

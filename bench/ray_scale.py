@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from report import machine_line, write_section  # noqa: E402
+from report import DATA, machine_line, write_section  # noqa: E402
 from throughput import OFF, OFF_SPAN, load_comments, predictor_for  # noqa: E402
 
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
@@ -54,7 +52,7 @@ def rate_line(workers: int, seconds: float, n: int, on_shards: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--n", type=int, default=800)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--cpus", type=int, default=2)

@@ -9,11 +9,14 @@ import json
 import os
 import platform
 import re
+from contextlib import suppress
 from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "benchmarks"
+# Where the real corpora are: $KOLD_SPAN_DATA, else ../shared/data beside the project.
+DATA = Path(os.environ.get("KOLD_SPAN_DATA") or ROOT.parent / "shared" / "data")
 # A section's page, by the start of its name (`throughput-gpu-64` is a throughput section).
 TOPICS = (("throughput", "throughput.md"), ("batching", "training-speed.md"), ("precision", "training-speed.md"),
           ("baselines", "baselines.md"), ("quality", "quality.md"), ("memory", "memory.md"),
@@ -52,11 +55,8 @@ def vector_extensions(flags: str) -> str:
         'AVX2'
     """
     names = set(flags.split())
-    for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX-512"),
-                       ("avx2", "AVX2")):
-        if flag in names:
-            return name
-    return ""
+    widest_first = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+    return next((name for flag, name in widest_first if flag in names), "")
 
 
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
@@ -82,12 +82,10 @@ def isa_flags(flags: Optional[str] = None) -> str:
 def cpu_info() -> dict[str, str]:
     """The first processor's fields in /proc/cpuinfo (none where it cannot be read)."""
     fields: dict[str, str] = {}
-    try:
+    with suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
     return fields
 
 
@@ -112,15 +110,14 @@ def write_section(name: str, body: str, doc: Optional[Path] = None) -> None:
     doc.write_text(text, encoding="utf-8")
 
 
-def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> Path:
-    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`); the file's path."""
+def save_results(name: str, result, printed: bool = False, indent: int = 1, ascii_only: bool = False) -> None:
+    """Write `result` as JSON into bench/results/NAME.json (and print it when `printed`)."""
     text = json.dumps(result, indent=indent, ensure_ascii=ascii_only)
     out = ROOT / "bench" / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
     if printed:
         print(text)
-    return out
 
 
 def run_splits(run: Path):

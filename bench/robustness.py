@@ -36,19 +36,14 @@ PAGE = DOCS / "robustness.md"
 
 def local(path: Path) -> str:
     """A path relative to the checkout when it lies inside it (as the docs show it), else as it is."""
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
 def gold_examples(args: argparse.Namespace) -> list:
     """The examples to score: the experiment's dev or test side, or --test read with its reader."""
     config = load_config(args.config, args.set)
-    if args.test:
-        examples = corpora.read(config.data.reader, args.test, **config.data.reader_options)
-    else:
-        examples = load_splits(config)[args.side]
+    examples = (corpora.read(config.data.reader, args.test, **config.data.reader_options) if args.test
+                else load_splits(config)[args.side])
     if not examples:
         raise SystemExit(f"{args.config}: its {args.side} side is empty (dev_fraction/test_fraction 0?)")
     return examples[:args.limit] if args.limit else examples

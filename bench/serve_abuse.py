@@ -25,14 +25,14 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import closing, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import machine_line, save_results, write_section  # noqa: E402
-from serve_load import (SERVICE_DOC, Connection, metric, model_names, percentile, scrape,  # noqa: E402
+from serve_load import (SERVICE_DOC, Connection, body_of, metric, model_names, percentile, scrape,  # noqa: E402
                         served)
 
 VICTIM = {"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다", "title": "프로야구 개막전 매진"}
@@ -48,49 +48,45 @@ def maximal(chars: int, count: int) -> bytes:
 
 async def victim(host: str, port: int, seconds: float, max_requests: int) -> list[float]:
     """One-comment requests, one at a time, for `seconds` (at most `max_requests`): latencies of the 200s."""
-    body = json.dumps({"comments": [VICTIM]}, ensure_ascii=False).encode("utf-8")
-    connection = Connection(host, port)
+    body = body_of(VICTIM)
     latencies = []
     deadline = time.perf_counter() + seconds
-    for _ in range(max_requests):
-        if time.perf_counter() >= deadline:
-            break
-        sent = time.perf_counter()
-        status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
-        if status == 200:
-            latencies.append(time.perf_counter() - sent)
-        await asyncio.sleep(0.05)  # a steady trickle, not a flood
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        for _ in range(max_requests):
+            if time.perf_counter() >= deadline:
+                break
+            sent = time.perf_counter()
+            status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
+            if status == 200:
+                latencies.append(time.perf_counter() - sent)
+            await asyncio.sleep(0.05)  # a steady trickle, not a flood
     return latencies
 
 
-async def largest_accepted(host: str, port: int, chars: int, count: int) -> tuple[int, int]:
-    """The most comments of `chars` characters one request may hold (halving from `count`); (count, status)."""
-    connection = Connection(host, port)
-    while count >= 1:
-        try:
-            status, _, body = await connection.request("POST", "/v1/predict", maximal(chars, count), timeout=600)
-        except (OSError, ConnectionError):  # refused on its Content-Length while still being sent
-            status, body = 413, b""
-        if status == 200:
-            connection.close()
-            return count, status
-        if status != 413:
-            raise SystemExit(f"a maximal request got {status}: {body[:300]!r}")
-        count //= 2
-    connection.close()
+async def largest_accepted(host: str, port: int, chars: int, count: int) -> int:
+    """The most comments of `chars` characters one request may hold (halving from `count`)."""
+    with closing(Connection(host, port)) as connection:
+        while count >= 1:
+            try:
+                status, _, body = await connection.request("POST", "/v1/predict", maximal(chars, count), timeout=600)
+            except (OSError, ConnectionError):  # refused on its Content-Length while still being sent
+                status, body = 413, b""
+            if status == 200:
+                return count
+            if status != 413:
+                raise SystemExit(f"a maximal request got {status}: {body[:300]!r}")
+            count //= 2
     raise SystemExit("not even one comment of --max-chars characters fits --max-request-tokens")
 
 
 async def attacker(host: str, port: int, body: bytes, stop: asyncio.Event, counts: dict) -> None:
-    connection = Connection(host, port)
-    while not stop.is_set():
-        try:
-            status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=600)
-        except (OSError, ConnectionError, asyncio.TimeoutError):
-            status = 0
-        counts[status] = counts.get(status, 0) + 1
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        while not stop.is_set():
+            try:
+                status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=600)
+            except (OSError, ConnectionError, asyncio.TimeoutError):
+                status = 0
+            counts[status] = counts.get(status, 0) + 1
 
 
 async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> None:
@@ -103,7 +99,7 @@ async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> N
             counts["refused"] = counts.get("refused", 0) + 1
             await asyncio.sleep(0.5)
             continue
-        try:
+        with closing(writer), suppress(OSError):  # a connection reset is a cut-off too
             for byte in head:
                 if stop.is_set():
                     break
@@ -112,11 +108,7 @@ async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> N
                 await asyncio.sleep(1.0)
                 if reader.at_eof():
                     break
-            counts["cut"] = counts.get("cut", 0) + 1
-        except (OSError, ConnectionError):
-            counts["cut"] = counts.get("cut", 0) + 1
-        finally:
-            writer.close()
+        counts["cut"] = counts.get("cut", 0) + 1
 
 
 def summary(latencies: list[float]) -> dict:
@@ -125,42 +117,39 @@ def summary(latencies: list[float]) -> dict:
 
 
 async def measure(args: argparse.Namespace, options: list[str], log: Path) -> dict:
+    """The victim's latencies idle, under abuse and beside slow-header connections, on a `kold-span serve` child."""
     async with served(args.model, options, log) as (_, host, port):
-        return await phases(args, host, port)
+        await victim(host, port, 2, 20)  # warm-up
+        result: dict = {"idle": summary(await victim(host, port, args.seconds, args.max_requests))}
 
+        per_comment = len(maximal(args.max_chars, 2)) - len(maximal(args.max_chars, 1))
+        start = min(args.max_comments, args.max_request_chars // (2 * args.max_chars), args.max_bytes // per_comment)
+        count = await largest_accepted(host, port, args.max_chars, max(start, 1))
+        body = maximal(args.max_chars, count)
+        result["maximal_request"] = {"comments": count, "chars_each": args.max_chars, "bytes": len(body)}
+        before = await scrape(host, port)
+        stop, counts = asyncio.Event(), {}
+        attackers = [asyncio.create_task(attacker(host, port, body, stop, counts)) for _ in range(args.attackers)]
+        await asyncio.sleep(1.0)  # the attack under way first
+        abused = await victim(host, port, args.seconds, args.max_requests)
+        stop.set()
+        await asyncio.gather(*attackers)
+        after = await scrape(host, port)
+        batches = metric(after, "kold_span_batch_seconds_count") - metric(before, "kold_span_batch_seconds_count")
+        batch_s = (metric(after, "kold_span_batch_seconds_sum") - metric(before, "kold_span_batch_seconds_sum")) / \
+            max(batches, 1)
+        result["abuse"] = {**summary(abused), "attacker_answers": counts, "batches": batches,
+                           "mean_batch_ms": batch_s * 1000}
+        result["abuse"]["target_ms"] = 2 * result["idle"]["p99_ms"] + batch_s * 1000
 
-async def phases(args: argparse.Namespace, host: str, port: int) -> dict:
-    await victim(host, port, 2, 20)  # warm-up
-    result: dict = {"idle": summary(await victim(host, port, args.seconds, args.max_requests))}
-
-    per_comment = len(maximal(args.max_chars, 2)) - len(maximal(args.max_chars, 1))
-    start = min(args.max_comments, args.max_request_chars // (2 * args.max_chars), args.max_bytes // per_comment)
-    count, _ = await largest_accepted(host, port, args.max_chars, max(start, 1))
-    body = maximal(args.max_chars, count)
-    result["maximal_request"] = {"comments": count, "chars_each": args.max_chars, "bytes": len(body)}
-    before = await scrape(host, port)
-    stop, counts = asyncio.Event(), {}
-    attackers = [asyncio.create_task(attacker(host, port, body, stop, counts)) for _ in range(args.attackers)]
-    await asyncio.sleep(1.0)  # the attack under way first
-    abused = await victim(host, port, args.seconds, args.max_requests)
-    stop.set()
-    await asyncio.gather(*attackers)
-    after = await scrape(host, port)
-    batches = metric(after, "kold_span_batch_seconds_count") - metric(before, "kold_span_batch_seconds_count")
-    batch_s = (metric(after, "kold_span_batch_seconds_sum") - metric(before, "kold_span_batch_seconds_sum")) / \
-        max(batches, 1)
-    result["abuse"] = {**summary(abused), "attacker_answers": counts, "batches": batches,
-                       "mean_batch_ms": batch_s * 1000}
-    result["abuse"]["target_ms"] = 2 * result["idle"]["p99_ms"] + batch_s * 1000
-
-    stop, counts = asyncio.Event(), {}
-    dribblers = [asyncio.create_task(dribbler(host, port, stop, counts)) for _ in range(args.dribblers)]
-    await asyncio.sleep(1.0)
-    slow = await victim(host, port, args.seconds, args.max_requests)
-    stop.set()
-    await asyncio.gather(*dribblers)
-    result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts}
-    return result
+        stop, counts = asyncio.Event(), {}
+        dribblers = [asyncio.create_task(dribbler(host, port, stop, counts)) for _ in range(args.dribblers)]
+        await asyncio.sleep(1.0)
+        slow = await victim(host, port, args.seconds, args.max_requests)
+        stop.set()
+        await asyncio.gather(*dribblers)
+        result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts}
+        return result
 
 
 def render(r: dict, command: str) -> str:

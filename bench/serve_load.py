@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -36,8 +36,7 @@ from typing import Optional
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import machine_line, save_results, write_section  # noqa: E402
 
@@ -137,18 +136,17 @@ async def closed_loop(host: str, port: int, comments: list[dict], clients: int, 
     finished = [start]
 
     async def worker() -> None:
-        connection = Connection(host, port)
-        for i in counter:
-            if time.perf_counter() >= deadline:
-                break
-            sent = time.perf_counter()
-            status, _, _ = await connection.request("POST", "/v1/predict", body_of(comments[i % len(comments)]))
-            done = time.perf_counter()
-            level.statuses[status] = level.statuses.get(status, 0) + 1
-            if status == 200:
-                level.latencies.append(done - sent)
-            finished[0] = max(finished[0], done)
-        connection.close()
+        with closing(Connection(host, port)) as connection:
+            for i in counter:
+                if time.perf_counter() >= deadline:
+                    break
+                sent = time.perf_counter()
+                status, _, _ = await connection.request("POST", "/v1/predict", body_of(comments[i % len(comments)]))
+                done = time.perf_counter()
+                level.statuses[status] = level.statuses.get(status, 0) + 1
+                if status == 200:
+                    level.latencies.append(done - sent)
+                finished[0] = max(finished[0], done)
 
     await asyncio.gather(*(worker() for _ in range(clients)))
     level.seconds = finished[0] - start
@@ -179,33 +177,29 @@ async def burst(host: str, port: int, comments: list[dict], rate: float, seconds
 
     async def one(i: int) -> None:
         async with gate:
-            connection = Connection(host, port)
-            try:
-                status, _, _ = await connection.request("POST", "/v1/predict", body_of(comments[i % len(comments)]))
-                result.statuses[status] = result.statuses.get(status, 0) + 1
-            except (OSError, asyncio.TimeoutError, ConnectionError, ValueError, asyncio.IncompleteReadError):
-                result.lost += 1
-            finally:
-                connection.close()
+            with closing(Connection(host, port)) as connection:
+                try:
+                    status, _, _ = await connection.request("POST", "/v1/predict", body_of(comments[i % len(comments)]))
+                    result.statuses[status] = result.statuses.get(status, 0) + 1
+                except (OSError, asyncio.TimeoutError, ConnectionError, ValueError, asyncio.IncompleteReadError):
+                    result.lost += 1
 
     async def watch() -> None:
-        health, metrics = Connection(host, port), Connection(host, port)
         polls = 0
-        while not stop.is_set():
-            asked = time.perf_counter()
-            try:
-                status, _, _ = await health.request("GET", "/health", timeout=10)
-            except (OSError, asyncio.TimeoutError, ConnectionError):
-                status = 0
-            result.health[status] = result.health.get(status, 0) + 1
-            result.health_max_s = max(result.health_max_s, time.perf_counter() - asked)
-            polls += 1
-            if polls % 5 == 0:
-                _, _, text = await metrics.request("GET", "/metrics", timeout=10)
-                result.queue_max = max(result.queue_max, metric(text.decode(), "kold_span_queue_comments"))
-            await asyncio.sleep(0.1)
-        health.close()
-        metrics.close()
+        with closing(Connection(host, port)) as health, closing(Connection(host, port)) as metrics:
+            while not stop.is_set():
+                asked = time.perf_counter()
+                try:
+                    status, _, _ = await health.request("GET", "/health", timeout=10)
+                except (OSError, asyncio.TimeoutError, ConnectionError):
+                    status = 0
+                result.health[status] = result.health.get(status, 0) + 1
+                result.health_max_s = max(result.health_max_s, time.perf_counter() - asked)
+                polls += 1
+                if polls % 5 == 0:
+                    _, _, text = await metrics.request("GET", "/metrics", timeout=10)
+                    result.queue_max = max(result.queue_max, metric(text.decode(), "kold_span_queue_comments"))
+                await asyncio.sleep(0.1)
 
     watcher = asyncio.create_task(watch())
     tasks = []
@@ -280,9 +274,8 @@ async def served(models: list[str], options: list[str], log: Path):
 
 async def scrape(host: str, port: int) -> str:
     """The server's /metrics text."""
-    connection = Connection(host, port)
-    _, _, text = await connection.request("GET", "/metrics", timeout=30)
-    connection.close()
+    with closing(Connection(host, port)) as connection:
+        _, _, text = await connection.request("GET", "/metrics", timeout=30)
     return text.decode()
 
 
@@ -326,12 +319,11 @@ async def measure(args: argparse.Namespace, comments: list[dict], offline_rate: 
     async with served(args.model, options, log) as (process, host, port):
         memory = MemoryWatch(process.pid)
         memory_task = asyncio.create_task(memory.run())
-        warm = Connection(host, port)
         chunk = min(256, args.max_queue)
-        for start in range(0, len(comments), chunk):  # Kiwi's cache in the server, as offline
-            payload = json.dumps({"comments": comments[start:start + chunk]}, ensure_ascii=False).encode()
-            assert (await warm.request("POST", "/v1/predict", payload, timeout=600))[0] == 200
-        warm.close()
+        with closing(Connection(host, port)) as warm:
+            for start in range(0, len(comments), chunk):  # Kiwi's cache in the server, as offline
+                payload = json.dumps({"comments": comments[start:start + chunk]}, ensure_ascii=False).encode()
+                assert (await warm.request("POST", "/v1/predict", payload, timeout=600))[0] == 200
         baseline = memory.reset()
         levels = []
         for clients in args.clients:

@@ -31,11 +31,10 @@ from typing import Callable
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import spacy  # noqa: E402
-from report import machine_line, save_results, write_section  # noqa: E402
+from report import DATA, machine_line, save_results, write_section  # noqa: E402
 from throughput import load_comments  # noqa: E402
 
 import kold_span.integrations.kiwi_tokenizer  # noqa: E402,F401  (registers the tokenizer from a checkout)
@@ -80,7 +79,7 @@ def slowdowns(runs: dict[str, list[float]], base: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=ROOT / "checkpoints/demo/demo/model")
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)

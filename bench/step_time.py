@@ -24,11 +24,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from batching import experiment_model, train_step  # noqa: E402
-from report import DOCS, machine_line, save_results, write_section  # noqa: E402
+from report import DATA, DOCS, machine_line, save_results, write_section  # noqa: E402
 
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.windows import InputEncoder  # noqa: E402
@@ -55,7 +54,7 @@ def step_seconds(experiment: str, data: Path, batch_size: int, tokens: int, warm
     times, cpu_times = [], []
     for i in range(warmup + steps):
         start, cpu_start = time.perf_counter(), time.process_time()
-        train_step(model, batch, tasks, optimizer)
+        train_step(model, batch, optimizer)
         if i >= warmup:
             times.append(time.perf_counter() - start)
             cpu_times.append(time.process_time() - cpu_start)
@@ -68,7 +67,7 @@ def step_seconds(experiment: str, data: Path, batch_size: int, tokens: int, warm
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--experiments", nargs="+", default=["toxic_spans_minilm.yaml", "toxic_spans_mpnet.yaml"])
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=64)

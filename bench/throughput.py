@@ -50,8 +50,12 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -60,7 +64,11 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from cpu_agreement import load  # noqa: E402
+from report import DATA, isa_flags, machine_line, save_results, write_section  # noqa: E402
+from serve_load import rss_mb  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
@@ -74,10 +82,6 @@ from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.tasks import Task  # noqa: E402
 from kold_span.text.morphemes import clear_cache  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "bench"))
-from report import isa_flags, machine_line, save_results, write_section  # noqa: E402
-from serve_load import rss_mb  # noqa: E402
-
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 OFF_SPAN = Task("OFF_span", "span", "OFF")
 
@@ -85,12 +89,11 @@ OFF_SPAN = Task("OFF_span", "span", "OFF")
 def load_comments(data_dir: Path, n: int, english: bool = False) -> tuple[list[Example], str]:
     """n comments with titles: BEEP! if available, else the sample cycled; English: Toxic Spans' (no titles)."""
     if english:
-        source = data_dir / "toxic_spans" / "tsd_train.csv"
-        examples = [Example(id=e.id, text=e.text) for e in corpora.read("toxic_spans", source)]
-        return [examples[i % len(examples)] for i in range(n)], "Toxic Spans tsd_train.csv (English, no titles)"
-    beep = data_dir / "beep"
-    if (beep / "train.tsv").exists():
-        examples, source = corpora.read("beep", beep), "BEEP! train.tsv (comments + news titles)"
+        comments = corpora.read("toxic_spans", data_dir / "toxic_spans" / "tsd_train.csv")
+        examples = [Example(id=e.id, text=e.text) for e in comments]
+        source = "Toxic Spans tsd_train.csv (English, no titles)"
+    elif (data_dir / "beep" / "train.tsv").exists():
+        examples, source = corpora.read("beep", data_dir / "beep"), "BEEP! train.tsv (comments + news titles)"
     else:
         examples, source = corpora.read("kold", ROOT / "data/sample/kold_sample.json"), "data/sample (cycled)"
     return [examples[i % len(examples)] for i in range(n)], source
@@ -165,8 +168,7 @@ def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: i
 
 def pipeline_rows(predictor: Predictor, examples: list[Example], batch_size: int):
     """The overlapped pipeline, JSON rendered in its decoding thread."""
-    render = (lambda e, p: output_row(e, p) + "\n")
-    for _example, line in Pipeline(predictor, batch_size).run(examples, render):
+    for _example, line in Pipeline(predictor, batch_size).run(examples, lambda e, p: output_row(e, p) + "\n"):
         yield line
 
 
@@ -229,10 +231,9 @@ def hf_pipelines(joint: Predictor, max_length: int, device: str):
     tagger.bert.load_state_dict(state)
     classifier.classifier.load_state_dict(joint.model.heads["OFF"].state_dict())
     tagger.classifier.load_state_dict(joint.model.heads["OFF_span"].state_dict())
-    tokenizer = joint.tokenizer
-    tokenizer.model_max_length = max_length
-    text_pipe = pipeline("text-classification", model=classifier.eval(), tokenizer=tokenizer, device=device)
-    token_pipe = pipeline("token-classification", model=tagger.eval(), tokenizer=tokenizer, device=device,
+    joint.tokenizer.model_max_length = max_length
+    text_pipe = pipeline("text-classification", model=classifier.eval(), tokenizer=joint.tokenizer, device=device)
+    token_pipe = pipeline("token-classification", model=tagger.eval(), tokenizer=joint.tokenizer, device=device,
                           aggregation_strategy="simple")
     return text_pipe, token_pipe
 
@@ -248,7 +249,7 @@ def hf_rows(text_pipe, token_pipe, examples: list[Example], batch_size: int, str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("KOLD_SPAN_DATA", ROOT.parent / "shared/data")))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -287,11 +288,8 @@ def main() -> int:
     snap = "none" if args.no_kiwi or english else "morpheme"
     joint = predictor_for([OFF, OFF_SPAN], tokenizer, scratch, args.max_length, snap, args.device, args.precision,
                           args.encoder)
-    device = joint.device
     bs = args.batch_size
     if args.save_model:
-        import shutil
-
         joint.save_pretrained(args.save_model)
         export_onnx(shutil.copytree(args.save_model, args.save_model.with_name(args.save_model.name + "-int8")),
                     quantize="int8")
@@ -308,7 +306,7 @@ def main() -> int:
     if not args.no_hf:
         text_pipe, token_pipe = hf_pipelines(joint, args.max_length, args.device)
         setups["hf"] = (lambda ex: hf_rows(text_pipe, token_pipe, ex, bs, 32), [text_pipe.model, token_pipe.model])
-    rows_out = timed_passes(setups, examples, args.repeats, device)[0]
+    rows_out = timed_passes(setups, examples, args.repeats, joint.device)[0]
     result = {**conditions(joint, source, args), "torch_threads": torch.get_num_threads(),
               "device": device_name(args.device), "kiwi": not (args.no_kiwi or english),
               "precision": joint.precision, "rows": rows_out, "machine": machine_line()}
@@ -343,9 +341,6 @@ def peer_venv(venv: Path) -> Path:
     Raises:
         RuntimeError: pip could not install it (offline, no wheel): the message has pip's last lines.
     """
-    import subprocess
-    import sysconfig
-
     python = venv / "bin" / "python"
     if not (venv / ".installed").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -363,14 +358,11 @@ def peer_venv(venv: Path) -> Path:
 
 def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Namespace, folder: Path) -> dict:
     """The Optimum peer's float32 and int8 pipeline pair over the same weights and comments (`optimum_peer.py`)."""
-    import subprocess
-
     python = peer_venv(args.peer_venv)
     text_pipe, token_pipe = hf_pipelines(joint, args.max_length, "cpu")
     peer = folder / "peer"
-    text_pipe.model.save_pretrained(peer / "classifier")
-    token_pipe.model.save_pretrained(peer / "tagger")
-    for kind in ("classifier", "tagger"):
+    for kind, pipe in (("classifier", text_pipe), ("tagger", token_pipe)):
+        pipe.model.save_pretrained(peer / kind)
         joint.tokenizer.save_pretrained(peer / kind)
     (peer / "texts.jsonl").write_text("".join(json.dumps({"text": e.text}, ensure_ascii=False) + "\n"
                                               for e in examples), encoding="utf-8")
@@ -383,8 +375,6 @@ def optimum_rows(joint: Predictor, examples: list[Example], args: argparse.Names
 
 def runtime_predictors(joint: Predictor, examples: list[Example], folder: Path) -> dict[str, Predictor]:
     """The joint model saved once, then loaded per runtime: torch in fp32 (and bf16), each exported graph on ORT."""
-    from cpu_agreement import load
-
     directory = joint.save_pretrained(folder / "torch")
     texts = [Example(id=e.id, text=e.text) for e in examples]  # static int8 calibrates on the comments alone
     paths = {"torch-fp32": "fp32", "torch-bf16": "bf16", "ort-fp32": "onnx", "ort-int8-dynamic": "int8",
@@ -412,8 +402,6 @@ def fidelity(reference: list[dict], got: list[dict]) -> dict:
 
 def compare_runtimes(joint: Predictor, examples: list[Example], source: str, args: argparse.Namespace) -> int:
     """Each runtime's rate through the overlapped pipeline (median of `--repeats`) and its fidelity to fp32."""
-    import tempfile
-
     bs = args.batch_size
     with tempfile.TemporaryDirectory() as folder:
         predictors = runtime_predictors(joint, examples, Path(folder))
