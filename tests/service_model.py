@@ -102,7 +102,7 @@ def running_server(models: list[Path], *options: str, log_dir: Path, ready: bool
         server = Server(url, process, log)
         if ready:
             deadline = time.monotonic() + timeout
-            while get(url + "health")[0] != 200:
+            while _health(url) != 200:
                 assert process.poll() is None, f"the server exited:\n{server.output()}"
                 assert time.monotonic() < deadline, f"/health never said 200:\n{server.output()}"
                 time.sleep(0.3)
@@ -111,6 +111,18 @@ def running_server(models: list[Path], *options: str, log_dir: Path, ready: bool
         if process.poll() is None:
             process.terminate()
             process.wait(120)
+
+
+def _health(url: str) -> Optional[int]:
+    """/health's status, or None when the probe timed out (a starved machine: ask again until the deadline)."""
+    try:
+        return get(url + "health")[0]
+    except TimeoutError:  # while reading the answer
+        return None
+    except urllib.error.URLError as err:  # while connecting
+        if isinstance(err.reason, TimeoutError):
+            return None
+        raise
 
 
 def _wait_for_url(log: Path, process: subprocess.Popen, timeout: float) -> str:
