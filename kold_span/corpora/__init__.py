@@ -20,6 +20,7 @@ _READERS: dict[str, Reader] = {}
 _MODULES = {
     "jsonl": "kold_span.corpora.jsonl",
     "kold": "kold_span.corpora.kold",
+    "kold_gs": "kold_span.corpora.kold_gs",
     "toxic_spans": "kold_span.corpora.toxic_spans",
     "toxic_spans_raw": "kold_span.corpora.toxic_spans",
     "beep": "kold_span.corpora.beep",

@@ -53,7 +53,7 @@ def reports_skipped(name: str) -> Callable[[Callable[..., list[Example]]], Reade
             report = SkipReport(name, Path(path))
             examples = fn(Path(path), bad=BadRecords(report, skip_bad, HOW_TO_SKIP), **options)
             reader.last_report = report  # type: ignore[attr-defined]
-            if report.count or report.disagreements:
+            if report.count or report.disagreements or report.notes:
                 warnings.warn(report.summary(), BadRecordWarning, stacklevel=2)
             return examples
         reader.last_report = None  # type: ignore[attr-defined]

@@ -41,6 +41,8 @@ class SkipReport:
     path: Path
     reasons: list[str] = field(default_factory=list)
     disagreements: dict[str, list[str]] = field(default_factory=dict)
+    # records kept, but read by a stated rule the user should know about (e.g. an ambiguous span)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -50,6 +52,10 @@ class SkipReport:
     def disagree(self, field_name: str, example_id: str) -> None:
         """Note that an example's derived `field_name` differs from the file's own value."""
         self.disagreements.setdefault(field_name, []).append(example_id)
+
+    def note(self, what: str, example_id: str) -> None:
+        """Note that an example was kept but `what` applies to it (said once per kind in the summary)."""
+        self.notes.setdefault(what, []).append(example_id)
 
     def summary(self, limit: Optional[int] = 3) -> str:
         """The count, then the first `limit` reasons one a line (every one when None), then one line per
@@ -65,6 +71,9 @@ class SkipReport:
             listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
             lines.append(f"{self.source}: {len(ids)} record(s) in {self.path} whose derived {name} differs "
                          f"from the file's own: {listed}")
+        for what, ids in sorted(self.notes.items()):
+            listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
+            lines.append(f"{self.source}: {len(ids)} record(s) in {self.path} kept with {what}: {listed}")
         return "\n".join(lines)
 
 

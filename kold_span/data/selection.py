@@ -12,24 +12,32 @@ def carve(examples: list[Example], fraction: float, seed: int,
           stratify: Optional[str] = None) -> tuple[list[Example], list[Example]]:
     """Split off `fraction` of the examples, per stratum when a label key is given.
 
+    Examples sharing `meta["group"]` (say a comment and its rewrite) move together, counted as one and
+    stratified by the first one's label; without groups each example is its own.
+
     Example:
         >>> examples = [Example(id=str(i), text="t", labels={"OFF": i < 4}) for i in range(10)]
         >>> kept, carved = carve(examples, 0.5, seed=1, stratify="OFF")
         >>> len(kept), len(carved), sum(ex.labels["OFF"] for ex in carved)  # half of 4 offensive, half of 6 not
         (5, 5, 2)
+        >>> twins = [Example(id=f"{i}{side}", text="t", meta={"group": i}) for i in range(4) for side in "ab"]
+        >>> sorted(ex.id for ex in carve(twins, 0.5, seed=1)[1])
+        ['0a', '0b', '3a', '3b']
     """
-    strata: dict[str, list[Example]] = defaultdict(list)
-    for ex in examples:
-        key = label_str(ex.labels.get(stratify)) if stratify else ""
-        strata[key].append(ex)
+    groups: dict[tuple[str, Any], list[Example]] = {}
+    for i, ex in enumerate(examples):
+        groups.setdefault(("group", ex.meta["group"]) if "group" in ex.meta else ("index", i), []).append(ex)
+    strata: dict[str, list[list[Example]]] = defaultdict(list)
+    for members in groups.values():
+        strata[label_str(members[0].labels.get(stratify)) if stratify else ""].append(members)
     rng = random.Random(seed)
     kept, carved = [], []
     for key in sorted(strata):
-        group = list(strata[key])
-        rng.shuffle(group)
-        n = round(len(group) * fraction)
-        carved += group[:n]
-        kept += group[n:]
+        stratum = list(strata[key])
+        rng.shuffle(stratum)
+        n = round(len(stratum) * fraction)
+        carved += [ex for members in stratum[:n] for ex in members]
+        kept += [ex for members in stratum[n:] for ex in members]
     order = {ex.id: i for i, ex in enumerate(examples)}
     return sorted(kept, key=lambda e: order[e.id]), sorted(carved, key=lambda e: order[e.id])
 
