@@ -105,14 +105,15 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     """`run` on the local engine, the input being `source`."""
     from tqdm import tqdm
 
-    from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
+    from kold_span.cli.options import check_outputs
+    from kold_span.data.atomic import add_note, partial_path
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import write_predictions
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
-    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": source})
+    check_outputs({"--output": args.output, "--html": args.html}, {"--input": source}, models=args.model)
     examples, report = read_options(args).open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
@@ -144,11 +145,13 @@ def read_options(args: argparse.Namespace):
 
 def run_on_ray(args: argparse.Namespace) -> int:
     """`--engine ray`: every input shard into its output shard on a pool of Ray workers."""
+    from kold_span.cli.options import check_outputs
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths
 
     if args.html:
         raise ArgumentError("--html is for the local engine; with --engine ray, render a shard's output afterwards")
+    check_outputs({}, models=args.model, folders={"--output": args.output})
     options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
                          gpus_per_worker=args.gpus_per_worker, address=args.address,
                          shard_format=OutputFormat(args.shard_format), precision=args.precision,

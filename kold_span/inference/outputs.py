@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import OutputFormat, TaskKind
-from kold_span.data.atomic import atomic_write, output_lock, partial_path
+from kold_span.data.atomic import (OPTIONS_SUFFIX, atomic_write, check_companion, output_lock, output_target,
+                                   partial_path)
 from kold_span.data.example import Example
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
@@ -126,7 +127,8 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
             was predicted with other options (`run_options`: batch size, precision, the model's tasks).
         OutputInUseError: another run is writing `output` or `html` now; nothing of it is touched.
     """
-    output = Path(output)
+    # A link is followed: its target gets the rows, and the partial and options files go beside the target.
+    output, html = output_target(output), output_target(html) if html else None
     check_batch_size(batch_size)
     # Held from before the resume point is read to after the rename: a second run on this output is refused
     # before it reads, moves or deletes anything of the first's (its partial file, its options).
@@ -143,6 +145,8 @@ def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: P
     chunk = batch_size * CHUNK_BATCHES
     # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
     options, options_file = run_options(predictor, batch_size, perspective), partial_options_path(output)
+    check_companion(partial, output)
+    check_companion(options_file, output)
     if resume and partial.exists():
         _check_same_options(options_file, options, partial)
     kept, end = _resume_point(output, partial, chunk) if resume else (0, 0)
@@ -204,7 +208,7 @@ def partial_options_path(output: Path) -> Path:
         'out/p.jsonl.partial.json'
     """
     partial = partial_path(output)
-    return partial.with_name(partial.name + ".json")
+    return partial.with_name(partial.name + OPTIONS_SUFFIX)
 
 
 def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dict[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
-from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
+from kold_span.models.manifest import MANIFEST_NAME, check_contained, inside, read_json, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
 from kold_span.models.tasks import Task
@@ -41,6 +41,8 @@ FORMAT_VERSION = 1
 REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
                  "encoder.model_type")
 TASK_KEYS = ("name", "kind", "source")
+# Beside a config.json, what makes a folder a model directory no output may be written into.
+MODEL_MARKERS = (WEIGHTS_NAME, MANIFEST_NAME, "pytorch_model.bin")
 _MISSING = object()
 
 
@@ -149,6 +151,31 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
         companion.save(directory)
     write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
     return directory
+
+
+def is_model_dir(directory: Union[str, Path]) -> bool:
+    """Whether `directory` is a kold-span model directory (its config.json an object with `format_version` and
+    `tasks`), whole or damaged: what `write_model_dir` replaces without `overwrite`."""
+    try:
+        config = json.loads((Path(directory) / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and "format_version" in config and "tasks" in config
+
+
+def enclosing_model_dir(path: Union[str, Path]) -> Optional[Path]:
+    """The model directory `path` is in (or is), if any: the nearest folder holding a config.json beside weights or
+    a manifest (a kold-span model, or an encoder directory of transformers), links resolved.
+
+    Example:
+        >>> enclosing_model_dir("no/such/file.jsonl") is None
+        True
+    """
+    resolved = Path(os.path.realpath(path))
+    for folder in (resolved, *resolved.parents):
+        if (folder / CONFIG_NAME).is_file() and any((folder / name).is_file() for name in MODEL_MARKERS):
+            return folder
+    return None
 
 
 def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
