@@ -78,6 +78,23 @@ def model_files(directory: Union[str, Path]) -> Iterator[str]:
     return iter(sorted(found))
 
 
+def carry_over(source: Union[str, Path], target: Union[str, Path], leave_out: Collection[str] = ()) -> None:
+    """Put every file of the model directory `source` (`model_files`) but `leave_out` into `target`, a new
+    directory that replaces it: hard-linked where the file system allows (nothing is written in place, so
+    the two never differ), else copied."""
+    import shutil
+
+    for name in model_files(source):
+        if name in leave_out:
+            continue
+        destination = Path(target) / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(Path(source) / name, destination)
+        except OSError:
+            shutil.copy2(Path(source) / name, destination)
+
+
 def write_manifest(directory: Union[str, Path]) -> Path:
     """Write `manifest.json`, {"version", "files": {path: {"sha256", "bytes"}}} of every file; returns its path."""
     directory = Path(directory)
