@@ -323,3 +323,63 @@ def test_a_kept_partial_file_that_is_a_link_is_refused(tmp_path):
         with atomic_write(target, partial=partial_path(target)) as f:
             f.write("row\n")
     assert victim.read_text() == "precious\n" and not target.exists()
+
+
+# -- a directory replaced whole (`replace_directory`) ------------------------------------------------------------
+
+def test_a_directory_is_built_beside_and_swapped_in_keeping_its_mode(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    target.chmod(0o750)
+    with replace_directory(target, lambda p: True, "a model") as folder:
+        assert folder.parent == tmp_path and folder.name.startswith(".model.new-")
+        (folder / "new.txt").write_text("new")
+        assert (target / "old.txt").exists()  # untouched until the block ends
+    assert sorted(p.name for p in target.iterdir()) == ["new.txt"] and listing(tmp_path) == ["model"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750
+
+
+def test_a_failed_replacement_leaves_the_directory_and_removes_its_folder(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(DataError) as caught:
+        with replace_directory(target, lambda p: True, "a model") as folder:
+            (folder / "new.txt").write_text("half")
+            raise DataError("train.jsonl:3: bad row")
+    assert error_notes(caught.value) == [f"{target} left as it was"]
+    assert listing(target) == ["old.txt"] and listing(tmp_path) == ["model"]
+
+
+def test_what_a_killed_replacement_left_is_cleared_or_put_back(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    (tmp_path / ".model.new-0123abcd").mkdir()  # killed while building
+    aside = tmp_path / ".model.old-89abcdef"  # killed between the two renames: the model is aside, none in place
+    aside.mkdir()
+    (aside / "config.json").write_text("{}")
+    with replace_directory(target, lambda p: True, "a model") as folder:
+        assert listing(target) == ["config.json"]  # put back before anything else
+        (folder / "config.json").write_text('{"new": 1}')
+    assert listing(tmp_path) == ["model"] and (target / "config.json").read_text() == '{"new": 1}'
+
+
+def test_ctrl_c_between_the_renames_is_held_back_until_both_are_done():
+    import signal
+
+    from kold_span.data.atomic import _signals_held
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with _signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("first rename")
+            steps.append("second rename")
+    assert steps == ["first rename", "second rename"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

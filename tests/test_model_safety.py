@@ -249,3 +249,189 @@ def test_a_directory_that_is_no_path_is_an_argument_error():
 
     with pytest.raises(ArgumentError, match="^directory must be a path \\(str or Path\\), got int$"):
         Predictor.from_pretrained(5)
+
+
+# -- a model directory is replaced whole, never edited in place (issue 54) -----------------------------------------
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _other_weights(model_dir: Path) -> Predictor:
+    import torch
+
+    other = Predictor.from_pretrained(model_dir)
+    with torch.no_grad():
+        next(other.model.parameters()).add_(0.01)
+    return other
+
+
+def test_an_interrupted_save_over_a_model_leaves_the_old_one_loading(model_dir, tmp_path, monkeypatch):
+    from kold_span.models import model_dir as format_module
+
+    copy = copy_of(model_dir, tmp_path)
+    before = _files(copy)
+
+    def interrupted(*args, **kwargs):  # Ctrl-C after config.json and the weights were written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(format_module, "save_tokenizer", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        _other_weights(model_dir).save_pretrained(copy)
+    assert f"{copy} left as it was" in " ".join(getattr(caught.value, "__notes__", []))
+    assert _files(copy) == before and Predictor.from_pretrained(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+    monkeypatch.undo()
+    _other_weights(model_dir).save_pretrained(copy)  # not interrupted: replaced whole, old files gone
+    assert _files(copy)["model.safetensors"] != before["model.safetensors"] and Predictor.from_pretrained(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+
+
+def test_saving_refuses_a_folder_of_other_files_unless_overwrite(model_dir, tmp_path):
+    from kold_span.errors import OutputTargetError
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    predictor = Predictor.from_pretrained(model_dir)
+    with pytest.raises(OutputTargetError, match="already exists and is not empty, and is not a kold-span model "
+                                                "directory: nothing was written; .* pass --overwrite"):
+        predictor.save_pretrained(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    predictor.save_pretrained(folder, overwrite=True)
+    assert not (folder / "notes.txt").exists() and Predictor.from_pretrained(folder)
+
+
+def _with_graph_entry(model_dir: Path, tmp_path: Path, name: str) -> Path:
+    def name_graph(config):
+        config["onnx"] = {"file": name, "quantize": "none", "calibration": "none"}
+    return edited_config(model_dir, tmp_path, name_graph)
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "manifest.json"])
+def test_export_refuses_a_graph_name_that_is_another_file_of_the_model(model_dir, tmp_path, name):
+    from kold_span.inference.export import export_onnx
+
+    copy = _with_graph_entry(model_dir, tmp_path, name)
+    before = _files(copy)
+    with pytest.raises(ModelFormatError, match=f"onnx.file must be the name of an .onnx file inside the model "
+                                               f"directory, got '{name}'"):
+        export_onnx(copy, quantize="int8")
+    assert _files(copy) == before
+
+
+def test_an_export_stopped_before_its_manifest_leaves_the_model_as_it_was(model_dir, tmp_path, monkeypatch):
+    from kold_span.inference import export
+
+    copy = copy_of(model_dir, tmp_path)
+    export.export_onnx(copy)  # a model with a float32 graph, then an int8 export that is stopped
+    before = _files(copy)
+
+    def stopped(directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "write_manifest", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_onnx(copy, quantize="int8")
+    assert _files(copy) == before
+    assert Predictor.from_pretrained(copy).precision == "onnx-fp32"
+
+
+def test_a_killed_export_leaves_the_model_and_the_next_export_clears_what_it_left(model_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    copy = copy_of(model_dir, tmp_path)
+    (copy / ".export-stale1").mkdir()  # what an export killed by an earlier version left inside
+    (copy / ".export-stale1" / "model.onnx").write_bytes(b"half")
+    before = _files(copy)
+    killed = subprocess.run([sys.executable, "-c", "import os, signal, sys\nfrom kold_span.inference import export\n"
+                             "export.write_manifest = lambda d: os.kill(os.getpid(), signal.SIGKILL)\n"
+                             "export.export_onnx(sys.argv[1])\n", str(copy)], env=child_env(), capture_output=True)
+    assert killed.returncode == -9
+    assert _files(copy) == before and Predictor.from_pretrained(copy)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".copy.new-")]  # the killed run's folder
+    from kold_span.inference.export import export_onnx
+
+    export_onnx(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+    assert not (copy / ".export-stale1").exists() and Predictor.from_pretrained(copy).precision == "onnx-fp32"
+
+
+def test_a_second_export_of_a_model_being_replaced_is_refused(model_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+    from kold_span.errors import OutputInUseError
+    from kold_span.inference.export import export_onnx
+
+    copy = copy_of(model_dir, tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom kold_span.data.atomic import output_lock\n"
+                               "with output_lock(sys.argv[1]):\n    print('locked', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(copy)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(OutputInUseError, match=f"{copy} is being written by another run"):
+            export_onnx(copy)
+    finally:
+        holder.communicate("")
+    assert not (copy / "model.onnx").exists()
+
+
+def _holding_lock(path: Path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom kold_span.data.atomic import output_lock\n"
+                               "with output_lock(sys.argv[1]):\n    print('locked', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_second_train_into_a_run_folder_in_use_is_refused_before_it_reads(tmp_path, capsys):
+    from conftest import FIXTURE, TINY
+
+    run_dir = tmp_path / "tiny" / "r"
+    holder = _holding_lock(run_dir)
+    try:
+        assert main(["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {run_dir} is being written by another run (process {holder.pid})" in err
+        assert not run_dir.exists()
+    finally:
+        holder.communicate("")
+
+
+def test_train_refuses_a_model_folder_of_other_files_before_training(tmp_path, capsys):
+    from conftest import FIXTURE, TINY
+
+    model = tmp_path / "tiny" / "r" / "model"
+    model.mkdir(parents=True)
+    (model / "notes.txt").write_text("mine")
+    assert main(["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r"]) == 2
+    assert f"error: {model} already exists and is not empty, and is not a kold-span model directory" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "tiny" / "r").iterdir()) == ["model"]
+
+
+def test_pretrain_refuses_to_write_its_encoder_over_a_trained_model(model_dir, tmp_path, capsys):
+    copy = copy_of(model_dir, tmp_path)
+    before = _files(copy)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("좋은 기사\n바보 같은 소리\n", encoding="utf-8")
+    config = tmp_path / "pretrain.yaml"
+    config.write_text(f"texts:\n  - {{file: {texts}}}\nencoder: {{vocab_size: 100, hidden_size: 32, layers: 1, "
+                      "heads: 2, intermediate_size: 64, max_position: 32, morpheme_pretokenize: false}\n"
+                      f"max_length: 24\nmax_steps: 1\noutput: {tmp_path / 'elsewhere'}\n", encoding="utf-8")
+    assert main(["pretrain", str(config), "--quiet", "--set", f"output={copy}"]) == 2
+    assert f"error: {copy} already exists and is not empty, and is not an encoder directory of kold-span " \
+           "pretrain" in capsys.readouterr().err
+    assert _files(copy) == before and not (tmp_path / "copy-run").exists()
