@@ -114,7 +114,8 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
     check_outputs({"--output": args.output, "--html": args.html}, {"--input": source}, models=args.model)
-    examples, report = read_options(args).open(source)
+    read = read_options(args)
+    examples, report = read.open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
     predictor = load_predictor(args.model, device=args.device, precision=args.precision, runtime=args.runtime,
@@ -123,7 +124,8 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     try:
         with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
             done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
-                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
+                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1),
+                                     read=read)
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
         if partial_path(output).exists() and not isinstance(err, (UnfinishedOutputError, OutputInUseError)):
             add_note(err, "kold-span predict --resume with the same input and options continues from it")
