@@ -4,6 +4,7 @@ nothing in it runs code or reads outside it, its config.json values are checked,
 
 The directories are an untrained tiny model (conftest.untrained_model) and copies of it with one thing broken.
 """
+import dataclasses
 import json
 import logging
 import shutil
@@ -435,3 +436,100 @@ def test_pretrain_refuses_to_write_its_encoder_over_a_trained_model(model_dir, t
     assert f"error: {copy} already exists and is not empty, and is not an encoder directory of kold-span " \
            "pretrain" in capsys.readouterr().err
     assert _files(copy) == before and not (tmp_path / "copy-run").exists()
+
+
+# -- a resumed run compares every option that changes a row, and checks each kept row (issue 54) -----------------
+
+def _titled_run(model_dir, tmp_path, capsys):
+    """A run of rows with a title and a topic that failed at its 41st row: 32 complete rows kept."""
+    rows = [{"id": f"c{i}", "text": f"좋은 기사 {i}", "title": f"제목 {i}", "topic": "정치"} for i in range(60)]
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines[:40] + ["{bad"] + lines[41:]) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert predict(model_dir, source, out) == 2
+    capsys.readouterr()
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return source, out
+
+
+def test_resume_refuses_rows_read_with_another_context_column(model_dir, tmp_path, capsys):
+    source, out = _titled_run(model_dir, tmp_path, capsys)
+    partial = tmp_path / "out.jsonl.partial"
+    before = partial.read_bytes()
+    assert predict(model_dir, source, out, "--resume", "--context-column", "topic") == 2
+    err = capsys.readouterr().err
+    assert "out.jsonl.partial holds 32 complete rows predicted with other options (input.context_column None then, " \
+           "'topic' now)" in err
+    assert partial.read_bytes() == before and not out.exists()
+    assert predict(model_dir, source, out, "--resume") == 0
+    assert "(32 kept from the unfinished run)" in capsys.readouterr().out
+
+
+def _edit_kept_row(partial: Path, number: int, edit) -> None:
+    lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[number - 1])
+    edit(row)
+    lines[number - 1] = json.dumps(row, ensure_ascii=False) + "\n"
+    partial.write_text("".join(lines), encoding="utf-8")
+
+
+def _hacked_label(row):
+    row["labels"]["OFF"]["label"] = "HACKED"
+
+
+def _span_out_of_the_text(row):
+    row["spans"] = [{"type": "OFF", "start": -5, "end": 99999, "text": row["text"], "score": 0.5}]
+
+
+def _unknown_type(row):
+    row["spans"] = [{"type": "TGT", "start": 0, "end": 2, "text": row["text"][:2], "score": 0.5}]
+
+
+def _extra_key(row):
+    row["note"] = "added"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_hacked_label, "labels.OFF.label 'HACKED' is none of the task's labels (false, true)"),
+    (_span_out_of_the_text, "spans[0] runs from -5 to 99999, outside the text (0 to 7)"),
+    (_unknown_type, "spans[0] has type 'TGT', none of the model's (OFF)"),
+    (_extra_key, "unknown key(s) 'note'"),
+])
+def test_resume_checks_each_kept_row_before_keeping_it(model_dir, tmp_path, capsys, edit, message):
+    source, out = _unfinished_run(model_dir, tmp_path, capsys)
+    partial = tmp_path / "out.jsonl.partial"
+    _edit_kept_row(partial, 7, edit)
+    before = partial.read_bytes()
+    assert predict(model_dir, source, out, "--resume") == 2
+    err = capsys.readouterr().err
+    assert f"{partial}:7: row 'c6': {message}; not a row this model writes" in err
+    assert partial.read_bytes() == before and not out.exists()
+
+
+@pytest.mark.parametrize("change, option", [
+    (lambda p: setattr(p, "tasks", [dataclasses.replace(t, thresholds=(0.3,)) for t in p.tasks]), "thresholds"),
+    (lambda p: setattr(p, "normalize", ("separators",)), "normalize"),
+    (lambda p: setattr(p, "trim", False), "trim"),
+])
+def test_resume_refuses_rows_of_the_same_model_with_other_thresholds_or_normalization(model_dir, tmp_path, change,
+                                                                                      option):
+    from kold_span.data.example import Example
+    from kold_span.errors import DataError, UnfinishedOutputError
+    from kold_span.inference.outputs import write_predictions
+
+    rows = [Example(id=f"c{i}", text=f"좋은 기사 {i}") for i in range(40)]
+    out = tmp_path / "out.jsonl"
+
+    def failing():
+        yield from rows[:36]
+        raise DataError("in.jsonl:37: bad row")
+
+    with pytest.raises(DataError):
+        write_predictions(Predictor.from_pretrained(model_dir), failing(), out, batch_size=BATCH)
+    other = Predictor.from_pretrained(model_dir)
+    change(other)
+    with pytest.raises(UnfinishedOutputError, match=f"predicted with other options \\({option}"):
+        write_predictions(other, iter(rows), out, batch_size=BATCH, resume=True)
+    done = write_predictions(Predictor.from_pretrained(model_dir), iter(rows), out, batch_size=BATCH, resume=True)
+    assert (done.rows, done.kept) == (40, 32)
