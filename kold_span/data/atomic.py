@@ -526,11 +526,12 @@ def replace_directory(target: Union[str, Path], same_kind: Callable[[Path], bool
             os.chmod(staging, stat.S_IMODE(target.stat().st_mode))
         try:
             yield staging
+            _swap_in(staging, target)
         except BaseException as err:
-            shutil.rmtree(staging, ignore_errors=True)
-            add_note(err, f"{target} left as it was" if target.exists() else f"{target} not written")
+            if staging.exists():  # not swapped in (a signal held back during the swap arrives after it)
+                shutil.rmtree(staging, ignore_errors=True)
+                add_note(err, f"{target} left as it was" if target.exists() else f"{target} not written")
             raise
-        _swap_in(staging, target)
 
 
 def directory_target(path: Union[str, Path]) -> Path:
@@ -578,9 +579,9 @@ def _swap_in(staging: Path, target: Path) -> None:
             if replaced:
                 os.rename(old, target)
             raise
-    _sync_directory(target.parent)
-    if replaced:
-        shutil.rmtree(old, ignore_errors=True)
+        _sync_directory(target.parent)
+        if replaced:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _remove_stale_folders(target: Path) -> None:
