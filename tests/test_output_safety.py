@@ -435,3 +435,12 @@ def test_predict_writes_through_a_link_and_keeps_the_mode_of_what_it_replaces(mo
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "link.jsonl", "page.html", "real.jsonl"]
     assert not os.path.exists(tmp_path / "link.jsonl.partial")
+
+
+def test_the_ray_engine_refuses_an_output_folder_inside_the_model(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    write_jsonl(tmp_path / "a.jsonl", comments(2))
+    assert main(["predict", "--engine", "ray", "--model", str(copy), "--input", str(tmp_path / "*.jsonl"),
+                 "--output", str(copy / "shards"), "--quiet"]) == 2
+    assert f"error: --output {copy / 'shards'} is inside the model directory {copy}" in capsys.readouterr().err
+    assert not (copy / "shards").exists() and _loads(copy)
