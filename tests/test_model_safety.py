@@ -347,6 +347,7 @@ def test_a_killed_export_leaves_the_model_and_the_next_export_clears_what_it_lef
     copy = copy_of(model_dir, tmp_path)
     (copy / ".export-stale1").mkdir()  # what an export killed by an earlier version left inside
     (copy / ".export-stale1" / "model.onnx").write_bytes(b"half")
+    (copy / ".gitattributes").write_text("*.safetensors filter=lfs\n")  # the user's: carried over
     before = _files(copy)
     killed = subprocess.run([sys.executable, "-c", "import os, signal, sys\nfrom kold_span.inference import export\n"
                              "export.write_manifest = lambda d: os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -359,6 +360,7 @@ def test_a_killed_export_leaves_the_model_and_the_next_export_clears_what_it_lef
     export_onnx(copy)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
     assert not (copy / ".export-stale1").exists() and Predictor.from_pretrained(copy).precision == "onnx-fp32"
+    assert (copy / ".gitattributes").read_text() == "*.safetensors filter=lfs\n"
 
 
 def test_a_second_export_of_a_model_being_replaced_is_refused(model_dir, tmp_path):

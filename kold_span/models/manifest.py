@@ -79,20 +79,25 @@ def model_files(directory: Union[str, Path]) -> Iterator[str]:
 
 
 def carry_over(source: Union[str, Path], target: Union[str, Path], leave_out: Collection[str] = ()) -> None:
-    """Put every file of the model directory `source` (`model_files`) but `leave_out` into `target`, a new
-    directory that replaces it: hard-linked where the file system allows (nothing is written in place, so
-    the two never differ), else copied."""
+    """Put every file of the model directory `source` but its manifest, `leave_out` ('/'-separated relative paths)
+    and what an export killed midway left (`.export-*` folders) into `target`, a new directory that replaces
+    it: hard-linked where the file system allows (no file of a model is written in place, so the two never
+    differ), else copied. Hidden files go along: they are the user's, though the manifest does not list them."""
     import shutil
 
-    for name in model_files(source):
-        if name in leave_out:
-            continue
-        destination = Path(target) / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(Path(source) / name, destination)
-        except OSError:
-            shutil.copy2(Path(source) / name, destination)
+    source = Path(source)
+    for root, folders, files in os.walk(source):
+        folders[:] = sorted(f for f in folders if not (Path(root) == source and f.startswith(".export-")))
+        for file in files:
+            name = (Path(root) / file).relative_to(source).as_posix()
+            if name in leave_out or name == MANIFEST_NAME:
+                continue
+            destination = Path(target) / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source / name, destination)
+            except OSError:
+                shutil.copy2(source / name, destination)
 
 
 def write_manifest(directory: Union[str, Path]) -> Path:
