@@ -444,3 +444,14 @@ def test_the_ray_engine_refuses_an_output_folder_inside_the_model(model, tmp_pat
                  "--output", str(copy / "shards"), "--quiet"]) == 2
     assert f"error: --output {copy / 'shards'} is inside the model directory {copy}" in capsys.readouterr().err
     assert not (copy / "shards").exists() and _loads(copy)
+
+
+def test_serve_refuses_a_feedback_file_inside_the_model_or_that_is_an_input(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    assert main(["serve", "--model", str(copy), "--feedback", str(copy / "config.json")]) == 2
+    assert f"error: --feedback {copy / 'config.json'} is inside the model directory {copy}" in capsys.readouterr().err
+    keys = tmp_path / "keys.txt"
+    keys.write_text("secret\n")
+    assert main(["serve", "--model", str(copy), "--api-keys", str(keys), "--feedback", str(keys)]) == 2
+    assert f"error: --feedback {keys} is the input (--api-keys {keys})" in capsys.readouterr().err
+    assert keys.read_text() == "secret\n" and _loads(copy)

@@ -521,6 +521,7 @@ def replace_directory(target: Union[str, Path], same_kind: Callable[[Path], bool
         check_replaceable(target, same_kind, what, overwrite)
         _remove_stale_folders(target)
         staging = target.with_name(f".{target.name}.new-{secrets.token_hex(4)}")
+        staging.parent.mkdir(parents=True, exist_ok=True)
         staging.mkdir()
         with suppress(OSError):
             os.chmod(staging, stat.S_IMODE(target.stat().st_mode))
