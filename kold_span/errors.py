@@ -7,7 +7,8 @@ those before still do.
 Which to raise: a mistake the user can fix is one of these, named by where it was made
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
-to a function or a command-line option, `OutputInUseError` an output another run is writing);
+to a function or a command-line option, `OutputInUseError` an output another run is writing,
+`OutputTargetError` an output the command will not write);
 their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
 follow, every subclass defined here. A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
@@ -48,6 +49,11 @@ class ArgumentError(KoldSpanError, ValueError):
 
 class OutputInUseError(KoldSpanError, RuntimeError):
     """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""
+
+
+class OutputTargetError(ArgumentError):
+    """An output a command will not write: a device, pipe or socket, a write-protected file, a file inside a model
+    directory, another output's companion file, or a non-empty directory of another kind (without --overwrite)."""
 
 
 class UnfinishedOutputError(DataError):

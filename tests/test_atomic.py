@@ -233,3 +233,153 @@ def test_the_temporary_files_of_a_killed_run_are_removed_by_the_next_writer(tmp_
         (tmp_path / name).write_text("half")
     write_text_atomic(target, "whole\n")
     assert listing(tmp_path) == [".other.jsonl.deadbeef.tmp", ".out.jsonl.notmine.tmp", "out.jsonl"]
+
+
+# -- what a target may be (`output_target`, issue 54) --------------------------------------------------------------
+
+def _device(path):
+    """A character device node like /dev/null at `path` (root only), or skip."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError):
+        pytest.skip("making a device node needs root")
+    return path
+
+
+def _socket(path):
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+    return path
+
+
+@pytest.mark.parametrize("make, kind", [(_device, "a character device"), (os.mkfifo, "a named pipe"),
+                                        (_socket, "a socket")])
+def test_a_target_that_is_no_regular_file_is_refused_and_left_as_it_is(tmp_path, make, kind):
+    from kold_span.errors import OutputTargetError
+
+    target = tmp_path / "out.jsonl"
+    make(target)
+    before = os.lstat(target)
+    with pytest.raises(OutputTargetError, match=f"^{target}: not a regular file but {kind}; .*name a regular file$"):
+        with atomic_write(target) as f:
+            f.write("rows\n")
+    after = os.lstat(target)
+    assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
+    assert listing(tmp_path) == ["out.jsonl"]
+
+
+def test_a_write_protected_file_is_not_replaced_even_by_root(tmp_path):
+    from kold_span.errors import OutputTargetError
+
+    target = tmp_path / "out.jsonl"
+    target.write_text("mine\n")
+    target.chmod(0o444)
+    with pytest.raises(OutputTargetError, match=r"out.jsonl: write-protected \(mode 0444\)"):
+        write_text_atomic(target, "new\n")
+    assert target.read_text() == "mine\n" and stat.S_IMODE(target.stat().st_mode) == 0o444
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
+def test_a_replaced_file_keeps_its_mode(tmp_path, mode):
+    target = tmp_path / "out.jsonl"
+    target.write_text("old\n")
+    target.chmod(mode)
+    write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_a_link_is_written_through_to_its_target_and_stays_a_link(tmp_path):
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("old\n")
+    real.chmod(0o600)
+    link.symlink_to(real.name)
+    write_text_atomic(link, "new\n")
+    assert link.is_symlink() and os.readlink(link) == "real.jsonl"
+    assert real.read_text() == "new\n" and stat.S_IMODE(real.stat().st_mode) == 0o600
+    assert listing(tmp_path) == ["link.jsonl", "real.jsonl"]
+
+
+def test_a_lock_file_that_is_a_link_is_never_followed(tmp_path):
+    from kold_span.errors import OutputTargetError
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / ".out.jsonl.lock").symlink_to(victim)
+    with pytest.raises(OutputTargetError, match="a symbolic link where the lock file of .*out.jsonl belongs"):
+        write_text_atomic(tmp_path / "out.jsonl", "new\n")
+    assert victim.read_text() == "precious\n" and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_kept_partial_file_that_is_a_link_is_refused(tmp_path):
+    from kold_span.errors import OutputTargetError
+
+    victim, target = tmp_path / "victim.txt", tmp_path / "p.jsonl"
+    victim.write_text("precious\n")
+    partial_path(target).symlink_to(victim)
+    with pytest.raises(OutputTargetError, match="p.jsonl.partial: a symbolic link, where writing p.jsonl keeps"):
+        with atomic_write(target, partial=partial_path(target)) as f:
+            f.write("row\n")
+    assert victim.read_text() == "precious\n" and not target.exists()
+
+
+# -- a directory replaced whole (`replace_directory`) ------------------------------------------------------------
+
+def test_a_directory_is_built_beside_and_swapped_in_keeping_its_mode(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    target.chmod(0o750)
+    with replace_directory(target, lambda p: True, "a model") as folder:
+        assert folder.parent == tmp_path and folder.name.startswith(".model.new-")
+        (folder / "new.txt").write_text("new")
+        assert (target / "old.txt").exists()  # untouched until the block ends
+    assert sorted(p.name for p in target.iterdir()) == ["new.txt"] and listing(tmp_path) == ["model"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750
+
+
+def test_a_failed_replacement_leaves_the_directory_and_removes_its_folder(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(DataError) as caught:
+        with replace_directory(target, lambda p: True, "a model") as folder:
+            (folder / "new.txt").write_text("half")
+            raise DataError("train.jsonl:3: bad row")
+    assert error_notes(caught.value) == [f"{target} left as it was"]
+    assert listing(target) == ["old.txt"] and listing(tmp_path) == ["model"]
+
+
+def test_what_a_killed_replacement_left_is_cleared_or_put_back(tmp_path):
+    from kold_span.data.atomic import replace_directory
+
+    target = tmp_path / "model"
+    (tmp_path / ".model.new-0123abcd").mkdir()  # killed while building
+    aside = tmp_path / ".model.old-89abcdef"  # killed between the two renames: the model is aside, none in place
+    aside.mkdir()
+    (aside / "config.json").write_text("{}")
+    with replace_directory(target, lambda p: True, "a model") as folder:
+        assert listing(target) == ["config.json"]  # put back before anything else
+        (folder / "config.json").write_text('{"new": 1}')
+    assert listing(tmp_path) == ["model"] and (target / "config.json").read_text() == '{"new": 1}'
+
+
+def test_ctrl_c_between_the_renames_is_held_back_until_both_are_done():
+    import signal
+
+    from kold_span.data.atomic import _signals_held
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with _signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("first rename")
+            steps.append("second rename")
+    assert steps == ["first rename", "second rename"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -587,3 +587,120 @@ def check_model_directory(model: Path, folder: Path, name: str, kind: str, raw: 
 def test_a_damaged_model_directory_loads_or_is_refused_naming_it(model, folder, data, verify):
     name, kind, raw, rehash = data.draw(model_damage(model))
     check_model_directory(model, folder, name, kind, raw, rehash, verify)
+
+
+# --------------------------------------------------------------------------- model directories written
+
+WRITE_EXAMPLES = 40  # replacements of a model directory, each stopped at a drawn step (or not at all)
+STARTS = ["absent", "empty", "model", "other files", "stale folders", "moved aside", "a file"]
+# Where a save is stopped: the steps of `write_model_dir`, the renames of the swap (the old folder aside, the new one
+# in), or the rename that puts back a folder a killed run had moved aside.
+STOPS = [None, "weights", "tokenizer", "manifest", "aside", "in", "put back"]
+
+
+class Stop(Exception):
+    """The failure a step is made to raise (Ctrl-C or a full disk, as drawn)."""
+
+
+def _start(folder: Path, target: Path, start: str, old: Path) -> Optional[dict[str, bytes]]:
+    """Lay out `target` as `start` says; returns the files a failed replacement must leave there (None: none)."""
+    import shutil
+
+    if start in ("model", "stale folders"):
+        shutil.copytree(old, target)
+    if start == "stale folders":
+        (folder / f".{target.name}.new-0123abcd").mkdir()
+        (folder / f".{target.name}.old-4567abcd").mkdir()
+    if start == "moved aside":  # killed between the two renames: the old model aside, none in place
+        shutil.copytree(old, folder / f".{target.name}.old-89abcdef")
+        return _snapshot(old)
+    if start == "empty":
+        target.mkdir()
+    if start == "other files":
+        target.mkdir()
+        (target / "notes.txt").write_text("mine")
+    if start == "a file":
+        target.write_text("a file")
+        return None
+    return _snapshot(target) if target.exists() else None
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@contextmanager
+def _stopped_at(stop: Optional[str], error: type) -> Iterator[None]:
+    """Make the step `stop` of a model directory's replacement raise `error` (nothing when `stop` is None)."""
+    import os
+    from unittest import mock
+
+    import safetensors.torch
+
+    from kold_span.models import model_dir
+
+    def step(name, original):
+        def run(*args, **kwargs):
+            which = name
+            if name == "rename":  # which rename, by the names it moves between
+                source, destination = (Path(arg).name for arg in args[:2])
+                which = "aside" if ".old-" in destination else ("in" if ".new-" in source else "put back")
+            if which == stop:
+                raise error("stopped")
+            return original(*args, **kwargs)
+        return run
+
+    with mock.patch.object(safetensors.torch, "save_file", step("weights", safetensors.torch.save_file)), \
+            mock.patch.object(model_dir, "save_tokenizer", step("tokenizer", model_dir.save_tokenizer)), \
+            mock.patch.object(model_dir, "write_manifest", step("manifest", model_dir.write_manifest)), \
+            mock.patch.object(os, "rename", step("rename", os.rename)):
+        yield
+
+
+@pytest.fixture(scope="module")
+def retrained(model):
+    """The untrained model with other weights: what replaces a copy of `model`."""
+    import torch
+
+    from kold_span.inference.predictor import Predictor
+
+    predictor = Predictor.from_pretrained(model)
+    with torch.no_grad():
+        next(predictor.model.parameters()).add_(0.01)
+    return predictor
+
+
+@settings(FUZZ, max_examples=WRITE_EXAMPLES)
+@given(start=st.sampled_from(STARTS), stop=st.sampled_from(STOPS), overwrite=st.booleans(),
+       error=st.sampled_from([KeyboardInterrupt, OSError]))
+def test_a_model_directory_is_replaced_whole_or_left_as_it_was(model, retrained, start, stop, overwrite, error):
+    """Saving over any folder, stopped at any step: the new model whole, or what was there as it was (a model that
+    was moved aside by a killed run put back first), or a refusal that changed nothing; nothing left beside it."""
+    from kold_span.errors import OutputTargetError
+    from kold_span.inference.predictor import Predictor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        target = folder / "model"
+        before = _start(folder, target, start, model)
+        try:
+            with _stopped_at(stop, error):
+                retrained.save_pretrained(target, overwrite=overwrite)
+        except OutputTargetError:
+            event(f"{start}: refused")
+            assert start == "a file" or (start == "other files" and not overwrite)
+            assert (_snapshot(target) if target.is_dir() else None) == before or start == "a file"
+            return
+        except (KeyboardInterrupt, OSError) as err:
+            assert str(err) == "stopped" and stop is not None
+            event(f"{start}: stopped at {stop}")
+            if stop == "put back":  # the model stays where the killed run left it, whole
+                [aside] = folder.iterdir()
+                assert aside.name.startswith(".model.old-") and _snapshot(aside) == before
+                return
+            assert (_snapshot(target) if target.exists() else None) == before
+            assert sorted(p.name for p in folder.iterdir()) == (["model"] if before is not None else [])
+            return
+        event(f"{start}: replaced" if stop is None else f"{start}: replaced ({stop}: no such step)")
+        assert sorted(p.name for p in folder.iterdir()) == ["model"]
+        assert Predictor.from_pretrained(target).identity != Predictor.from_pretrained(model).identity

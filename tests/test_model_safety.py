@@ -4,6 +4,7 @@ nothing in it runs code or reads outside it, its config.json values are checked,
 
 The directories are an untrained tiny model (conftest.untrained_model) and copies of it with one thing broken.
 """
+import dataclasses
 import json
 import logging
 import shutil
@@ -249,3 +250,288 @@ def test_a_directory_that_is_no_path_is_an_argument_error():
 
     with pytest.raises(ArgumentError, match="^directory must be a path \\(str or Path\\), got int$"):
         Predictor.from_pretrained(5)
+
+
+# -- a model directory is replaced whole, never edited in place (issue 54) -----------------------------------------
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _other_weights(model_dir: Path) -> Predictor:
+    import torch
+
+    other = Predictor.from_pretrained(model_dir)
+    with torch.no_grad():
+        next(other.model.parameters()).add_(0.01)
+    return other
+
+
+def test_an_interrupted_save_over_a_model_leaves_the_old_one_loading(model_dir, tmp_path, monkeypatch):
+    from kold_span.models import model_dir as format_module
+
+    copy = copy_of(model_dir, tmp_path)
+    before = _files(copy)
+
+    def interrupted(*args, **kwargs):  # Ctrl-C after config.json and the weights were written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(format_module, "save_tokenizer", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        _other_weights(model_dir).save_pretrained(copy)
+    assert f"{copy} left as it was" in " ".join(getattr(caught.value, "__notes__", []))
+    assert _files(copy) == before and Predictor.from_pretrained(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+    monkeypatch.undo()
+    _other_weights(model_dir).save_pretrained(copy)  # not interrupted: replaced whole, old files gone
+    assert _files(copy)["model.safetensors"] != before["model.safetensors"] and Predictor.from_pretrained(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+
+
+def test_saving_refuses_a_folder_of_other_files_unless_overwrite(model_dir, tmp_path):
+    from kold_span.errors import OutputTargetError
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    predictor = Predictor.from_pretrained(model_dir)
+    with pytest.raises(OutputTargetError, match="already exists and is not empty, and is not a kold-span model "
+                                                "directory: nothing was written; .* pass --overwrite"):
+        predictor.save_pretrained(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    predictor.save_pretrained(folder, overwrite=True)
+    assert not (folder / "notes.txt").exists() and Predictor.from_pretrained(folder)
+
+
+def _with_graph_entry(model_dir: Path, tmp_path: Path, name: str) -> Path:
+    def name_graph(config):
+        config["onnx"] = {"file": name, "quantize": "none", "calibration": "none"}
+    return edited_config(model_dir, tmp_path, name_graph)
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "manifest.json"])
+def test_export_refuses_a_graph_name_that_is_another_file_of_the_model(model_dir, tmp_path, name):
+    from kold_span.inference.export import export_onnx
+
+    copy = _with_graph_entry(model_dir, tmp_path, name)
+    before = _files(copy)
+    with pytest.raises(ModelFormatError, match=f"onnx.file must be the name of an .onnx file inside the model "
+                                               f"directory, got '{name}'"):
+        export_onnx(copy, quantize="int8")
+    assert _files(copy) == before
+
+
+def test_an_export_stopped_before_its_manifest_leaves_the_model_as_it_was(model_dir, tmp_path, monkeypatch):
+    from kold_span.inference import export
+
+    copy = copy_of(model_dir, tmp_path)
+    export.export_onnx(copy)  # a model with a float32 graph, then an int8 export that is stopped
+    before = _files(copy)
+
+    def stopped(directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "write_manifest", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_onnx(copy, quantize="int8")
+    assert _files(copy) == before
+    assert Predictor.from_pretrained(copy).precision == "onnx-fp32"
+
+
+def test_a_killed_export_leaves_the_model_and_the_next_export_clears_what_it_left(model_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    copy = copy_of(model_dir, tmp_path)
+    (copy / ".export-stale1").mkdir()  # what an export killed by an earlier version left inside
+    (copy / ".export-stale1" / "model.onnx").write_bytes(b"half")
+    (copy / ".gitattributes").write_text("*.safetensors filter=lfs\n")  # the user's: carried over
+    before = _files(copy)
+    killed = subprocess.run([sys.executable, "-c", "import os, signal, sys\nfrom kold_span.inference import export\n"
+                             "export.write_manifest = lambda d: os.kill(os.getpid(), signal.SIGKILL)\n"
+                             "export.export_onnx(sys.argv[1])\n", str(copy)], env=child_env(), capture_output=True)
+    assert killed.returncode == -9
+    assert _files(copy) == before and Predictor.from_pretrained(copy)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".copy.new-")]  # the killed run's folder
+    from kold_span.inference.export import export_onnx
+
+    export_onnx(copy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+    assert not (copy / ".export-stale1").exists() and Predictor.from_pretrained(copy).precision == "onnx-fp32"
+    assert (copy / ".gitattributes").read_text() == "*.safetensors filter=lfs\n"
+
+
+def test_a_second_export_of_a_model_being_replaced_is_refused(model_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+    from kold_span.errors import OutputInUseError
+    from kold_span.inference.export import export_onnx
+
+    copy = copy_of(model_dir, tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom kold_span.data.atomic import output_lock\n"
+                               "with output_lock(sys.argv[1]):\n    print('locked', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(copy)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(OutputInUseError, match=f"{copy} is being written by another run"):
+            export_onnx(copy)
+    finally:
+        holder.communicate("")
+    assert not (copy / "model.onnx").exists()
+
+
+def _holding_lock(path: Path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom kold_span.data.atomic import output_lock\n"
+                               "with output_lock(sys.argv[1]):\n    print('locked', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_second_train_into_a_run_folder_in_use_is_refused_before_it_reads(tmp_path, capsys):
+    from conftest import FIXTURE, TINY
+
+    run_dir = tmp_path / "tiny" / "r"
+    holder = _holding_lock(run_dir)
+    try:
+        assert main(["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {run_dir} is being written by another run (process {holder.pid})" in err
+        assert not run_dir.exists()
+    finally:
+        holder.communicate("")
+
+
+def test_train_refuses_a_model_folder_of_other_files_before_training(tmp_path, capsys):
+    from conftest import FIXTURE, TINY
+
+    model = tmp_path / "tiny" / "r" / "model"
+    model.mkdir(parents=True)
+    (model / "notes.txt").write_text("mine")
+    assert main(["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r"]) == 2
+    assert f"error: {model} already exists and is not empty, and is not a kold-span model directory" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "tiny" / "r").iterdir()) == ["model"]
+
+
+def test_pretrain_refuses_to_write_its_encoder_over_a_trained_model(model_dir, tmp_path, capsys):
+    copy = copy_of(model_dir, tmp_path)
+    before = _files(copy)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("좋은 기사\n바보 같은 소리\n", encoding="utf-8")
+    config = tmp_path / "pretrain.yaml"
+    config.write_text(f"texts:\n  - {{file: {texts}}}\nencoder: {{vocab_size: 100, hidden_size: 32, layers: 1, "
+                      "heads: 2, intermediate_size: 64, max_position: 32, morpheme_pretokenize: false}\n"
+                      f"max_length: 24\nmax_steps: 1\noutput: {tmp_path / 'elsewhere'}\n", encoding="utf-8")
+    assert main(["pretrain", str(config), "--quiet", "--set", f"output={copy}"]) == 2
+    assert f"error: {copy} already exists and is not empty, and is not an encoder directory of kold-span " \
+           "pretrain" in capsys.readouterr().err
+    assert _files(copy) == before and not (tmp_path / "copy-run").exists()
+
+
+# -- a resumed run compares every option that changes a row, and checks each kept row (issue 54) -----------------
+
+def _titled_run(model_dir, tmp_path, capsys):
+    """A run of rows with a title and a topic that failed at its 41st row: 32 complete rows kept."""
+    rows = [{"id": f"c{i}", "text": f"좋은 기사 {i}", "title": f"제목 {i}", "topic": "정치"} for i in range(60)]
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines[:40] + ["{bad"] + lines[41:]) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert predict(model_dir, source, out) == 2
+    capsys.readouterr()
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return source, out
+
+
+def test_resume_refuses_rows_read_with_another_context_column(model_dir, tmp_path, capsys):
+    source, out = _titled_run(model_dir, tmp_path, capsys)
+    partial = tmp_path / "out.jsonl.partial"
+    before = partial.read_bytes()
+    assert predict(model_dir, source, out, "--resume", "--context-column", "topic") == 2
+    err = capsys.readouterr().err
+    assert "out.jsonl.partial holds 32 complete rows predicted with other options (input.context_column None then, " \
+           "'topic' now)" in err
+    assert partial.read_bytes() == before and not out.exists()
+    assert predict(model_dir, source, out, "--resume") == 0
+    assert "(32 kept from the unfinished run)" in capsys.readouterr().out
+
+
+def _edit_kept_row(partial: Path, number: int, edit) -> None:
+    lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[number - 1])
+    edit(row)
+    lines[number - 1] = json.dumps(row, ensure_ascii=False) + "\n"
+    partial.write_text("".join(lines), encoding="utf-8")
+
+
+def _hacked_label(row):
+    row["labels"]["OFF"]["label"] = "HACKED"
+
+
+def _span_out_of_the_text(row):
+    row["spans"] = [{"type": "OFF", "start": -5, "end": 99999, "text": row["text"], "score": 0.5}]
+
+
+def _unknown_type(row):
+    row["spans"] = [{"type": "TGT", "start": 0, "end": 2, "text": row["text"][:2], "score": 0.5}]
+
+
+def _extra_key(row):
+    row["note"] = "added"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_hacked_label, "labels.OFF.label 'HACKED' is none of the task's labels (false, true)"),
+    (_span_out_of_the_text, "spans[0] runs from -5 to 99999, outside the text (0 to 7)"),
+    (_unknown_type, "spans[0] has type 'TGT', none of the model's (OFF)"),
+    (_extra_key, "unknown key(s) 'note'"),
+])
+def test_resume_checks_each_kept_row_before_keeping_it(model_dir, tmp_path, capsys, edit, message):
+    source, out = _unfinished_run(model_dir, tmp_path, capsys)
+    partial = tmp_path / "out.jsonl.partial"
+    _edit_kept_row(partial, 7, edit)
+    before = partial.read_bytes()
+    assert predict(model_dir, source, out, "--resume") == 2
+    err = capsys.readouterr().err
+    assert f"{partial}:7: row 'c6': {message}; not a row this model writes" in err
+    assert partial.read_bytes() == before and not out.exists()
+
+
+@pytest.mark.parametrize("change, option", [
+    (lambda p: setattr(p, "tasks", [dataclasses.replace(t, thresholds=(0.3,)) for t in p.tasks]), "thresholds"),
+    (lambda p: setattr(p, "normalize", ("separators",)), "normalize"),
+    (lambda p: setattr(p, "trim", False), "trim"),
+])
+def test_resume_refuses_rows_of_the_same_model_with_other_thresholds_or_normalization(model_dir, tmp_path, change,
+                                                                                      option):
+    from kold_span.data.example import Example
+    from kold_span.errors import DataError, UnfinishedOutputError
+    from kold_span.inference.outputs import write_predictions
+
+    rows = [Example(id=f"c{i}", text=f"좋은 기사 {i}") for i in range(40)]
+    out = tmp_path / "out.jsonl"
+
+    def failing():
+        yield from rows[:36]
+        raise DataError("in.jsonl:37: bad row")
+
+    with pytest.raises(DataError):
+        write_predictions(Predictor.from_pretrained(model_dir), failing(), out, batch_size=BATCH)
+    other = Predictor.from_pretrained(model_dir)
+    change(other)
+    with pytest.raises(UnfinishedOutputError, match=f"predicted with other options \\({option}"):
+        write_predictions(other, iter(rows), out, batch_size=BATCH, resume=True)
+    done = write_predictions(Predictor.from_pretrained(model_dir), iter(rows), out, batch_size=BATCH, resume=True)
+    assert (done.rows, done.kept) == (40, 32)

@@ -317,3 +317,141 @@ def test_a_library_warning_is_one_line_naming_the_command(tmp_path, monkeypatch,
     assert main(["evaluate", "--gold", str(gold), "--pred", str(gold)]) == 0
     assert capsys.readouterr().err == ("kold-span evaluate: warning: Recall is ill-defined and being set to 0.0 in "
                                        "labels with no true samples. (UserWarning)\n")
+
+
+# -- what a command may write (issue 54) ---------------------------------------------------------------------------
+
+def _copy_of(model, tmp_path):
+    import shutil
+
+    return shutil.copytree(model, tmp_path / "model")
+
+
+def _loads(directory):
+    Predictor.from_pretrained(directory)  # raises if any file of it changed
+    return True
+
+
+@pytest.mark.parametrize("option, name", [("--html", "config.json"), ("--output", "model.safetensors"),
+                                          ("--output", "manifest.json"), ("--html", "tokenizer/page.html"),
+                                          ("--output", "new.jsonl")])
+def test_predict_refuses_an_output_inside_the_model_it_reads(model, tmp_path, capsys, option, name):
+    copy = _copy_of(model, tmp_path)
+    source = write_jsonl(tmp_path / "in.jsonl", comments(3))
+    outputs = {"--output": str(tmp_path / "out.jsonl"), option: str(copy / name)}
+    assert main(["predict", "--model", str(copy), "--input", str(source), "--quiet",
+                 *(arg for pair in outputs.items() for arg in pair)]) == 2
+    assert f"error: {option} {copy / name} is inside the model directory {copy}: writing it would change the model" \
+        in capsys.readouterr().err
+    assert _loads(copy) and not (copy / "new.jsonl").exists() and not (copy / "tokenizer" / "page.html").exists()
+
+
+def test_convert_and_evaluate_refuse_an_output_inside_any_model_directory(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    assert main(["convert", "kold", str(FIXTURE), str(copy / "config.json")]) == 2
+    assert f"is inside the model directory {copy}" in capsys.readouterr().err
+    gold = tmp_path / "gold.jsonl"
+    assert main(["convert", "kold", str(FIXTURE), str(gold)]) == 0
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(gold), "--out", str(copy / "scores.json")]) == 2
+    assert "is inside the model directory" in capsys.readouterr().err
+    assert _loads(copy) and not (copy / "scores.json").exists()
+
+
+def test_robustness_refuses_a_report_folder_inside_the_model(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    assert main(["convert", "kold", str(FIXTURE), str(gold)]) == 0
+    assert main(["robustness", "--model", str(copy), "--input", str(gold), "--out", str(copy)]) == 2
+    assert f"error: --out {copy} is inside the model directory {copy}" in capsys.readouterr().err
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in model.iterdir())
+
+
+@pytest.mark.parametrize("html", ["out.jsonl.partial", "out.jsonl.partial.json", ".out.jsonl.lock",
+                                  ".out.jsonl.0123abcd.tmp"])
+def test_predict_refuses_an_output_that_is_another_outputs_companion_file(model, tmp_path, capsys, html):
+    source = write_jsonl(tmp_path / "in.jsonl", comments(3))
+    out = tmp_path / "out.jsonl"
+    assert predict(model, source, out) == 0
+    before = out.read_bytes()
+    assert predict(model, source, out, "--html", str(tmp_path / html)) == 2
+    assert f"error: --html {tmp_path / html} is the " in capsys.readouterr().err
+    assert out.read_bytes() == before and not (tmp_path / html).exists()
+
+
+def test_predict_refuses_an_input_that_is_the_outputs_partial_file(model, tmp_path, capsys):
+    source = write_jsonl(tmp_path / "out.jsonl.partial", comments(3))
+    before = source.read_bytes()
+    assert predict(model, source, tmp_path / "out.jsonl") == 2
+    assert f"error: --input {source} is the unfinished rows of --output" in capsys.readouterr().err
+    assert source.read_bytes() == before
+
+
+@pytest.mark.parametrize("value, message", [("-", "--output -: outputs are written whole and renamed into place, "
+                                                  "never to standard output"),
+                                           ("", "--output is empty: name a file")])
+def test_predict_refuses_standard_output_and_an_empty_name(model, tmp_path, capsys, monkeypatch, value, message):
+    monkeypatch.chdir(tmp_path)
+    source = write_jsonl(tmp_path / "in.jsonl", comments(3))
+    assert predict(model, source, value) == 2
+    assert capsys.readouterr().err == f"kold-span predict: error: {message}" + (
+        ": name a file (./- for a file named '-')\n" if value else "\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_convert_refuses_a_device_or_a_pipe_and_a_write_protected_file(tmp_path, capsys):
+    import os
+    import stat
+
+    fifo, protected = tmp_path / "fifo", tmp_path / "protected.jsonl"
+    os.mkfifo(fifo)
+    assert main(["convert", "kold", str(FIXTURE), str(fifo)]) == 2
+    assert f"error: {fifo}: not a regular file but a named pipe" in capsys.readouterr().err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    protected.write_text("mine\n")
+    protected.chmod(0o444)
+    assert main(["convert", "kold", str(FIXTURE), str(protected)]) == 2
+    assert f"error: {protected}: write-protected (mode 0444)" in capsys.readouterr().err
+    assert protected.read_text() == "mine\n"
+    try:
+        os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        return  # not root: no device node to try
+    assert main(["convert", "kold", str(FIXTURE), str(tmp_path / "null")]) == 2
+    assert "not a regular file but a character device" in capsys.readouterr().err
+    assert stat.S_ISCHR(os.lstat(tmp_path / "null").st_mode)
+
+
+def test_predict_writes_through_a_link_and_keeps_the_mode_of_what_it_replaces(model, tmp_path):
+    import os
+    import stat
+
+    source = write_jsonl(tmp_path / "in.jsonl", comments(3))
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("old\n")
+    real.chmod(0o600)
+    link.symlink_to(real.name)
+    assert predict(model, source, link, "--html", str(tmp_path / "page.html")) == 0
+    assert link.is_symlink() and len(real.read_text().splitlines()) == 3
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "link.jsonl", "page.html", "real.jsonl"]
+    assert not os.path.exists(tmp_path / "link.jsonl.partial")
+
+
+def test_the_ray_engine_refuses_an_output_folder_inside_the_model(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    write_jsonl(tmp_path / "a.jsonl", comments(2))
+    assert main(["predict", "--engine", "ray", "--model", str(copy), "--input", str(tmp_path / "*.jsonl"),
+                 "--output", str(copy / "shards"), "--quiet"]) == 2
+    assert f"error: --output {copy / 'shards'} is inside the model directory {copy}" in capsys.readouterr().err
+    assert not (copy / "shards").exists() and _loads(copy)
+
+
+def test_serve_refuses_a_feedback_file_inside_the_model_or_that_is_an_input(model, tmp_path, capsys):
+    copy = _copy_of(model, tmp_path)
+    assert main(["serve", "--model", str(copy), "--feedback", str(copy / "config.json")]) == 2
+    assert f"error: --feedback {copy / 'config.json'} is inside the model directory {copy}" in capsys.readouterr().err
+    keys = tmp_path / "keys.txt"
+    keys.write_text("secret\n")
+    assert main(["serve", "--model", str(copy), "--api-keys", str(keys), "--feedback", str(keys)]) == 2
+    assert f"error: --feedback {keys} is the input (--api-keys {keys})" in capsys.readouterr().err
+    assert keys.read_text() == "secret\n" and _loads(copy)

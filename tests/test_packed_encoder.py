@@ -200,3 +200,24 @@ def test_cli_output_path_under_a_file_is_an_error_before_any_work(tmp_path, caps
     blocker.write_text("x", encoding="utf-8")
     assert main(["import-encoder", str(packed), str(blocker / "enc")]) == 2
     assert f"{blocker} is a file" in capsys.readouterr().err
+
+
+def test_cli_import_encoder_refuses_a_trained_model_and_replaces_an_earlier_import(tmp_path, capsys):
+    from conftest import untrained_model
+
+    packed = write_packed(tmp_path / "tiny.bin", tiny_tensors())
+    model = untrained_model(tmp_path / "model")
+    before = {p.name: p.read_bytes() for p in model.rglob("*") if p.is_file()}
+    assert main(["import-encoder", str(packed), str(model)]) == 2
+    assert f"error: {model} already exists and is not empty, and is not an encoder directory of kold-span " \
+           "import-encoder: nothing was written" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in model.rglob("*") if p.is_file()} == before
+    out = tmp_path / "enc"
+    assert main(["import-encoder", str(packed), str(out)]) == 0
+    (out / "stale.txt").write_text("from before")
+    assert main(["import-encoder", str(write_packed(tmp_path / "other.bin", tiny_tensors(seed=1))), str(out)]) == 0
+    assert not (out / "stale.txt").exists() and (out / "kold_span_import.json").is_file()
+    assert "other.bin" in (out / "kold_span_import.json").read_text()
+    assert main(["import-encoder", str(packed), str(model), "--overwrite"]) == 0
+    assert not (model / "manifest.json").exists() and (model / "kold_span_import.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["enc", "model", "other.bin", "tiny.bin"]

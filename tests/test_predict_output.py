@@ -144,7 +144,9 @@ def test_resume_refuses_the_unfinished_output_of_another_input(model, tmp_path, 
     partial = tmp_path / "out.jsonl.partial"
     os.replace(out, partial)
     # with the options a run killed at its end would have left beside it
-    options = run_options(Predictor.from_pretrained(model), BATCH, None)
+    from kold_span.inference.inputs import ReadOptions
+
+    options = run_options(Predictor.from_pretrained(model), BATCH, None, ReadOptions())  # as predict reads it
     (tmp_path / "out.jsonl.partial.json").write_text(json.dumps(options), encoding="utf-8")
     before = partial.read_bytes()
     other = comments(40)

@@ -115,10 +115,14 @@ def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_p
     out = tmp_path / "out" / "ab.jsonl"
     out.parent.mkdir()
     lines = whole.read_bytes().splitlines(keepends=True)
-    marked = json.dumps({**json.loads(lines[0]), "kept": True}, ensure_ascii=False).encode() + b"\n"
+    first = json.loads(lines[0])
+    for value in first["labels"].values():  # probabilities no prediction of this row has: the mark of a kept row
+        value["probs"] = {label: 0.5 for label in value["probs"]}
+    marked = json.dumps(first, ensure_ascii=False).encode() + b"\n"
     (out.parent / "ab.jsonl.partial").write_bytes(marked + b"".join(lines[1:10]) + lines[10][:7])  # killed in row 11
     # and the options it was predicted with, which the killed run wrote first
-    (out.parent / "ab.jsonl.partial.json").write_text(json.dumps(run_options(predictor, 1, None)), encoding="utf-8")
+    (out.parent / "ab.jsonl.partial.json").write_text(json.dumps(run_options(predictor, 1, None, options.read)),
+                                                        encoding="utf-8")
     assert predict_shard(predictor, big, out, options) == (12, [])
     assert out.read_bytes() == marked + b"".join(lines[1:])  # rows 1-8 kept, 9-12 predicted again
     assert not (out.parent / "ab.jsonl.partial").exists()

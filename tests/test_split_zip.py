@@ -131,7 +131,10 @@ def test_a_corrupt_part_and_a_non_empty_output_are_errors(site, tmp_path):
         import_split_zip_encoder(SOURCE, tmp_path / "enc")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    with pytest.raises(SplitZipError, match="already exists and is not empty"):
+    from kold_span.errors import OutputTargetError
+
+    with pytest.raises(OutputTargetError, match="already exists and is not empty, and is not an encoder directory "
+                                                "of kold-span import-encoder: nothing was written"):
         import_split_zip_encoder(SOURCE, tmp_path / "full")
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
 

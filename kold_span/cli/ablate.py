@@ -34,9 +34,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Train (or reuse) every run of the grid; print results.md and the files written."""
+    from kold_span.cli.options import check_outputs
     from kold_span.experiments.grid import FILES, parse_vary, run_grid
 
     started = time.time()
+    check_outputs({}, folders={"--out": args.out})
     vary = parse_vary(args.vary)
     run_grid(args.config, vary, args.seeds, args.out, args.set or [], args.metric)
     out = Path(args.out)

@@ -49,8 +49,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its two-line summary and the files written."""
     from kold_span.agreement import render, report
+    from kold_span.cli.options import check_outputs
     from kold_span.config.overrides import parse_key_value
 
+    check_outputs({}, folders={"--out": args.out})
     reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:
         reader_options["skip_bad"] = True

@@ -27,10 +27,10 @@ def run(args: argparse.Namespace) -> int:
     """Read, write and print how many examples were written."""
     from kold_span import corpora
     from kold_span.config.overrides import parse_key_value
-    from kold_span.data.atomic import check_outputs_apart
+    from kold_span.cli.options import check_outputs
     from kold_span.data.jsonl import write_jsonl
 
-    check_outputs_apart({"OUT": args.out}, {"SRC": args.src})
+    check_outputs({"OUT": args.out}, {"SRC": args.src})
     options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:
         options["skip_bad"] = True

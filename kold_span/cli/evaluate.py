@@ -29,10 +29,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Print the score table; with --out, also write the scores as JSON."""
-    from kold_span.data.atomic import check_outputs_apart, write_text_atomic
+    from kold_span.cli.options import check_outputs
+    from kold_span.data.atomic import write_text_atomic
     from kold_span.evaluation.prediction_files import evaluate_files
 
-    check_outputs_apart({"--out": args.out}, {"--gold": args.gold, "--pred": args.pred})
+    check_outputs({"--out": args.out}, {"--gold": args.gold, "--pred": args.pred})
     report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy, lenient=args.lenient)
     print(report.table())
     if args.out:

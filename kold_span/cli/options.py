@@ -6,7 +6,10 @@ import math
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+
+PathArg = Optional[Union[str, Path]]
 
 
 def add_config_options(parser: argparse.ArgumentParser, example_config: str, example_set: str) -> None:
@@ -48,6 +51,24 @@ def bounded(kind: Callable[[str], float], low: float, high: Optional[float] = No
             raise argparse.ArgumentTypeError(f"must be {limit}, got {text}")
         return value
     return parse
+
+
+def check_outputs(outputs: Mapping[str, PathArg], inputs: Optional[Mapping[str, PathArg]] = None, *,
+                  models: Sequence[Union[str, Path]] = (), folders: Optional[Mapping[str, PathArg]] = None) -> None:
+    """Refuse, before anything is read, outputs that would destroy an input, each other or a model directory.
+
+    `outputs` are files (`data.atomic.check_outputs_apart`: no input, no other output or its companion
+    files, nothing but a writable regular file replaced); `folders` are output directories. Neither may
+    be inside one of `models` (the model directories the command reads) or inside any other model
+    directory (`enclosing_model_dir`): a file written there would break the model.
+    """
+    from kold_span.data.atomic import check_outputs_apart, check_outside
+    from kold_span.models.model_dir import enclosing_model_dir
+
+    check_outputs_apart(outputs, inputs or {})
+    written = {**outputs, **(folders or {})}
+    found = [folder for path in written.values() if path is not None and (folder := enclosing_model_dir(path))]
+    check_outside(written, [*models, *found])
 
 
 positive_int = bounded(int, 1, noun="a whole number")

@@ -105,15 +105,17 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     """`run` on the local engine, the input being `source`."""
     from tqdm import tqdm
 
-    from kold_span.data.atomic import add_note, check_outputs_apart, partial_path
+    from kold_span.cli.options import check_outputs
+    from kold_span.data.atomic import add_note, partial_path
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import write_predictions
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
-    check_outputs_apart({"--output": args.output, "--html": args.html}, {"--input": source})
-    examples, report = read_options(args).open(source)
+    check_outputs({"--output": args.output, "--html": args.html}, {"--input": source}, models=args.model)
+    read = read_options(args)
+    examples, report = read.open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
     perspective = parse_perspective(args.perspective) if args.perspective else None
     predictor = load_predictor(args.model, device=args.device, precision=args.precision, runtime=args.runtime,
@@ -122,7 +124,8 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     try:
         with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
             done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
-                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1))
+                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1),
+                                     read=read)
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
         if partial_path(output).exists() and not isinstance(err, (UnfinishedOutputError, OutputInUseError)):
             add_note(err, "kold-span predict --resume with the same input and options continues from it")
@@ -144,11 +147,13 @@ def read_options(args: argparse.Namespace):
 
 def run_on_ray(args: argparse.Namespace) -> int:
     """`--engine ray`: every input shard into its output shard on a pool of Ray workers."""
+    from kold_span.cli.options import check_outputs
     from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths
 
     if args.html:
         raise ArgumentError("--html is for the local engine; with --engine ray, render a shard's output afterwards")
+    check_outputs({}, models=args.model, folders={"--output": args.output})
     options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
                          gpus_per_worker=args.gpus_per_worker, address=args.address,
                          shard_format=OutputFormat(args.shard_format), precision=args.precision,

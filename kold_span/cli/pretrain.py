@@ -19,6 +19,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_config_options(parser, "configs/pretrain/korean_beep.yaml", "max_steps=100 encoder.layers=2")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint (OUTPUT-run)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUTPUT even when it is a non-empty folder of something else than a pretrained "
+                             "encoder (without it such a folder is refused before training)")
     return parser
 
 
@@ -27,5 +30,6 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.config.loading import load_pretrain_config
     from kold_span.training.pretrain import pretrain
 
-    pretrain(load_pretrain_config(args.config, args.set or []), quiet=args.quiet, resume=args.resume)
+    pretrain(load_pretrain_config(args.config, args.set or []), quiet=args.quiet, resume=args.resume,
+             overwrite=args.overwrite)
     return 0

@@ -51,6 +51,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Score clean and perturbed, print the table, write the three files."""
     from kold_span import corpora
+    from kold_span.cli.options import check_outputs
     from kold_span.data.jsonl import require_path
     from kold_span.errors import DataError
     from kold_span.evaluation.robustness import measure, model_predictions, render_markdown, write_report
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.text.perturb import parse_kinds
 
     kinds = parse_kinds(args.perturb)
+    check_outputs({}, models=[args.model], folders={"--out": args.out})
     require_path(args.input, "--input")
     gold = corpora.read(args.reader, args.input)
     if not gold:

@@ -144,6 +144,11 @@ def run(args: argparse.Namespace) -> int:
                             "a request could never be queued")
     if (args.rate_limit or args.daily_quota) and not args.api_keys:
         raise ArgumentError("--rate-limit and --daily-quota count per API key; give --api-keys FILE")
+    if args.feedback:  # appended to while serving: a file of its own, outside the models and apart from the inputs
+        from kold_span.cli.options import check_outputs
+
+        check_outputs({"--feedback": args.feedback}, {"--api-keys": args.api_keys, "--attributes": args.attributes},
+                      models=args.model)
     keys = None
     if args.api_keys:
         from kold_span.service.keys import KeyRing, load_keys

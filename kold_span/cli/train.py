@@ -18,6 +18,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("train", help="train a model from a YAML experiment config")
     add_config_options(parser, "configs/experiment/demo.yaml", "trainer.max_epochs=3")
     parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run's model/ folder even when it holds something else than a model "
+                             "(without it such a folder is refused before training)")
     return parser
 
 
@@ -27,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.evaluation.task_scores import format_table
     from kold_span.training.run import train
 
-    result = train(load_config(args.config, args.set or []), resume=args.resume)
+    result = train(load_config(args.config, args.set or []), resume=args.resume, overwrite=args.overwrite)
     if result.model_dir is None:  # not the main process of a distributed run
         return 0
     if "test" in result.metrics:

@@ -85,7 +85,7 @@ class Ensemble(Predictor):
 
         return hashlib.sha256("\n".join(m.identity for m in self.members).encode()).hexdigest()
 
-    def save_pretrained(self, directory: Union[str, Path]) -> Path:
+    def save_pretrained(self, directory: Union[str, Path], overwrite: bool = False) -> Path:
         raise NotImplementedError("an ensemble is its members' model directories: keep them and load them "
                                   "together (Ensemble.from_pretrained, or kold-span predict --model DIR1 DIR2 ...)")
 

@@ -24,11 +24,11 @@ import torch
 from torch import nn
 
 from kold_span.config.choices import Quantization
-from kold_span.data.atomic import write_text_atomic
+from kold_span.data.atomic import replace_directory
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.inputs import iter_inputs
 from kold_span.inference.predictor import Predictor
-from kold_span.models.manifest import verify_manifest, write_manifest
+from kold_span.models.manifest import carry_over, verify_manifest, write_manifest
 from kold_span.models.model_dir import CONFIG_NAME, read_model_config
 from kold_span.inference.runtimes import INPUT_NAMES, ONNX_KEY, GraphEntry, OnnxNetwork
 from kold_span.models.kinds import kind_of
@@ -87,34 +87,38 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
     if isinstance(calibration_texts, bool) or not isinstance(calibration_texts, int) or calibration_texts < 1:
         raise ArgumentError(f"calibration_texts must be a whole number of at least 1, got {calibration_texts!r}")
     directory = Path(directory)
-    config = read_model_config(directory)
-    # Everything but the graphs this export replaces must be as saved: a corrupt weight file is refused, not exported.
-    verify_manifest(directory, skip=set(GRAPH_FILES.values()))
-    predictor = Predictor.from_pretrained(directory, precision="fp32", runtime="torch", verify=False)
-    calibration = "none" if quant is Quantization.NONE else ("static" if calibrate is not None else "dynamic")
-    entry = GraphEntry(file=GRAPH_FILES[quant], quantize=str(quant), calibration=calibration,
-                       outputs=tuple(t.name for t in predictor.tasks), opset=OPSET, made_with=_versions())
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=directory) as tmp:
-        fp32 = Path(tmp) / GRAPH_FILES[Quantization.NONE]
-        trace(predictor, fp32)
-        input_names = check_agreement(predictor, fp32).input_names
-        graph = fp32
-        if quant is Quantization.INT8:
-            graph = Path(tmp) / GRAPH_FILES[Quantization.INT8]
-            prepared = preprocess(fp32, Path(tmp) / "prepared.onnx")
-            if calibrate is None:
-                quantize_dynamic_int8(prepared, graph)
-            else:
-                quantize_static_int8(prepared, graph, calibration_feeds(predictor, Path(calibrate),
-                                                                        calibration_texts, input_names))
-        graph.replace(directory / entry.file)  # the temporary folder is inside the directory: one file system
-    previous = config.get(ONNX_KEY)
-    config[ONNX_KEY] = entry.to_dict()
-    write_text_atomic(directory / CONFIG_NAME, json.dumps(config, indent=1, ensure_ascii=False))
-    if isinstance(previous, dict) and previous.get("file") not in (None, entry.file) \
-            and Path(str(previous["file"])).name == previous["file"]:
-        (directory / previous["file"]).unlink(missing_ok=True)  # one graph per directory
-    write_manifest(directory)  # the graph and the new config.json are part of the model now
+    read_model_config(directory)  # not a model directory: refused before anything is created beside it
+    # Built beside the model and swapped in whole: an export that fails or is stopped leaves the model as it was.
+    with replace_directory(directory, lambda _: True, "a model directory") as staging:
+        config = read_model_config(directory)
+        # The graph an earlier export named: its name checked (an .onnx file of the directory), left behind.
+        previous = GraphEntry.from_dict(config[ONNX_KEY], directory / CONFIG_NAME) if config.get(ONNX_KEY) is not None \
+            else None
+        # Everything but the graphs this export replaces must be as saved: a corrupt weight file is refused.
+        verify_manifest(directory, skip=set(GRAPH_FILES.values()) | ({previous.file} if previous else set()))
+        predictor = Predictor.from_pretrained(directory, precision="fp32", runtime="torch", verify=False)
+        calibration = "none" if quant is Quantization.NONE else ("static" if calibrate is not None else "dynamic")
+        entry = GraphEntry(file=GRAPH_FILES[quant], quantize=str(quant), calibration=calibration,
+                           outputs=tuple(t.name for t in predictor.tasks), opset=OPSET, made_with=_versions())
+        with tempfile.TemporaryDirectory(prefix=".export-", dir=staging) as tmp:
+            fp32 = Path(tmp) / GRAPH_FILES[Quantization.NONE]
+            trace(predictor, fp32)
+            input_names = check_agreement(predictor, fp32).input_names
+            graph = fp32
+            if quant is Quantization.INT8:
+                graph = Path(tmp) / GRAPH_FILES[Quantization.INT8]
+                prepared = preprocess(fp32, Path(tmp) / "prepared.onnx")
+                if calibrate is None:
+                    quantize_dynamic_int8(prepared, graph)
+                else:
+                    quantize_static_int8(prepared, graph, calibration_feeds(predictor, Path(calibrate),
+                                                                            calibration_texts, input_names))
+            graph.replace(staging / entry.file)
+        # One graph per directory: every other file is carried over, the earlier graph and config.json are not.
+        carry_over(directory, staging, {CONFIG_NAME, entry.file, *([previous.file] if previous else [])})
+        config[ONNX_KEY] = entry.to_dict()
+        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_manifest(staging)  # the graph and the new config.json are part of the model now
     return entry  # the caller says where it went (the CLI prints it: a log line here would say it twice)
 
 

@@ -20,21 +20,25 @@ kept rows are rendered from the `.partial` file, the new ones as they are predic
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from kold_span.config.choices import OutputFormat, TaskKind
-from kold_span.data.atomic import atomic_write, output_lock, partial_path
+from kold_span.data.atomic import (OPTIONS_SUFFIX, atomic_write, check_companion, output_lock, output_target,
+                                   partial_path)
 from kold_span.data.example import Example
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
-from kold_span.inference.inputs import prediction_record
+from kold_span.inference.inputs import ReadOptions, prediction_record
 from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
 from kold_span.inference.predictor import Predictor
+from kold_span.models.kinds import kind_of
+from kold_span.models.tasks import Task
 
 log = logging.getLogger(__name__)
 PARQUET_GROUP_ROWS = 4096  # rows per Parquet row group: memory stays flat on any input size
@@ -66,6 +70,88 @@ def output_row(example: Example, prediction: dict[str, Any]) -> str:
         '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
     """
     return json.dumps(prediction_record(example, prediction), ensure_ascii=False)
+
+
+def row_problem(row: dict[str, Any], tasks: Sequence[Task]) -> Optional[str]:
+    """What makes `row` no output row of a model of `tasks`, or None: its keys, each sequence task's label (one of
+    the task's labels, or a list of them) and probabilities (one per label, in [0, 1]), and each span (a type of the
+    model, offsets inside the text, its text the text's slice, a score in [0, 1]).
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")), Task("OFF_span", "span", "OFF")]
+        >>> row = {"id": "1", "text": "바보야", "labels": {"OFF": {"label": True, "probs": {"false": 0.1, "true": 0.9}}},
+        ...        "spans": [{"type": "OFF", "start": 0, "end": 2, "text": "바보", "score": 0.8}]}
+        >>> row_problem(row, tasks) is None
+        True
+        >>> row_problem({**row, "labels": {"OFF": {"label": "HACKED", "probs": {"false": 0.1, "true": 0.9}}}}, tasks)
+        "labels.OFF.label 'HACKED' is none of the task's labels (false, true)"
+        >>> row_problem({**row, "spans": [{"type": "OFF", "start": -5, "end": 99999, "text": "", "score": 0.8}]}, tasks)
+        'spans[0] runs from -5 to 99999, outside the text (0 to 3)'
+    """
+    unknown = sorted(set(row) - ROW_KEYS)
+    if unknown:
+        return f"unknown key(s) {', '.join(map(repr, unknown))}"
+    labels, spans = row.get("labels"), row.get("spans")
+    if not isinstance(labels, dict) or not isinstance(spans, list):
+        return "'labels' must be an object and 'spans' a list"
+    sequence = {task.name: task for task in tasks if not kind_of(task).token_level}
+    if set(labels) != set(sequence):
+        return f"labels of {sorted(labels)} where the model predicts {sorted(sequence)}"
+    for name, task in sequence.items():
+        if problem := _label_problem(labels[name], task):
+            return f"labels.{name}{problem}"
+    types = {task.source for task in tasks if kind_of(task).token_level}
+    for i, span in enumerate(spans):
+        if problem := _span_problem(span, row["text"], types):
+            return f"spans[{i}]{problem}"
+    signals = row.get("signals", {})
+    if not (isinstance(signals, dict) and all(map(_count, signals.values()))):
+        return "'signals' must be an object of counts"
+    return None
+
+
+ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # what `Predictor.format` and `prediction_record` write
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _probability(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+
+
+def _label_problem(value: Any, task: Task) -> Optional[str]:
+    """What is wrong with one sequence task's {label, probs} in a row (after its key), or None."""
+    if not isinstance(value, dict) or set(value) != {"label", "probs"}:
+        return " must be an object of 'label' and 'probs'"
+    probs = value["probs"]
+    if not isinstance(probs, dict) or set(probs) != set(task.labels) or not all(map(_probability, probs.values())):
+        return f".probs must give each of the task's labels ({', '.join(task.labels)}) a probability in [0, 1]"
+    known = [task.decode_label(label) for label in task.labels]
+
+    def one(label: Any) -> bool:  # by type too: the label true is no label 1
+        return any(type(label) is type(k) and label == k for k in known)
+
+    label = value["label"]
+    if not (one(label) or (isinstance(label, list) and all(map(one, label)))):
+        return f".label {label!r} is none of the task's labels ({', '.join(task.labels)})"
+    return None
+
+
+def _span_problem(span: Any, text: str, types: set[str]) -> Optional[str]:
+    """What is wrong with one span of a row (after its place), or None."""
+    if not isinstance(span, dict) or set(span) != {"type", "start", "end", "text", "score"}:
+        return " must be an object of type, start, end, text and score"
+    start, end = span["start"], span["end"]
+    if span["type"] not in types:
+        return f" has type {span['type']!r}, none of the model's ({', '.join(sorted(types))})"
+    if not (_count(start) and _count(end) and 0 <= start < end <= len(text)):
+        return f" runs from {start!r} to {end!r}, outside the text (0 to {len(text)})"
+    if span["text"] != text[start:end] or not _probability(span["score"]):
+        return " has a text other than the text's slice, or a score outside [0, 1]"
+    return None
 
 
 def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -102,7 +188,7 @@ def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def write_predictions(predictor: Predictor, examples: Iterable[Example], output: Path, *,
                       html: Optional[Path] = None, batch_size: int = 32,
                       perspective: Optional[dict[str, Any]] = None, resume: bool = False,
-                      on_row: Callable[[], None] = lambda: None) -> PredictionRun:
+                      on_row: Callable[[], None] = lambda: None, read: Optional[ReadOptions] = None) -> PredictionRun:
     """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
     Args:
@@ -115,6 +201,8 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
         resume: continue the unfinished output of an earlier run with the same input and options
             (see the module docstring); without it an unfinished `.partial` file is started over.
         on_row: called after each row is written (a progress bar).
+        read: how `examples` were read from their file (its columns, quoting, bad-row policy), kept
+            with the options: a resume that reads the input otherwise is refused.
 
     Returns:
         How many rows the output holds, and how many of them were kept from the unfinished run.
@@ -122,27 +210,33 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
     Raises:
         DataError: a bad input row; `output` and `html` are left as they were, the rows written so far
             stay in `.partial`.
-        UnfinishedOutputError: `resume` with an unfinished output that is not of this input, or that
-            was predicted with other options (`run_options`: batch size, precision, the model's tasks).
+        UnfinishedOutputError: `resume` with an unfinished output that is not of this input, that was
+            predicted with other options (`run_options`: the model, batch size, precision and runtime,
+            thresholds, normalization, perspective, how the input is read), or whose kept rows are not
+            rows this model writes (`row_problem`).
+        OutputTargetError: `output`, `html` or a file kept beside them must not be written (`output_target`).
         OutputInUseError: another run is writing `output` or `html` now; nothing of it is touched.
     """
-    output = Path(output)
+    # A link is followed: its target gets the rows, and the partial and options files go beside the target.
+    output, html = output_target(output), output_target(html) if html else None
     check_batch_size(batch_size)
     # Held from before the resume point is read to after the rename: a second run on this output is refused
     # before it reads, moves or deletes anything of the first's (its partial file, its options).
     with output_lock(output), (output_lock(html) if html else nullcontext()):
-        return _predict_locked(predictor, examples, output, html, batch_size, perspective, resume, on_row)
+        return _predict_locked(predictor, examples, output, html, batch_size, perspective, resume, on_row, read)
 
 
 def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: Path, html: Optional[Path],
                     batch_size: int, perspective: Optional[dict[str, Any]], resume: bool,
-                    on_row: Callable[[], None]) -> PredictionRun:
+                    on_row: Callable[[], None], read: Optional[ReadOptions]) -> PredictionRun:
     """`write_predictions` once it holds the locks on its outputs."""
     kind = output_kind(output)
     partial = partial_path(output)
     chunk = batch_size * CHUNK_BATCHES
     # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
-    options, options_file = run_options(predictor, batch_size, perspective), partial_options_path(output)
+    options, options_file = run_options(predictor, batch_size, perspective, read), partial_options_path(output)
+    check_companion(partial, output)
+    check_companion(options_file, output)
     if resume and partial.exists():
         _check_same_options(options_file, options, partial)
     kept, end = _resume_point(output, partial, chunk) if resume else (0, 0)
@@ -175,7 +269,7 @@ def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind
         span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
         page = stack.enter_context(html_page(html, span_types)) if html else None
         if kept:
-            _check_kept_rows(partial, kept, examples, page, on_row)
+            _check_kept_rows(partial, kept, examples, page, on_row, predictor.tasks)
             out.truncate(end)  # the rows after the last whole chunk are predicted again
         rows = kept
         pipeline = Pipeline(predictor, batch_size, perspective)
@@ -204,14 +298,40 @@ def partial_options_path(output: Path) -> Path:
         'out/p.jsonl.partial.json'
     """
     partial = partial_path(output)
-    return partial.with_name(partial.name + ".json")
+    return partial.with_name(partial.name + OPTIONS_SUFFIX)
 
 
-def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """What a resumed run must share with the run it continues for the same bytes: batching, precision, model."""
+def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dict[str, Any]],
+                read: Optional[ReadOptions] = None) -> dict[str, Any]:
+    """Everything a resumed run must share with the run it continues to write the same rows.
+
+    The model (`Predictor.identity`: the SHA-256 of its files, config.json's thresholds and
+    normalization included), and what can differ for one model: batching, what runs each network
+    and at which precision, the thresholds and normalization in use, snapping, trimming and windows,
+    the annotator perspective, and how the input file is read (its text, context and id columns).
+    """
+    members = getattr(predictor, "members", [predictor])  # an ensemble's networks run each in its own way
     return {"batch_size": batch_size, "precision": getattr(predictor, "precision", "fp32"),
+            "runtime": [f"{_runtime(member)} {getattr(member, 'precision', 'fp32')}" for member in members],
             "perspective": perspective, "tasks": [task.name for task in predictor.tasks],
-            "snap": str(getattr(predictor, "snap", "")), "model": getattr(predictor, "identity", None)}
+            "thresholds": {task.name: list(task.thresholds) for task in predictor.tasks},
+            "normalize": list(predictor.normalize) if getattr(predictor, "normalize", None) is not None else None,
+            "snap": str(getattr(predictor, "snap", "")), "trim": getattr(predictor, "trim", True),
+            "windows": [_windows(member) for member in members],
+            "input": dataclasses.asdict(read) if read is not None else None,
+            "model": getattr(predictor, "identity", None)}
+
+
+def _runtime(predictor: Any) -> str:
+    """What runs a predictor's network ("torch" or "onnx")."""
+    return str(getattr(getattr(predictor, "network", None), "runtime", "torch"))
+
+
+def _windows(predictor: Any) -> list[Any]:
+    """How a predictor cuts texts into windows: length, stride, context mode and turns."""
+    encoder = getattr(predictor, "encoder", None)
+    return [getattr(encoder, "max_length", None), getattr(encoder, "stride", None),
+            str(getattr(encoder, "context_mode", "")), getattr(encoder, "max_turns", None)]
 
 
 def _check_same_options(options_file: Path, options: dict[str, Any], partial: Path) -> None:
@@ -236,12 +356,31 @@ def _check_same_options(options_file: Path, options: dict[str, Any], partial: Pa
         raise UnfinishedOutputError(f"{partial} holds {rows()} but {options_file.name} is unreadable ({err}): the "
                                     "model and options that wrote them are unknown; delete both or predict "
                                     "without --resume") from None
-    changed = [f"{key} {_short(before.get(key))} then, {_short(value)} now" for key, value in options.items()
-               if before.get(key) != value]
+    changed = [f"{key} {_short(then)} then, {_short(now)} now" for key, then, now in _differences(before, options)]
     if changed:
         raise UnfinishedOutputError(f"{partial.name} holds {rows()} predicted with other options ("
                                     f"{'; '.join(changed)}): resuming would not give the file an uninterrupted "
                                     "run writes; resume with the same model and options, or predict without --resume")
+
+
+def _differences(before: dict[str, Any], now: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
+    """(key, then, now) for each option that differs; an object's keys compared one by one ("input.context_column").
+
+    Example:
+        >>> list(_differences({"input": {"context_column": None, "quoting": "csv"}, "batch_size": 8},
+        ...                   {"input": {"context_column": "body", "quoting": "csv"}, "batch_size": 8}))
+        [('input.context_column', None, 'body')]
+    """
+    for key, value in now.items():
+        then = before.get(key)
+        if then == value:
+            continue
+        if isinstance(then, dict) and isinstance(value, dict):
+            for sub in dict.fromkeys([*value, *then]):
+                if then.get(sub) != value.get(sub):
+                    yield f"{key}.{sub}", then.get(sub), value.get(sub)
+        else:
+            yield key, then, value
 
 
 def _short(value: Any) -> str:
@@ -304,8 +443,9 @@ def _resume_point(output: Path, partial: Path, chunk: int) -> tuple[int, int]:
 
 
 def _check_kept_rows(partial: Path, kept: int, examples: Iterator[Example], page: Any,
-                     on_row: Callable[[], None]) -> None:
-    """Read past the input rows the kept rows answer, checking each pair has the same id and text."""
+                     on_row: Callable[[], None], tasks: Sequence[Task]) -> None:
+    """Read past the input rows the kept rows answer, checking each pair has the same id and text, and each kept
+    row is a row of this model (`row_problem`)."""
     for number, (_, row) in enumerate(complete_rows(partial), 1):
         if number > kept:
             break
@@ -317,6 +457,10 @@ def _check_kept_rows(partial: Path, kept: int, examples: Iterator[Example], page
             raise UnfinishedOutputError(f"{partial}:{number}: row {row['id']!r} ({row['text'][:30]!r}) where the "
                                         f"input has {example.id!r} ({example.text[:30]!r}); it is the output of "
                                         "another input: delete it or predict without resuming")
+        if problem := row_problem(row, tasks):
+            raise UnfinishedOutputError(f"{partial}:{number}: row {row['id']!r}: {problem}; not a row this model "
+                                        "writes (edited, or of another version): delete it or predict without "
+                                        "resuming")
         if page:
             page.add(example, row)
         on_row()

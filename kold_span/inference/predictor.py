@@ -83,8 +83,12 @@ class Predictor:
         return self._identity
 
     # -- saving and loading -------------------------------------------------------------
-    def save_pretrained(self, directory: Union[str, Path]) -> Path:
-        """Write config.json, model.safetensors and the tokenizer into `directory` (`models.model_dir`)."""
+    def save_pretrained(self, directory: Union[str, Path], overwrite: bool = False) -> Path:
+        """Write config.json, model.safetensors and the tokenizer as `directory` (`models.model_dir.write_model_dir`).
+
+        The directory is replaced whole, never edited in place; a non-empty `directory` that is no model
+        directory is refused (an `OutputTargetError`) unless `overwrite`.
+        """
         enc = self.encoder
         config = {
             "tasks": [t.to_dict() for t in self.tasks],
@@ -102,7 +106,7 @@ class Predictor:
         if isinstance(self.network, OnnxNetwork):  # the graph it runs goes along (a spaCy pipeline's copy, say)
             copies[self.network.entry.file] = self.network.path
             config[ONNX_KEY] = self.network.entry.to_dict()
-        return write_model_dir(directory, config, self.model, self.tokenizer, self.companions, copies)
+        return write_model_dir(directory, config, self.model, self.tokenizer, self.companions, copies, overwrite)
 
     @classmethod
     def from_pretrained(cls, directory: Union[str, Path], device: str = "cpu", precision: str = "auto",

@@ -134,7 +134,7 @@ def predict_shard(predictor: Any, shard: Path, output: Path, options: RayOptions
 
     examples, report = options.read.open(shard)
     done = write_predictions(predictor, examples, output, batch_size=options.batch_size,
-                             perspective=options.perspective, resume=partial_path(output).exists())
+                             perspective=options.perspective, resume=partial_path(output).exists(), read=options.read)
     return done.rows, list(report.reasons)
 
 

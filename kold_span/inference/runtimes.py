@@ -74,9 +74,10 @@ class GraphEntry:
                 raise ModelFormatError(f"{path}: key {ONNX_KEY!r} misses {key!r} (an exported graph records "
                                        "file, quantize, calibration)")
         name = entry["file"]
-        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-            raise ModelFormatError(f"{path}: {ONNX_KEY}.file must be a file name inside the model directory, "
-                                   f"got {name!r}")
+        # An .onnx name: an export replaces the graph it names, which must never be the weights or the config.
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".onnx") or name == ".onnx":
+            raise ModelFormatError(f"{path}: {ONNX_KEY}.file must be the name of an .onnx file inside the model "
+                                   f"directory, got {name!r}")
         if entry["quantize"] not in Quantization.values():
             raise ModelFormatError(f"{path}: {ONNX_KEY}.quantize must be one of {Quantization.values()}, "
                                    f"got {entry['quantize']!r}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from kold_span.config.schema import ScratchEncoderConfig
-from kold_span.errors import EncoderLoadError
+from kold_span.errors import EncoderLoadError, OutputTargetError
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -58,6 +58,24 @@ def _offline_message(name: str, err: Exception) -> str:
 
 # Written beside a saved tokenizer whose Kiwi pre-tokenizer is not serialisable (`kold-span pretrain`).
 TOKENIZER_MARKER = "kold_span_tokenizer.json"
+IMPORT_RECORD = "kold_span_import.json"  # where `kold-span import-encoder` notes what it imported
+IMPORTED_ENCODER = "an encoder directory of kold-span import-encoder"
+
+
+def imported_encoder(directory: Path) -> bool:
+    """Whether `directory` was written by `kold-span import-encoder` (what it replaces without --overwrite)."""
+    return (Path(directory) / IMPORT_RECORD).is_file()
+
+
+def check_encoder_output(out: Path, overwrite: bool = False) -> None:
+    """Refuse, before any work, an encoder directory `import-encoder` cannot write: below a file, or a non-empty
+    folder that is not an earlier import (`data.atomic.check_replaceable`) unless `overwrite`."""
+    from kold_span.data.atomic import check_replaceable
+
+    blocked = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise OutputTargetError(f"{out}: cannot write an encoder directory there, {blocked} is a file")
+    check_replaceable(out, imported_encoder, IMPORTED_ENCODER, overwrite)
 
 
 def load_pretrained(name_or_path: str):

@@ -78,6 +78,28 @@ def model_files(directory: Union[str, Path]) -> Iterator[str]:
     return iter(sorted(found))
 
 
+def carry_over(source: Union[str, Path], target: Union[str, Path], leave_out: Collection[str] = ()) -> None:
+    """Put every file of the model directory `source` but its manifest, `leave_out` ('/'-separated relative paths)
+    and what an export killed midway left (`.export-*` folders) into `target`, a new directory that replaces
+    it: hard-linked where the file system allows (no file of a model is written in place, so the two never
+    differ), else copied. Hidden files go along: they are the user's, though the manifest does not list them."""
+    import shutil
+
+    source = Path(source)
+    for root, folders, files in os.walk(source):
+        folders[:] = sorted(f for f in folders if not (Path(root) == source and f.startswith(".export-")))
+        for file in files:
+            name = (Path(root) / file).relative_to(source).as_posix()
+            if name in leave_out or name == MANIFEST_NAME:
+                continue
+            destination = Path(target) / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source / name, destination)
+            except OSError:
+                shutil.copy2(source / name, destination)
+
+
 def write_manifest(directory: Union[str, Path]) -> Path:
     """Write `manifest.json`, {"version", "files": {path: {"sha256", "bytes"}}} of every file; returns its path."""
     directory = Path(directory)

@@ -24,9 +24,11 @@ import torch
 
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
+from kold_span.data.atomic import replace_directory
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
-from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
+from kold_span.models.manifest import (MANIFEST_NAME, check_contained, inside, read_json, verify_manifest,
+                                      write_manifest)
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
 from kold_span.models.tasks import Task
@@ -41,6 +43,9 @@ FORMAT_VERSION = 1
 REQUIRED_KEYS = ("tasks", "context.mode", "context.max_turns", "align.snap", "align.trim", "max_length", "stride",
                  "encoder.model_type")
 TASK_KEYS = ("name", "kind", "source")
+MODEL_DIRECTORY = "a kold-span model directory"  # what `write_model_dir` replaces without `overwrite`
+# Beside a config.json, what makes a folder a model directory no output may be written into.
+MODEL_MARKERS = (WEIGHTS_NAME, MANIFEST_NAME, "pytorch_model.bin")
 _MISSING = object()
 
 
@@ -130,25 +135,54 @@ def read_model_dir(directory: Union[str, Path], verify: bool = True) -> ModelDir
 
 
 def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: MultiTaskModel, tokenizer: Any,
-                    companions: dict[str, Companion], copies: Optional[dict[str, Path]] = None) -> Path:
+                    companions: dict[str, Companion], copies: Optional[dict[str, Path]] = None,
+                    overwrite: bool = False) -> Path:
     """Write config.json (`config` after its `format_version`), the weights, the tokenizer, the n-gram models,
-    `copies` ({name in the directory: file}, an exported graph) and, last, the manifest; returns `directory`."""
+    `copies` ({name in the directory: file}, an exported graph) and, last, the manifest; returns `directory`.
+
+    The directory is built beside `directory` and swapped in whole (`data.atomic.replace_directory`):
+    an error or Ctrl-C midway leaves the model that was there loading. A non-empty `directory` that is
+    no model directory (`is_model_dir`) is refused with an `OutputTargetError` unless `overwrite`.
+    """
     from safetensors.torch import save_file
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, source in (copies or {}).items():
-        if source.resolve() != (directory / name).resolve():
-            shutil.copyfile(source, directory / name)
-    config = {"format_version": FORMAT_VERSION, **config}
-    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    save_file(state, str(directory / WEIGHTS_NAME))
-    save_tokenizer(tokenizer, directory / TOKENIZER_DIR)
-    for companion in companions.values():
-        companion.save(directory)
-    write_manifest(directory)  # last: the SHA-256 of every file above, checked at load
-    return directory
+    with replace_directory(directory, is_model_dir, MODEL_DIRECTORY, overwrite) as staging:
+        for name, source in (copies or {}).items():
+            shutil.copyfile(source, inside(staging, name, "copies"))
+        config = {"format_version": FORMAT_VERSION, **config}
+        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(state, str(staging / WEIGHTS_NAME))
+        save_tokenizer(tokenizer, staging / TOKENIZER_DIR)
+        for companion in companions.values():
+            companion.save(staging)
+        write_manifest(staging)  # last: the SHA-256 of every file above, checked at load
+    return Path(directory)
+
+
+def is_model_dir(directory: Union[str, Path]) -> bool:
+    """Whether `directory` is a kold-span model directory (its config.json an object with `format_version` and
+    `tasks`), whole or damaged: what `write_model_dir` replaces without `overwrite`."""
+    try:
+        config = json.loads((Path(directory) / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and "format_version" in config and "tasks" in config
+
+
+def enclosing_model_dir(path: Union[str, Path]) -> Optional[Path]:
+    """The model directory `path` is in (or is), if any: the nearest folder holding a config.json beside weights or
+    a manifest (a kold-span model, or an encoder directory of transformers), links resolved.
+
+    Example:
+        >>> enclosing_model_dir("no/such/file.jsonl") is None
+        True
+    """
+    resolved = Path(os.path.realpath(path))
+    for folder in (resolved, *resolved.parents):
+        if (folder / CONFIG_NAME).is_file() and any((folder / name).is_file() for name in MODEL_MARKERS):
+            return folder
+    return None
 
 
 def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:

@@ -20,8 +20,10 @@ from typing import Union
 
 import numpy as np
 
+from kold_span.data.atomic import replace_directory
 from kold_span.errors import ArgumentError, PackedEncoderError
-from kold_span.models.backbones import resolve_package_path
+from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
+                                        resolve_package_path)
 
 MAGIC = b"E5S1"
 BLOCK = 32  # weights per Q4_0 block
@@ -265,15 +267,17 @@ def resolve_packed_path(source: str) -> Path:
     return path
 
 
-def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
-    """Write a Hugging Face encoder directory (config, weights, tokenizer) from a packed file."""
+def import_packed_encoder(source: str, out_dir: Union[str, Path], overwrite: bool = False) -> Path:
+    """Write a Hugging Face encoder directory (config, weights, tokenizer) from a packed file.
+
+    `out_dir` is replaced whole (`data.atomic.replace_directory`): new, empty or an earlier import; any
+    other non-empty folder is refused unless `overwrite`.
+    """
     from transformers import BertModel
 
     path = resolve_packed_path(source)
     out = Path(out_dir)
-    blocked = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
-    if blocked is not None:  # found before minutes of dequantising, not after
-        raise PackedEncoderError(f"{out}: cannot write an encoder directory there, {blocked} is a file")
+    check_encoder_output(out, overwrite)  # found before minutes of dequantising, not after
     packed = read_packed_encoder(path)
     model = BertModel(bert_config(packed), add_pooling_layer=False)
     missing, unexpected = model.load_state_dict(bert_state_dict(packed, path), strict=False)
@@ -281,11 +285,12 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     if missing or unexpected:
         raise PackedEncoderError(f"{path}: weights do not fit a BertModel (missing {missing}, "
                                  f"unexpected {unexpected})")
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    build_tokenizer(packed).save_pretrained(str(out))
-    (out / "kold_span_import.json").write_text(json.dumps({
-        "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
-        "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
-        encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with replace_directory(out, imported_encoder, IMPORTED_ENCODER, overwrite) as staging:
+        model.save_pretrained(str(staging))
+        build_tokenizer(packed).save_pretrained(str(staging))
+        (staging / IMPORT_RECORD).write_text(json.dumps({
+            "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
+            "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
+            encoding="utf-8")
     return out

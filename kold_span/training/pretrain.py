@@ -32,6 +32,7 @@ import pytorch_lightning as pl
 import torch
 
 from kold_span.config.schema import PretrainConfig, TextSource, TrainerConfig
+from kold_span.data.atomic import check_replaceable, replace_directory
 from kold_span.data.jsonl import require_path, utf8_lines
 from kold_span.errors import DataError
 from kold_span.training.optim import lightning_optimizers
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 METRICS_FILE = "pretrain_metrics.json"
 CONFIG_FILE = "pretrain_config.json"
+PRETRAINED_ENCODER = "an encoder directory of kold-span pretrain"
 
 
 @dataclass
@@ -174,18 +176,40 @@ class MaskedLMModule(pl.LightningModule):
         return lightning_optimizers(self, self.cfg, self.minutes)
 
 
-def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) -> Optional[PretrainResult]:
+def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
+             overwrite: bool = False) -> Optional[PretrainResult]:
     """Train a tokenizer and a BERT masked LM on the configured texts; save them as an encoder directory.
+
+    The run folder (`OUTPUT-run`) is locked for the whole run: a second run into it is refused. The
+    encoder directory is replaced whole at the end (`data.atomic.replace_directory`); a non-empty
+    `output` that is not a pretrained encoder (a trained model, say) is refused before any work
+    unless `overwrite`.
 
     Args:
         config: the pretraining config.
         quiet: no log lines, progress bar or model summary.
         resume: continue `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it.
+        overwrite: replace `output` even when it is a non-empty folder of something else.
 
     Returns:
         The encoder directory, its metrics, the tokenizer and the model; None in the processes of
         distributed training other than the first (only that one saves).
     """
+    from kold_span.training.run import launched_worker, run_lock
+
+    with run_lock(Path(f"{config.output}-run")):
+        if not launched_worker():
+            check_replaceable(Path(config.output), pretrained_encoder, PRETRAINED_ENCODER, overwrite)
+        return _pretrain(config, quiet, resume, overwrite)
+
+
+def pretrained_encoder(directory: Path) -> bool:
+    """Whether `directory` is an encoder `pretrain` wrote (what it replaces without `overwrite`)."""
+    return (directory / CONFIG_FILE).is_file()
+
+
+def _pretrain(config: PretrainConfig, quiet: bool, resume: bool, overwrite: bool) -> Optional[PretrainResult]:
+    """`pretrain` once its run folder is locked and its output checked."""
     from transformers import AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling
 
     from kold_span.models.backbones import (attach_morpheme_pretokenizer, save_tokenizer, scratch_encoder,
@@ -255,9 +279,10 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) 
         "texts": len(train_texts) + len(heldout_texts), "train_texts": len(train_texts),
         "heldout_texts": len(heldout_texts), "vocab_size": len(tokenizer), "parameters": params})
     directory = Path(config.output)
-    save_encoder_directory(directory, model, tokenizer, config)
-    metrics["seconds"] = round(time.time() - started, 1)
-    (directory / METRICS_FILE).write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    with replace_directory(directory, pretrained_encoder, PRETRAINED_ENCODER, overwrite) as staging:
+        save_encoder_directory(staging, model, tokenizer, config)
+        metrics["seconds"] = round(time.time() - started, 1)
+        (staging / METRICS_FILE).write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     perplexity = metrics["heldout_perplexity"]
     say(f"held-out masked-token loss {heldout if heldout is None else round(heldout, 4)} "
         f"(perplexity {perplexity if perplexity is None else round(perplexity, 1)}; "
@@ -290,7 +315,8 @@ def _split_texts(config: PretrainConfig, generator) -> tuple[list[str], list[str
 
 
 def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainConfig) -> None:
-    """Save the encoder, its tokenizer, the Kiwi marker and the config so `load_pretrained(directory)` works."""
+    """Save the encoder, its tokenizer, the Kiwi marker and the config into the new folder `directory`, so that
+    `load_pretrained(directory)` works."""
     from kold_span.models.backbones import TOKENIZER_MARKER, save_tokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -300,8 +326,6 @@ def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainCo
     marker = directory / TOKENIZER_MARKER
     if config.encoder.morpheme_pretokenize:
         marker.write_text(json.dumps({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
-    elif marker.exists():
-        marker.unlink()
     (directory / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=1, ensure_ascii=False), encoding="utf-8")
 
 

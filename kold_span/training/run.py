@@ -10,23 +10,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import shutil
 import time
 import warnings
 from collections import defaultdict
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ContextManager, Optional, Sequence
 
 import numpy as np
 
 from kold_span.config.schema import Config, TrainerConfig
+from kold_span.data.atomic import check_replaceable, output_lock, write_text_atomic
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.perspectives import trait_phrase
 from kold_span.errors import ConfigError, DataError
 from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.kinds import build_tasks
+from kold_span.models.model_dir import MODEL_DIRECTORY, is_model_dir
 from kold_span.models.tasks import Task
 from kold_span.text.normalize import normalize_example
 from kold_span.text.perturb import disguised, disguised_copies
@@ -75,34 +79,60 @@ class Fitted:
     monitor: str  # the monitored metric: trainer.monitor, or train/loss without a dev split
 
 
-def train(config: Config, resume: bool = False, quiet: bool = False) -> RunResult:
+def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: bool = False) -> RunResult:
     """Train one run end to end and export its best checkpoint, calibrated, as a model directory.
+
+    The run folder is locked for the whole run (`run_lock`): a second run into it is refused at once.
+    Its `model/` is replaced whole at the end (`Predictor.save_pretrained`), so a run stopped while it
+    exports leaves the model that was there; a `model/` that holds something else than a model is
+    refused before training unless `overwrite`.
 
     Args:
         config: the experiment config.
         resume: continue the run's last checkpoint (`run_directory` says which run).
         quiet: no progress bar or model summary.
+        overwrite: replace the run's `model/` folder even when it is no model directory.
 
     Returns:
         The run directory, the model directory and the metrics written to metrics.json; under
         distributed training, the processes other than the first return no model and no metrics.
     """
     started = time.time()
-    built = build(config, resume)
-    fitted = fit(built, resume, quiet)
-    if fitted is None:
-        return RunResult(built.run_dir, None, {})
-    trained = predictor_for(config, fitted.model, built.tokenizer, built.tasks)
-    calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
-                            config.trainer.eval_batch_size)
-    return export(built, fitted, trained, calibration, started)
+    run_dir = run_directory(config, resume)
+    with run_lock(run_dir):
+        if not launched_worker():
+            check_replaceable(run_dir / "model", is_model_dir, MODEL_DIRECTORY, overwrite)
+        built = build(config, resume, run_dir)
+        fitted = fit(built, resume, quiet)
+        if fitted is None:
+            return RunResult(built.run_dir, None, {})
+        trained = predictor_for(config, fitted.model, built.tokenizer, built.tasks)
+        calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
+                                config.trainer.eval_batch_size)
+        return export(built, fitted, trained, calibration, started, overwrite)
 
 
-def build(config: Config, resume: bool = False) -> Built:
+# What a launcher (Lightning's DDP processes, torchrun, SLURM) sets in the processes it starts beside the first.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID")
+
+
+def launched_worker() -> bool:
+    """Whether this process is one a launcher started beside the first of a distributed run (a rank above 0)."""
+    return any(os.environ.get(name, "0").strip() not in ("", "0") for name in RANK_VARIABLES)
+
+
+def run_lock(run_dir: Path) -> ContextManager[None]:
+    """The lock on a run folder (`data.atomic.output_lock`), held by the first process of a run; the others,
+    started by a launcher into the same folder, take none."""
+    return nullcontext() if launched_worker() else output_lock(run_dir)
+
+
+def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) -> Built:
     """The data, tokenizer, encoder, data module and Lightning module of a run, in its run directory.
 
     Seeds everything first, so the encoder's initial weights follow `config.seed`. The run
-    directory is created only once the data has been read: a run that fails on its data leaves none.
+    directory (`run_directory`, unless given) is created only once the data has been read: a run
+    that fails on its data leaves none.
     """
     import pytorch_lightning as pl
     import torch
@@ -118,7 +148,7 @@ def build(config: Config, resume: bool = False) -> Built:
         warnings.warn(slow, stacklevel=3)
     if config.trainer.threads:
         torch.set_num_threads(config.trainer.threads)
-    run_dir = run_directory(config, resume)
+    run_dir = run_dir or run_directory(config, resume)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     # Disguised first, then normalized: with both on, the model trains on what the normalizer leaves of a disguise.
@@ -126,7 +156,7 @@ def build(config: Config, resume: bool = False) -> Built:
     extra = ngram_extra(config, splits)  # held out by the texts as read
     splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
+    write_text_atomic(run_dir / "config.json", json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
     tasks = build_tasks(config.tasks, splits["train"])
     check_label_variety(config, tasks, splits["train"])
     tokenizer, encoder = tokenizer_and_encoder(config, splits["train"], run_dir / "tokenizer")
@@ -324,7 +354,7 @@ def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: 
 
 
 def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
-           started: float) -> RunResult:
+           started: float, overwrite: bool = False) -> RunResult:
     """Save the calibrated model directory, score dev and test, write metrics.json; drop checkpoints if asked.
 
     Dev is scored with the n-grams fitted on train only (`Calibration.dev_companions`): refitted
@@ -344,7 +374,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
             results[split] = evaluate_predictor(calibration.apply_to(trained, dev=True), splits[split],
                                                 tc.eval_batch_size)
     predictor = calibration.apply_to(trained)
-    model_dir = predictor.save_pretrained(run_dir / "model")
+    model_dir = predictor.save_pretrained(run_dir / "model", overwrite=overwrite)
     if splits["test"]:
         results["test"] = evaluate_predictor(predictor, splits["test"], tc.eval_batch_size)
     if splits.get(BENIGN):  # held-out negatives (data.negatives): how many the saved model flags
@@ -359,7 +389,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     if calibration.thresholds:
         results["thresholds"] = calibration.thresholds
     results["seconds"] = round(time.time() - started, 1)
-    (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    write_text_atomic(run_dir / "metrics.json", json.dumps(results, indent=1, ensure_ascii=False))
     if not tc.keep_checkpoints:
         # The best weights live on in model/; the Lightning checkpoints (weights and optimizer
         # state, twice) are what makes a run directory large.
