@@ -115,7 +115,8 @@ def check_values(config: Config, where: str) -> None:
     for i, negatives in enumerate(sources):
         key = "data.negatives" + (f"[{i}]" if isinstance(config.data.negatives, list) else "")
         need(bool(negatives.reader) and bool(negatives.path), f"{key} needs a reader and a path")
-        need(bool(negatives.labels), f"{key}.labels is empty: say which labels a benign text has, e.g. {{toxic: false}}")
+        need(bool(negatives.labels),
+             f"{key}.labels is empty: say which labels a benign text has, e.g. {{toxic: false}}")
         need(0.0 <= negatives.holdout_fraction < 1.0,
              f"{key}.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
         need(negatives.limit is None or negatives.limit >= 1,

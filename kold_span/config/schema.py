@@ -154,7 +154,8 @@ class DataConfig:
         """`negatives` as a list: none, the one source, or each of several.
 
         Example:
-            >>> DataConfig().negative_sources(), len(DataConfig(negatives=NegativesConfig(reader="beep")).negative_sources())
+            >>> one = DataConfig(negatives=NegativesConfig(reader="beep"))
+            >>> DataConfig().negative_sources(), len(one.negative_sources())
             ([], 1)
         """
         if self.negatives is None:

@@ -3,9 +3,9 @@
 Each has `fit(examples)` / `predict(examples)` over canonical `Example`s. Labels are
 vocabulary strings (`label_str`: True → "true"); spans are end-exclusive character
 offsets. The span baselines that learn nothing (`SPAN_BASELINES`: the whole text, every
-non-space character) are the floor a corpus of long rationale spans (KOLD) sets. `HybridScorer` interpolates two models' label probabilities (e.g. the n-gram
-model and a transformer), and `run_baselines` scores every applicable baseline on a
-train/test pair.
+non-space character) are the floor a corpus of long rationale spans (KOLD) sets.
+`HybridScorer` interpolates two models' label probabilities (e.g. the n-gram model and a
+transformer), and `run_baselines` scores every applicable baseline on a train/test pair.
 """
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ SPAN_BASELINES: dict[str, Callable[[Sequence[Example]], list[list[Span]]]] = {
 
 
 class TokenNgramTagger:
-    """Marks the whitespace words (eojeol) that a TF-IDF n-gram classifier of the word and its neighbours calls inside."""
+    """Marks the whitespace words (eojeol) a TF-IDF n-gram classifier of the word and its neighbours calls inside."""
 
     LABEL = "inside"
 
