@@ -667,6 +667,13 @@ JOINT_SECTIONS = {"kold_gs": ("KOLD: offensive spans and target types on real co
     "holds), without titles, on the dialect study's valid side: no row here is comparable with 45.4 or 62.5, "
     "upward or downward. Marking the whole comment already scores 0.68 here, because KOLD's spans are "
     "rationales (57% of a comment's characters on average).",
+    "Tagged rows are the other experiment files beside `kold_gs_e5.yaml` (`--tag NAME --experiment FILE`): "
+    "`span-only` and `type-only` (one head each: joint against separate training), `dialect` (trained on both "
+    "sides of each comment, `side: both`) and `negatives` (an `OFF` head gating the spans, benign BEEP! and "
+    "UnSmile comments as negatives: the held-out ones flagged in its column). Where gold span edges fall and "
+    "each snap mode with its own dev threshold: the next section (`bench/kold_snapping.py`). The same comments "
+    "in Gyeongsang dialect: `bench/robustness.py --twins-option side=dialect skip_bad=true --twins-name "
+    "dialect` (docs/benchmarks/robustness.md).",
 ])}
 
 
