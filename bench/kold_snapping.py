@@ -9,9 +9,8 @@ guideline's morpheme rule holds in the gold.
 (b) For finished runs of bench/quality.py (run folders with `model/`): each snap mode (none,
 morpheme, eojeol, word) with the span threshold re-tuned on the run's own dev split under that
 mode (`span_threshold`, as a run trained with that mode calibrates it: snapping is decode-time
-only, so the weights are the same), then the test side scored: mean ± std over the runs. Dev and
-test are read as training read them (the run's saved config, `load_splits`), normalized by the
-model's steps as training scored them.
+only, so the weights are the same), then the test side scored: mean ± std over the runs
+(`decoding_probes.snap_modes`: dev and test as the run's training read and normalized them).
 
     python bench/kold_snapping.py                                   # (a) only
     python bench/kold_snapping.py checkpoints/quality/runs/quality-kold_gs/kold_gs-seed{13,14,15}
@@ -22,7 +21,6 @@ docs/benchmarks/quality.md (the command and the machine's CPU flags with it).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import statistics
 import sys
@@ -32,17 +30,14 @@ from typing import Any, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from report import DATA, isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
+from decoding_probes import snap_modes  # noqa: E402
+from report import DATA, isa_flags, machine_line, save_results, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
-from kold_span.config.choices import SnapMode, TaskKind  # noqa: E402
-from kold_span.data.example import Example, Span, spans_to_offsets  # noqa: E402
-from kold_span.evaluation import metrics  # noqa: E402
-from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
-from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.config.choices import SnapMode  # noqa: E402
+from kold_span.data.example import Example, Span  # noqa: E402
 from kold_span.text.align import eojeol_offsets  # noqa: E402
 from kold_span.text.morphemes import morpheme_offsets, prefetch  # noqa: E402
-from kold_span.text.normalize import normalize_example  # noqa: E402
 
 EDGE_KINDS = ("eojeol", "morpheme", "neither")
 SNAPS = tuple(mode.value for mode in SnapMode)
@@ -84,37 +79,6 @@ def edge_counts(examples: Sequence[Example], span_type: str = "OFF") -> dict[str
                 counts[side][kind] += 1
                 counts["all"][kind] += 1
     return counts
-
-
-def as_model_reads(predictor: Predictor, examples: Sequence[Example]) -> list[Example]:
-    """The examples as training scored them: normalized by the model's steps, gold spans moved onto the new text."""
-    if predictor.normalize is None:
-        return list(examples)
-    return [normalize_example(ex, predictor.normalize) for ex in examples]
-
-
-def snap_scores(run: Path, snaps: Sequence[str] = SNAPS, batch_size: int = 64) -> dict[str, Any]:
-    """One run: per snap mode the span threshold tuned on its dev split and the dev and test mean char-F1."""
-    _, splits = run_splits(run)
-    predictor = Predictor.from_pretrained(run / "model")
-    task = next(t for t in predictor.tasks if t.kind is TaskKind.SPAN)
-    parts = {}
-    for split in ("dev", "test"):
-        examples = as_model_reads(predictor, splits[split])
-        prefetch(ex.text for ex in examples)
-        merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
-        parts[split] = examples, merged, [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
-    out: dict[str, Any] = {"run": run.name, "saved_threshold": list(task.thresholds), "saved_snap": SnapMode.parse(predictor.snap, "snap").value,
-                           "sizes": {split: len(part[0]) for split, part in parts.items()}}
-    for snap in snaps:
-        dev, dev_merged, _ = parts["dev"]
-        threshold = span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
-        tuned = dataclasses.replace(task, thresholds=(threshold,))
-        out[snap] = {"threshold": threshold}
-        for split, (examples, merged, golds) in parts.items():
-            predicted = predicted_offsets(tuned, predictor.tasks, examples, merged, snap, predictor.trim)
-            out[snap][split] = metrics.mean_char_f1(predicted, golds)
-    return out
 
 
 def mean_std(values: Sequence[float]) -> str:
@@ -204,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "runs": [],
     }
     for run in args.runs:
-        result["runs"].append(snap_scores(run))
+        result["runs"].append(snap_modes(run, SNAPS))
         print(result["runs"][-1], flush=True)
     save_results("kold_snapping", result)
     text = render(result)

@@ -37,7 +37,7 @@ def test_each_snap_mode_gets_its_own_dev_threshold_and_the_test_score_at_it(tmp_
     run.mkdir()
     (run / "config.json").write_text(json.dumps(config.to_dict()))
     untrained_model(run / "model", snap="morpheme")
-    result = kold_snapping.snap_scores(run)
+    result = kold_snapping.snap_modes(run, kold_snapping.SNAPS)
     assert result["saved_snap"] == "morpheme" and result["sizes"] == {"dev": 2, "test": 1}
     for snap in ("none", "morpheme", "eojeol", "word"):
         assert result[snap]["threshold"] in THRESHOLD_GRID
@@ -58,9 +58,32 @@ def test_each_snap_mode_gets_its_own_dev_threshold_and_the_test_score_at_it(tmp_
         return metrics.mean_char_f1(predicted_offsets(tuned, predictor.tasks, dev, merged, snap, True), golds)
 
     for snap in ("none", "eojeol"):
-        assert result[snap]["dev"] == pytest.approx(max(dev_score(t, snap) for t in THRESHOLD_GRID))
+        assert result[snap]["dev"] == pytest.approx(max(dev_score(t, snap) for t in THRESHOLD_GRID), abs=5e-5)
     text = kold_snapping.render({"command": "python bench/kold_snapping.py RUN", "machine": "CPU", "cpu_flags": "avx2",
                                  "edges": {"examples": 1, "spans": 1, "counts": {"all": {"eojeol": 2, "morpheme": 0,
                                                                                          "neither": 0}}},
                                  "runs": [result]})
     assert "| word | " in text and "Dev prefers `" in text and "python bench/kold_snapping.py RUN" in text
+
+
+def test_a_normalizing_models_run_is_probed_on_the_text_it_was_scored_on(tmp_path):
+    """decoding_probes.load_run: dev and test normalized by the model's steps, the gold spans moved with the text
+    (before, the outputs' token offsets on the normalized text were decoded against the text as written)."""
+    from kold_span.data.example import Example
+    from kold_span.data.jsonl import write_jsonl
+    from kold_span.inference.predictor import Predictor
+
+    decoding_probes = pytest.importorskip("decoding_probes")
+    run = tmp_path / "run"
+    run.mkdir()
+    data = tmp_path / "test.jsonl"
+    write_jsonl([Example("1", "너 씨.발 진짜", labels={"OFF": True}, spans={"OFF": [(2, 5)]})], data)
+    config = load_config(CONFIGS / "experiment" / "demo.yaml", ["data.reader=jsonl", f"data.train={data}",
+                                                                f"data.test={data}", "data.dev_fraction=0"])
+    (run / "config.json").write_text(json.dumps(config.to_dict()))
+    predictor = Predictor.from_pretrained(untrained_model(tmp_path / "plain"))
+    predictor.normalize = ("separators",)
+    predictor.save_pretrained(run / "model")
+    _, loaded, splits = decoding_probes.load_run(run)
+    assert loaded.normalize == ("separators",)
+    assert [(e.text, e.spans) for e in splits["test"]] == [("너 씨발 진짜", {"OFF": [(2, 4)]})]
