@@ -145,6 +145,7 @@ def test_twins_are_scored_against_their_own_texts_as_given():
     assert dialect["benign_flagged"] is None  # no benign text among the pairs
     markdown = render_markdown(report)
     assert "| dialect (3 twins) | 100% | 0.667 | 0.333 | 0.400 | 0.600 | – |" in markdown
+    assert "5 examples; no evasion kind scored; span F1 policy: semeval." in markdown
     assert "| span/OFF/char_f1 | 1.000 | 0.667 | 0.333 |" in markdown
     with pytest.raises(DataError, match="none of the 1 twins shares a group"):
         measure(GOLD, keyword_model, [], twins=[Example("9", "x", meta={"group": "nowhere"})])

@@ -292,8 +292,9 @@ def render_markdown(report: dict[str, Any], command: str = "") -> str:
     if command:
         lines += ["```", command, "```", ""]
     benign = report["benign"]
-    lines += [f"{report['examples']} examples; words disguised: {report['targets']} words, each with probability "
-              f"{report['word_probability']}; perturbation seeds: {len(report['seeds'])}; span F1 policy: "
+    disguised = (f"words disguised: {report['targets']} words, each with probability {report['word_probability']}; "
+                 f"perturbation seeds: {len(report['seeds'])}" if report["kinds"] else "no evasion kind scored")
+    lines += [f"{report['examples']} examples; {disguised}; span F1 policy: "
               f"{report['policy']}. Drop = clean − perturbed (mean ± sd over the seeds); \"benign flagged\": the "
               f"share of the {benign['texts']} benign texts (no gold span, labels in {benign['negative']}) that "
               "get a span or a positive label.", ""]
