@@ -1,8 +1,10 @@
-"""Baseline scores on the real corpora: majority label, TF-IDF n-grams (± context), span lexicon.
+"""Baseline scores on the real corpora: majority label, TF-IDF n-grams (± context), span baselines.
 
 Each corpus's shared training side is split 80/20 (seeded, stratified on its label) and
 `kold_span.evaluation.baselines.run_baselines` scores every applicable baseline on the 20%.
-Toxic Spans is also scored train → trial (the released trial file).
+Toxic Spans is also scored train → trial (the released trial file). KOLD (`kold_gs`) is scored
+as bench/quality.py splits it: its three training files → its valid side, the offensive span
+(whole comment, every non-space character, lexicon, TF-IDF word tagger) and the target type.
 
     .venv/bin/python bench/baselines.py                      # all corpora
     .venv/bin/python bench/baselines.py --corpora irosva kocosa --data /path/to/data
@@ -49,6 +51,18 @@ def bench_toxic_spans(data: Path, args: argparse.Namespace, ngram: dict) -> dict
             "trial": run_baselines(train_all, trial, label=None, span_type="OFF")}
 
 
+# The span baselines of KOLD's rationale spans (the whole comment is the one to beat).
+KOLD_SPAN_BASELINES = ("whole_text", "non_space", "lexicon", "token_ngram")
+
+
+def bench_kold_gs(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
+    """KOLD's offensive span and target type (TGT): the three training files → the valid side."""
+    train = corpora.read("kold_gs", data / "kold_gs")
+    valid = corpora.read("kold_gs", data / "kold_gs" / "gs_kold_valid.json")
+    return {"valid": run_baselines(train, valid, "TGT", span_type="OFF", ngram_options=ngram,
+                                   span_baselines=KOLD_SPAN_BASELINES)}
+
+
 def bench_irosva(data: Path, args: argparse.Namespace, ngram: dict) -> dict[str, Any]:
     """Irony per variant (es, mx, cu), text only and with the topic as context, and their mean."""
     results: dict[str, Any] = {}
@@ -79,6 +93,7 @@ def bench_labelled(corpus: str, data: Path, args: argparse.Namespace, ngram: dic
 
 BENCHES: dict[str, Callable[[Path, argparse.Namespace, dict], dict[str, Any]]] = {
     "toxic_spans": bench_toxic_spans,
+    "kold_gs": bench_kold_gs,
     "irosva": bench_irosva,
     **{corpus: partial(bench_labelled, corpus) for corpus in LABELLED},
 }
@@ -90,6 +105,13 @@ def table_rows(corpus: str, result: dict[str, Any]) -> list[tuple[str, str, str]
         return [(f"{corpus}/{part}", "lexicon", f"char_f1={result[part]['lexicon']['char_f1']:.4f} "
                  f"(lexicon {result[part]['lexicon']['lexicon_size']} words, n_test={result[part]['n_test']})")
                 for part in ("split", "trial")]
+    if corpus == "kold_gs":
+        valid = result["valid"]
+        return ([(f"{corpus}/valid OFF span", name, f"char_f1={valid[name]['char_f1']:.4f}")
+                 for name in KOLD_SPAN_BASELINES]
+                + [(f"{corpus}/valid TGT", name, " ".join(f"{k}={valid[name][k]:.4f}" for k in
+                                                          ("accuracy", "balanced_accuracy", "macro_f1")))
+                   for name in ("majority", "ngram")])
     parts = ({f"{corpus}/{v}": result[v] for v in (*IROSVA_VARIANTS, "average")} if corpus == "irosva"
              else {corpus: result})
     keys = ("accuracy", "balanced_accuracy", "macro_f1", "micro_f1", "f1")
@@ -125,11 +147,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ngram = {"max_features": args.max_features, "min_df": args.min_df}
     results: dict[str, Any] = {"settings": {"seed": args.seed, "test_fraction": args.test_fraction,
                                             "ngram_options": ngram, "python": platform.python_version()},
-                               "seconds": {}, "corpora": {}}
+                               "seconds": {}, "corpora": {}, "machines": {}}
+    results = merged_with_earlier(results, args.output)
     for corpus in args.corpora:
         start = time.perf_counter()
         results["corpora"][corpus] = BENCHES[corpus](args.data, args, ngram)
         results["seconds"][corpus] = round(time.perf_counter() - start, 1)
+        results["machines"][corpus] = machine_line()
         for part, name, shown in table_rows(corpus, results["corpora"][corpus]):
             print(f"{part:<22} {name:<14} {shown}", flush=True)
         print(f"{'':<22} ({results['seconds'][corpus]} s)", flush=True)
@@ -141,12 +165,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return results
 
 
+def merged_with_earlier(results: dict[str, Any], output: Path) -> dict[str, Any]:
+    """`results` holding the corpora an earlier run wrote to `output` with the same split and n-gram settings.
+
+    So one corpus can be run (and rerun) alone without dropping the others from the file and the docs table.
+    """
+    if not output.exists():
+        return results
+    earlier = json.loads(output.read_text(encoding="utf-8"))
+
+    def same(settings: dict[str, Any]) -> bool:
+        return {k: v for k, v in settings.items() if k != "python"} == {
+            k: v for k, v in results["settings"].items() if k != "python"}
+
+    if not same(earlier.get("settings", {})):
+        return results
+    for key in ("corpora", "seconds", "machines"):
+        results[key] = {**earlier.get(key, {}), **results[key]}
+    return results
+
+
 def write_docs(results: dict[str, Any]) -> None:
     """The baseline table as the `baselines` section of docs/benchmarks/baselines.md."""
     settings = results["settings"]
+    by_machine: dict[str, list[str]] = {}
+    for corpus in results["corpora"]:
+        by_machine.setdefault(results.get("machines", {}).get(corpus) or machine_line(), []).append(corpus)
+    ran_on = "; ".join(f"{', '.join(corpora_)} on {machine}" for machine, corpora_ in by_machine.items())
     lines = ["## Baselines on the public corpora", "",
-             f"Command: `python bench/baselines.py` — {machine_line()}. Split: seed {settings['seed']}, "
+             f"Command: `python bench/baselines.py` (or `--corpora NAME ...`, merged into the results file) — "
+             f"{ran_on}. Split: seed {settings['seed']}, "
              f"{settings['test_fraction']:.0%} of each shared training side held out (stratified on the label); "
+             f"KOLD: its training files → its valid side, as bench/quality.py; "
              f"TF-IDF options {settings['ngram_options']}. Seconds per corpus: {results['seconds']}.", "",
              "| corpus / part | baseline | scores |", "|---|---|---|"]
     for corpus, result in results["corpora"].items():

@@ -16,7 +16,11 @@ fused dev probabilities, beside 0.5 and the per-label thresholds.
 `snap-modes` (a span task): the spans decoded under each `align.snap` mode that needs no Kiwi
 (none, eojeol, word), the P(B) + P(I) threshold re-tuned on dev under each, as a run trained
 with that mode would calibrate it (snapping is decode-time only, so the trained weights and the
-checkpoint chosen on the unsnapped dev char-F1 are the same).
+checkpoint chosen on the unsnapped dev char-F1 are the same); bench/kold_snapping.py runs it
+with morpheme snapping too.
+
+Every probe reads a run's splits as its training scored them: normalized by the model's steps
+(`normalize:`), gold spans moved onto the normalized text.
 """
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID  # noqa: E402
 from kold_span.text.align import tags_to_spans  # noqa: E402
+from kold_span.text.morphemes import prefetch  # noqa: E402
+from kold_span.text.normalize import normalize_example  # noqa: E402
 from kold_span.training import calibrate  # noqa: E402
 
 
@@ -92,9 +98,17 @@ def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) 
 
 
 def load_run(run: Path):
-    """A bench/quality.py run's config, its trained model and its train / dev / test splits."""
+    """A bench/quality.py run's config, its trained model and its train / dev / test splits as the model reads them.
+
+    A model trained with `normalize:` was trained and scored on normalized text with the gold spans
+    moved onto it; its outputs' token offsets are on that text, so the probes decode against it too.
+    """
     config, splits = run_splits(run)
-    return config, Predictor.from_pretrained(run / "model"), splits
+    predictor = Predictor.from_pretrained(run / "model")
+    if predictor.normalize is not None:
+        splits = {name: [normalize_example(ex, predictor.normalize) for ex in examples]
+                  for name, examples in splits.items()}
+    return config, predictor, splits
 
 
 def expected_f1(run: Path) -> dict:
@@ -117,15 +131,18 @@ def expected_f1(run: Path) -> dict:
 
 
 def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -> dict:
-    """Each snap mode's dev-tuned span threshold and its dev and test mean char-F1."""
+    """Each snap mode's dev-tuned span threshold and its dev and test mean char-F1 (and the run's own snap, sizes)."""
     _, predictor, splits = load_run(run)
     task = next(t for t in predictor.tasks if t.kind is TaskKind.SPAN)
     parts = {}
     for split in ("dev", "test"):
         examples = splits[split]
+        if "morpheme" in snaps:
+            prefetch(e.text for e in examples)  # one batched Kiwi call instead of one per text
         merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], 64)
         parts[split] = examples, merged, [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
-    out = {"run": run.name, "saved_threshold": list(task.thresholds)}
+    out = {"run": run.name, "saved_threshold": list(task.thresholds), "saved_snap": predictor.snap.value,
+           "sizes": {split: len(part[0]) for split, part in parts.items()}}
     for snap in snaps:
         dev, dev_merged, _ = parts["dev"]
         threshold = span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from kold_span import corpora
 from kold_span.config import ConfigError, Problem, build_dataclass, read_yaml
+from kold_span.evaluation.baselines import SPAN_BASELINES
 from kold_span.models.ngram import NGRAM_PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,19 @@ CORPORA_FILE = ROOT / "bench" / "quality_corpora.yaml"
 EXPERIMENTS = ROOT / "configs" / "experiment" / "quality"
 # The name of the IroSvA average's row, as the tables and the aims know it.
 IROSVA_AVERAGE = "irosva average"
+# The span baselines `run_baselines` knows (`span_baselines`), in the tables' order.
+SPAN_BASELINE_NAMES = (*SPAN_BASELINES, "lexicon", "token_ngram")
+
+
+@dataclass
+class JointLabel:
+    """A sequence label a span corpus's models learn beside its spans (KOLD's target type), scored and aimed at too."""
+
+    label: str
+    metric: str  # TASK/METRIC in the runs' test scores, e.g. TGT/macro_f1
+    baseline_metric: str  # the majority and n-gram baselines' score of the same thing, e.g. macro_f1
+    anchor: str = "—"
+    aim: Optional[float] = None
 
 
 @dataclass
@@ -41,6 +55,8 @@ class Corpus:
     problem: Problem = Problem.SINGLE
     span_type: Optional[str] = None
     aim: Optional[float] = None
+    span_baselines: list[str] = field(default_factory=lambda: ["lexicon"])
+    joint: Optional[JointLabel] = None
 
 
 @dataclass
@@ -99,9 +115,21 @@ def corpus_entry(path: Path, name: str, entry: Any, experiments: Path) -> Corpus
                           f"e.g. irony/macro_f1; got {spec.metric!r}")
     if spec.label is None and spec.span_type is None:
         raise ConfigError(f"{path}: corpus {name!r} needs a label (a sequence label) or a span_type (a span corpus)")
+    if spec.joint is not None and (spec.span_type is None or spec.label is not None):
+        raise ConfigError(f"{path}: key '{where}joint' is a label learnt beside a span corpus's spans: it needs "
+                          "span_type and label: null")
+    if spec.joint is not None and "/" not in spec.joint.metric:
+        raise ConfigError(f"{path}: key '{where}joint.metric' must be TASK/METRIC as in a run's metrics.json, "
+                          f"e.g. TGT/macro_f1; got {spec.joint.metric!r}")
+    unknown = sorted(set(spec.span_baselines) - set(SPAN_BASELINE_NAMES))
+    if unknown:
+        raise ConfigError(f"{path}: key '{where}span_baselines': unknown baseline {unknown[0]!r}; known: "
+                          f"{', '.join(SPAN_BASELINE_NAMES)}")
     if not (experiments / spec.experiment).is_file():
         raise ConfigError(f"{path}: key '{where}experiment': no file {spec.experiment!r} in {experiments}")
     _check_aim(path, f"{where}aim", spec.aim)
+    if spec.joint is not None:
+        _check_aim(path, f"{where}joint.aim", spec.joint.aim)
     return spec
 
 

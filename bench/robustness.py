@@ -9,6 +9,13 @@ the training run, so the model never saw it); `--side test` takes the experiment
 gold examples are written as canonical JSONL beside the report, `kold-span robustness` scores the
 model on them (the command is printed in the section), and the section `robustness-NAME` of
 docs/benchmarks/robustness.md is rewritten with its table, the command and the machine.
+
+`--twins-option KEY=VALUE ...` (with `--test`) reads the same file again with these reader options
+as the twins of the gold examples, for the row that scores the same texts in another variety:
+
+    python bench/robustness.py --model checkpoints/quality/runs/quality-kold_gs/kold_gs-seed13/model \
+        --config configs/experiment/quality/kold_gs_e5.yaml --test ../shared/data/kold_gs/gs_kold_valid.json \
+        --perturb none --twins-option side=dialect skip_bad=true --twins-name dialect --name kold-gs-dialect-13
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from report import DOCS, machine_line, write_section  # noqa: E402
 from kold_span import corpora  # noqa: E402
 from kold_span.cli.main import main as kold_span  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
+from kold_span.config.overrides import parse_key_value  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.data.jsonl import write_jsonl  # noqa: E402
 from kold_span.evaluation.robustness import render_markdown  # noqa: E402
@@ -47,6 +55,13 @@ def gold_examples(args: argparse.Namespace) -> list:
     if not examples:
         raise SystemExit(f"{args.config}: its {args.side} side is empty (dev_fraction/test_fraction 0?)")
     return examples[:args.limit] if args.limit else examples
+
+
+def twin_examples(args: argparse.Namespace) -> list:
+    """The twins: --test read again with the experiment's reader options and --twins-option over them."""
+    config = load_config(args.config, args.set)
+    options = {**config.data.reader_options, **dict(parse_key_value(o, "--twins-option") for o in args.twins_option)}
+    return corpora.read(config.data.reader, args.test, **options)
 
 
 def section(name: str, report: dict, bench_command: str, command: str, note: str = "") -> str:
@@ -73,11 +88,17 @@ def main() -> int:
     parser.add_argument("--word-probability", default="0.5")
     parser.add_argument("--negative", nargs="+", default=["false"])
     parser.add_argument("--limit", type=int, help="score the first N examples only (smoke runs)")
+    parser.add_argument("--twins-option", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="with --test: read it again with these reader options as the gold texts' twins "
+                             "(kold_gs: side=dialect skip_bad=true)")
+    parser.add_argument("--twins-name", default="twins", help="what the twins are called in the table")
     parser.add_argument("--name", help="the section's name (default: the config's file name, side and targets)")
     parser.add_argument("--out", default=str(ROOT / "checkpoints" / "robustness"))
     parser.add_argument("--note", default="", help="a sentence under the section's title: which model this is")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
+    if args.twins_option and not args.test:
+        parser.error("--twins-option reads the --test file again: pass --test")
     # Paths given are read from here; then the run works from the checkout (the configs' relative
     # data paths are read from there) and names every path relative to it.
     for key in ("model", "config", "test", "out"):
@@ -93,6 +114,9 @@ def main() -> int:
     argv = ["robustness", "--model", args.model, "--input", str(gold), "--perturb", args.perturb,
             "--seeds", str(args.seeds), "--targets", args.targets, "--word-probability", args.word_probability,
             "--negative", *args.negative, "--out", str(out)]
+    if args.twins_option:
+        write_jsonl(twin_examples(args), out / "twins.jsonl")
+        argv += ["--twins", str(out / "twins.jsonl"), "--twins-name", args.twins_name]
     status = kold_span(argv)
     if status:
         return status

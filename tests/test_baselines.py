@@ -2,6 +2,7 @@
 import pytest
 
 from kold_span.data.example import Example
+from kold_span.errors import ArgumentError
 from kold_span.evaluation.baselines import (HybridScorer, LexiconSpanTagger, MajorityBaseline, label_scores,
                                             run_baselines, word_spans)
 from kold_span.models.ngram import NgramBaseline
@@ -213,3 +214,19 @@ def test_run_baselines_scores_each_applicable_baseline():
     assert results["lexicon"]["lexicon_size"] == 1
     no_context = run_baselines([Example(e.id, e.text, labels=e.labels) for e in train], test, "off")
     assert "ngram_context" not in no_context and "lexicon" not in no_context
+
+
+def test_span_baselines_that_learn_nothing_and_the_token_tagger_score_beside_the_lexicon():
+    train = [Example(str(i), text, spans={"OFF": [(0, 4)]}) for i, text in enumerate(["미친 놈 진짜", "미친 놈 또"])]
+    train += [Example("8", "오늘 좋은 날", spans={"OFF": []}), Example("9", "좋은 날 진짜", spans={"OFF": []})]
+    # gold "미친 놈" (4 characters) in a text of 9 characters, 6 of them not spaces
+    test = [Example("t", "미친 놈 좋은 날", spans={"OFF": [(0, 4)]})]
+    results = run_baselines(train, test, None, span_type="OFF",
+                            span_baselines=("whole_text", "non_space", "lexicon", "token_ngram"))
+    assert results["whole_text"] == {"char_f1": approx(2 * 4 / (9 + 4))}  # all 9 characters marked, 4 right
+    assert results["non_space"] == {"char_f1": approx(2 * 3 / (6 + 4))}  # 6 non-space characters, 3 in gold
+    assert results["lexicon"]["char_f1"] == approx(2 * 3 / (3 + 4))  # 미친, 놈: only seen inside; the space missed
+    assert results["token_ngram"] == {"char_f1": 1.0}  # adjacent words joined with the space between them
+    assert set(run_baselines(train, test, None, span_type="OFF")) == {"n_train", "n_test", "lexicon"}
+    with pytest.raises(ArgumentError, match="unknown span baseline 'whole'"):
+        run_baselines(train, test, None, span_type="OFF", span_baselines=("whole",))

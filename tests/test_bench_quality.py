@@ -580,9 +580,15 @@ def test_render_only_rebuilds_the_committed_docs_section_from_the_results_and_th
 
 
 def test_the_corpus_table_is_read_from_its_data_file_in_its_order():
-    assert list(quality.CORPORA) == ["toxic_spans", "irosva_es", "irosva_mx", "irosva_cu", "kocosa", "beep",
-                                     "unsmile", "multipico"]
-    assert quality.HEADLINE == tuple(quality.CORPORA)
+    assert list(quality.CORPORA) == ["toxic_spans", "kold_gs", "irosva_es", "irosva_mx", "irosva_cu", "kocosa",
+                                     "beep", "unsmile", "multipico"]
+    # KOLD, a span corpus with a joint label, has a section of its own
+    assert quality.HEADLINE == tuple(name for name in quality.CORPORA if name != "kold_gs")
+    assert quality.JOINT == ("kold_gs",)
+    kold = quality.CORPORA["kold_gs"]
+    assert (kold.joint.label, kold.joint.metric, kold.joint.aim, kold.aim) == ("TGT", "TGT/macro_f1", 0.60, 0.75)
+    assert kold.span_baselines == ["whole_text", "non_space", "lexicon", "token_ngram"]
+    assert quality.CORPORA["toxic_spans"].span_baselines == ["lexicon"] and quality.CORPORA["toxic_spans"].joint is None
     irosva_mx, unsmile, toxic = (quality.CORPORA[n] for n in ("irosva_mx", "unsmile", "toxic_spans"))
     assert (irosva_mx.reader, irosva_mx.options, irosva_mx.label, irosva_mx.aim) == ("irosva", {"variant": "mx"},
                                                                                      "irony", None)
@@ -633,6 +639,12 @@ def _rename(old, new):
     (_set("targets", {}), "unknown key 'targets'; allowed keys here: corpora, irosva_average"),
     (_drop("irosva_average"), "missing key 'irosva_average'"),
     (_drop("irosva_average", "anchor"), "missing key 'irosva_average.anchor'"),
+    (_set("corpora", "kold_gs", "span_baselines", ["whole"]), "key 'corpora.kold_gs.span_baselines': unknown "
+                                                               "baseline 'whole'"),
+    (_set("corpora", "beep", "joint", {"label": "x", "metric": "x/macro_f1", "baseline_metric": "macro_f1"}),
+     "key 'corpora.beep.joint' is a label learnt beside a span corpus's spans"),
+    (_set("corpora", "kold_gs", "joint", "metric", "macro_f1"), "key 'corpora.kold_gs.joint.metric' must be TASK/"),
+    (_set("corpora", "kold_gs", "joint", "aim", 60), "key 'corpora.kold_gs.joint.aim' must be a score between 0"),
 ])
 def test_a_bad_corpus_table_entry_is_an_error_naming_the_file_and_the_key(tmp_path, edit, message):
     import yaml
@@ -678,3 +690,112 @@ def test_the_public_home_check_sees_function_level_imports(tmp_path):
                       "    from kold_span.corpora._common import find_file\n")
     assert bench_imports(script) == [(2, "kold_span.training.run", "train"),
                                      (3, "kold_span.corpora._common", "find_file")]
+
+
+def kold_result(seeds_scores, command="python bench/quality.py --corpora kold_gs", benign=None):
+    """A kold_gs result: runs of (seed, span char-F1, snapped char-F1, TGT macro-F1, TGT accuracy)."""
+    base = {"whole_text": {"char_f1": 0.68}, "non_space": {"char_f1": 0.63}, "lexicon": {"char_f1": 0.31},
+            "token_ngram": {"char_f1": 0.59}, "majority": {"accuracy": 0.61, "macro_f1": 0.19},
+            "ngram": {"accuracy": 0.64, "macro_f1": 0.46}}
+    runs = [{"seed": seed, "seconds": 3000 + 600 * i, "machine": "CPU K",
+             "test": {"OFF_span/char_f1": span, "OFF_span/char_f1_morpheme": snapped, "TGT/macro_f1": macro,
+                      "TGT/accuracy": accuracy}}
+            for i, (seed, span, snapped, macro, accuracy) in enumerate(seeds_scores)]
+    for run, flagged in zip(runs, benign or []):
+        run["benign"] = {"examples": 10, "flagged": flagged}
+    return {"n_train": 10812, "n_test": 1352, "command": command, "baselines": base, "runs": runs}
+
+
+def test_kold_rows_render_in_their_own_section_with_both_metrics_every_baseline_and_the_aims():
+    results = {"kold_gs": kold_result([(13, 0.70, 0.71, 0.50, 0.70), (14, 0.72, 0.73, 0.60, 0.72)]),
+               "kold_gs:negatives": kold_result([(13, 0.66, 0.67, 0.58, 0.71)], "python bench/quality.py N",
+                                                benign=[0.05]),
+               "irosva_es": corpus_result([(1, 0.6)], 0.5)}
+    section = quality.render_joint("kold_gs", results)
+    lines = section.splitlines()
+    # span 0.70 / 0.72: 0.71 ± 0.0141; snapped 0.72 ± 0.0141; TGT 0.55 ± 0.0707; the longest run 3,600 s
+    assert ("| kold_gs (10812/1352) | 2 | 0.7100 ± 0.0141 | 0.7200 ± 0.0141 | 0.5500 ± 0.0707 | 0.7100 ± 0.0141 | — "
+            "| 60.0 |") in lines
+    assert "| kold_gs [negatives] (10812/1352) | 1 | 0.6600 | 0.6700 | 0.5800 | 0.7100 | 5.0% | 50.0 |" in lines
+    assert "| baseline: the whole comment | — | 0.6800 | — | — | — | — | — |" in lines
+    assert "| baseline: TF-IDF n-gram target type | — | — | — | 0.4600 | 0.6400 | — | — |" in lines
+    assert ("- OFF_span/char_f1: 0.7100 ± 0.0141; aim 0.75: missed; the strongest baseline (the whole comment) "
+            "0.6800, beaten by 2 / 2 seeds.") in lines
+    assert ("- TGT/macro_f1: 0.5500 ± 0.0707; aim 0.60: missed; the TF-IDF n-gram 0.4600, beaten by 2 / 2 seeds."
+            in lines)
+    assert "45.4" in section and "62.5" in section and "not the same measure" in section.lower()
+    assert "- kold_gs [negatives]: `python bench/quality.py N`" in lines
+    # the tables every other corpus shares leave KOLD out
+    table = quality.render(results)
+    assert "| irosva_es (10/5) | macro_f1 | 0.6000 |" in table and "kold_gs" not in table
+    assert not any(line.startswith("| kold_gs") for line in quality.render_headline(
+        {"kold_gs": kold_result([(s, 0.8, 0.8, 0.7, 0.7) for s in (13, 14, 15)])}))
+
+
+def test_the_kold_section_shows_the_published_figures_before_any_run():
+    section = quality.render_joint("kold_gs", {})
+    assert "no run recorded yet" in section and "Against the aims" not in section
+    assert "| published (not the same measure: below) | — | KOLD paper: 0.454" in section
+
+
+def test_another_experiment_file_reads_the_training_side_with_its_reader_options(tmp_path, monkeypatch):
+    """--experiment kold_gs_e5_dialect.yaml: both sides of each training comment, the standard test side."""
+    import argparse
+    from types import SimpleNamespace
+
+    import kold_span.experiments.grid as grid
+    from kold_span.data.jsonl import read_jsonl
+
+    def fake_train(config, resume=False, quiet=False):
+        run_dir = run_dir_of(config)
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+        metrics = {"test": {"OFF_span/char_f1": 0.5, "TGT/macro_f1": 0.4}, "dev": {"OFF_span/char_f1": 0.6},
+                   "seconds": 7}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        return SimpleNamespace(metrics=metrics)
+
+    monkeypatch.setattr(grid, "train", fake_train)
+    data = tmp_path / "data"
+    (data / "kold_gs").mkdir(parents=True)
+    for name in ("detection_easy.jsonl", "detection_medium.jsonl", "detection_hard.jsonl"):
+        (data / "kold_gs" / name).write_text((CORPORA / "kold_gs" / name).read_text(encoding="utf-8"),
+                                             encoding="utf-8")
+    test = data / "valid.jsonl"  # the fixture's first valid record, which has both sides
+    test.write_text(json.dumps(json.loads((CORPORA / "kold_gs" / "valid.json").read_text(encoding="utf-8"))[0],
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+
+    def args(experiment, test_file=str(test)):
+        return argparse.Namespace(data=data, test=test_file, test_fraction=0.2, split_seed=42, limit=None,
+                                  extra_train=None, extra_ngram_train=None, runs_from=None, tag="dialect",
+                                  experiment=experiment, out=tmp_path / "out", set=[], seeds=[13], retrain=False,
+                                  ensemble=False)
+
+    spec = quality.CORPORA["kold_gs"]
+    with pytest.raises(SystemExit, match="reads the training side with its own reader options"):
+        quality.run_corpus("kold_gs", spec, args("kold_gs_e5_dialect.yaml", None))
+    monkeypatch.setattr(spec, "options", {"skip_bad": True})  # two fixture records have no dialect span
+    result = quality.run_corpus("kold_gs", spec, args("kold_gs_e5_dialect.yaml"))
+    work = tmp_path / "out" / "kold_gs-dialect"
+    trained = list(read_jsonl(work / "train.jsonl"))
+    # four comments, two with a dialect span: six examples, each twin in its comment's group
+    assert len(trained) == 6 and sum(e.id.endswith(":dialect") for e in trained) == 2
+    assert {e.meta["group"] for e in trained} == {e.id for e in trained if not e.id.endswith(":dialect")}
+    assert [e.meta["side"] for e in read_jsonl(work / "test.jsonl")] == ["standard"]
+    run_dir = tmp_path / "out" / "runs" / "quality-kold_gs" / "kold_gs-dialect-seed13"
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["data"]["reader"] == "jsonl" and saved["data"]["reader_options"] == {}  # spent on train.jsonl
+    assert result["runs"][0]["dev"] == {"OFF_span/char_f1": 0.6}  # a joint corpus's section shows dev
+    assert {"whole_text", "non_space", "lexicon", "token_ngram", "majority", "ngram"} <= set(result["baselines"])
+    assert quality.setup_of([], str(test), 0.2, 42, None, experiment="kold_gs_e5_dialect.yaml")["experiment"] == \
+        "kold_gs_e5_dialect.yaml"
+    assert "experiment" not in quality.setup_of([], str(test), 0.2, 42, None)  # rows recorded before still match
+
+
+def test_render_only_rebuilds_the_committed_kold_section(monkeypatch):
+    doc = (ROOT / "docs" / "benchmarks" / "quality.md").read_text(encoding="utf-8")
+    section = doc.split("<!-- begin quality-kold-gs -->\n", 1)[1].split("\n<!-- end quality-kold-gs -->", 1)[0]
+    machine = re.search(r"; rendered on (.*?)\. The command of each row", section).group(1)
+    monkeypatch.setattr(quality, "machine_line", lambda: machine)
+    results = json.loads((ROOT / "bench" / "results" / "quality.json").read_text(encoding="utf-8"))
+    assert quality.render_joint("kold_gs", results).rstrip() == section

@@ -8,7 +8,7 @@ from kold_span.config.loading import load_config
 from kold_span.config.overrides import parse_override
 from kold_span.errors import ConfigError
 
-from conftest import DEMO, ROOT
+from conftest import CONFIGS, CORPORA, DEMO, ROOT
 
 
 def test_demo_config_merges_its_parts():
@@ -159,6 +159,73 @@ def test_build_dataclass_names_a_missing_key_without_a_default():
 def test_bad_negatives_are_named(negatives, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(DEMO, [f"data.negatives={negatives}"])
+
+
+@pytest.mark.parametrize("negatives, message", [
+    ("[{reader: jsonl, path: x.jsonl, labels: {OFF: false}}, {reader: jsonl, path: y.jsonl}]",
+     "data.negatives[1].labels is empty"),
+    ("[{reader: jsonl, path: x.jsonl, labels: {OFF: false}, lable: 1}]", "unknown key 'data.negatives[0].lable'"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, lable: 1}", "unknown key 'data.negatives.lable'"),
+    ("[]", "data.negatives is an empty list"),
+])
+def test_a_list_of_negatives_sources_is_checked_source_by_source(negatives, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(DEMO, [f"data.negatives={negatives}"])
+
+
+EXPERIMENT_FILES = sorted((CONFIGS / "experiment").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXPERIMENT_FILES, ids=lambda p: str(p.relative_to(CONFIGS / "experiment")))
+def test_every_shipped_experiment_file_loads(path):
+    config = load_config(path)
+    assert config.tasks and config.data.reader
+
+
+# What each KOLD experiment file beside kold_gs_e5.yaml changes (tasks compared by name; the rest key by key).
+KOLD_VARIANTS = {"kold_gs_e5_span_only.yaml": (set(), ["OFF_span"]),
+                 "kold_gs_e5_type_only.yaml": ({"trainer.monitor"}, ["TGT"]),
+                 "kold_gs_e5_dialect.yaml": ({"data.reader_options.side"}, ["OFF_span", "TGT"]),
+                 "kold_gs_e5_negatives.yaml": ({"data.negatives"}, ["OFF", "OFF_span", "TGT"])}
+
+
+@pytest.mark.parametrize("name", sorted(KOLD_VARIANTS))
+def test_the_kold_variants_are_kold_gs_e5_with_one_change_each(name):
+    """The joint-vs-separate, dialect and negatives files: the same encoder and settings as the joint file."""
+    def flat(value, prefix=""):
+        if not isinstance(value, dict):
+            return {prefix.rstrip("."): value}
+        return {k: v for key, inner in value.items() for k, v in flat(inner, f"{prefix}{key}.").items()}
+
+    quality = CONFIGS / "experiment" / "quality"
+    base, variant = (load_config(quality / f).to_dict() for f in ("kold_gs_e5.yaml", name))
+    changed, tasks = KOLD_VARIANTS[name]
+    assert [t["name"] for t in variant["tasks"]] == tasks
+    base_tasks = {t["name"]: t for t in base["tasks"]}
+    for task in variant["tasks"]:  # a task both files have is the same task; the gate is what the OFF head adds
+        if task["name"] in base_tasks:
+            assert {k: v for k, v in task.items() if k != "gate"} == {k: v for k, v in base_tasks[task["name"]].items()
+                                                                       if k != "gate"}
+    base.pop("tasks"), variant.pop("tasks")
+    base, variant = flat(base), flat(variant)
+    assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == changed
+
+
+def test_the_kold_negatives_file_reads_benign_comments_of_both_corpora(tmp_path):
+    """Its filters on invented rows of BEEP! and UnSmile: neither hate nor bias; `clean` alone."""
+    from kold_span.corpora.experiment import BENIGN, load_splits
+
+    config = load_config(CONFIGS / "experiment" / "quality" / "kold_gs_e5_negatives.yaml", [
+        f"data.train={CORPORA / 'kold_gs'}", f"data.test={CORPORA / 'kold_gs' / 'valid.json'}",
+        "data.reader_options={skip_bad: true}"])
+    for source in config.data.negative_sources():  # the shipped filters, on the invented files
+        source.path, source.holdout_fraction = str(CORPORA / source.reader), 0.0
+    splits = load_splits(config)
+    negatives = [ex for ex in splits["train"] if ex.id.startswith("negative:")]
+    assert [(ex.id, ex.text, ex.labels) for ex in negatives] == [
+        ("negative:beep-train-0", "진짜 연기 너무 잘한다 ㅎㅎ", {"OFF": False}),
+        ("negative:unsmile_train_v1.0-0", '그 "전문가"들 말은 믿지 마라', {"OFF": False})]
+    assert splits[BENIGN] == [] and len(splits["train"]) + len(splits["dev"]) == 4 + 2  # negatives never in dev
 
 
 def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):

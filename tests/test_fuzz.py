@@ -223,6 +223,9 @@ CORPUS_FILES = {
     "irosva": (["irosva.es.training.csv"], "irosva.es.training.csv", {"irosva.es.training.csv": "csv"}),
     "multipico": (["MP_dev.json", "MP_annotators_meta.json"], None,
                   {"MP_dev.json": "json", "MP_annotators_meta.json": "json"}),
+    # the training side: a directory of three JSON Lines files (the valid side's JSON list is read as kold's)
+    "kold_gs": (["detection_easy.jsonl", "detection_medium.jsonl", "detection_hard.jsonl"], None,
+                {"detection_easy.jsonl": "jsonl", "detection_medium.jsonl": "jsonl", "detection_hard.jsonl": "jsonl"}),
 }
 
 

@@ -9,7 +9,7 @@ from kold_span.cli.main import main
 from kold_span.data.example import Example
 from kold_span.data.jsonl import write_jsonl
 from kold_span.errors import DataError
-from kold_span.evaluation.robustness import measure, model_predictions
+from kold_span.evaluation.robustness import measure, model_predictions, render_markdown
 
 from conftest import untrained_model
 
@@ -123,3 +123,50 @@ def test_bench_scores_an_experiment_dev_side_and_writes_its_section(tmp_path, mo
     text = page.read_text(encoding="utf-8")
     assert "<!-- begin robustness-demo -->" in text and "python bench/robustness.py --model" in text
     assert "kold-span robustness --model" in text and "Machine: " in text and "| nfd |" in text
+
+
+def test_twins_are_scored_against_their_own_texts_as_given():
+    """Dialect rewrites: paired by meta.group; the texts without a twin stay out of that comparison."""
+    twins = [Example("1:dialect", "이 쓰레기 겉은 정치인들", labels={"OFF": True}, spans={"OFF": [(2, 5)]},
+                     meta={"group": "1"}),
+             Example("3:dialect", "니 진짜 바보가", labels={"OFF": True}, spans={"OFF": [(5, 7)]}, meta={"group": "3"}),
+             Example("5:dialect", "you stoopid idiot", labels={"OFF": True}, spans={"OFF": [(4, 17)]},
+                     meta={"group": "5"})]
+    report = measure(GOLD, keyword_model, [], twins=twins, twins_name="dialect")
+    dialect = report["twins"]
+    assert report["kinds"] == {} and dialect["name"] == "dialect" and dialect["pairs"] == 3
+    assert dialect["changed"] == 1.0  # every twin's text differs from its text as given
+    # as given, the keyword model finds all three insults; in the rewrites "stoopid idiot" is not found whole
+    assert dialect["standard"] == {"span/OFF/char_f1": 1.0, "label/OFF/macro_f1": 1.0}
+    assert dialect["twin"]["span/OFF/char_f1"] == pytest.approx(2 / 3)
+    assert dialect["drop"]["span/OFF/char_f1"] == pytest.approx(1 / 3)
+    # OFF: true, true, false against three true golds: one label seen, F1 of "true" 0.8, of "false" 0
+    assert dialect["twin"]["label/OFF/macro_f1"] == pytest.approx(0.4)
+    assert dialect["benign_flagged"] is None  # no benign text among the pairs
+    markdown = render_markdown(report)
+    assert "| dialect (3 twins) | 100% | 0.667 | 0.333 | 0.400 | 0.600 | – |" in markdown
+    assert "5 examples; no evasion kind scored; span F1 policy: semeval." in markdown
+    assert "| span/OFF/char_f1 | 1.000 | 0.667 | 0.333 |" in markdown
+    with pytest.raises(DataError, match="none of the 1 twins shares a group"):
+        measure(GOLD, keyword_model, [], twins=[Example("9", "x", meta={"group": "nowhere"})])
+    with pytest.raises(DataError, match="two twins share the group '1'"):
+        measure(GOLD, keyword_model, [], twins=twins[:1] * 2)
+
+
+def test_robustness_command_reads_kold_dialect_twins_from_the_same_file(tmp_path, capsys):
+    """The kold_gs reader's two sides of one file, --perturb none: the clean row and the dialect row only."""
+    from conftest import CORPORA
+
+    valid = CORPORA / "kold_gs" / "valid.json"  # two records: one whose dialect text is the same, one bad
+    model = untrained_model(tmp_path / "model")
+    status = main(["robustness", "--model", str(model), "--reader", "kold_gs", "--input", str(valid),
+                   "--option", "skip_bad=true", "--twins", str(valid), "--twins-option", "side=dialect",
+                   "skip_bad=true", "--twins-name", "dialect", "--perturb", "none", "--out", str(tmp_path / "out")])
+    assert status == 0
+    report = json.loads((tmp_path / "out" / "robustness.json").read_text(encoding="utf-8"))
+    assert report["kinds"] == {} and report["twins_input"] == str(valid)
+    dialect = report["twins"]
+    assert dialect["pairs"] == 1 and dialect["changed"] == 0.0
+    # the same text predicted twice by the same model: nothing drops
+    assert dialect["standard"] == dialect["twin"] and set(dialect["drop"].values()) == {0.0}
+    assert "| dialect (1 twins) | 0% |" in capsys.readouterr().out

@@ -47,6 +47,18 @@ def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
     return cls(**values)
 
 
+def _takes_shape(hint: Any, value: Any) -> bool:
+    """Whether `hint` is of the container kind `value` is: a mapping for a dataclass or dict, a list for a list.
+
+    Example:
+        >>> _takes_shape(list[int], [1]), _takes_shape(dict[str, int], [1]), _takes_shape(int, 1)
+        (True, False, False)
+    """
+    if isinstance(value, dict):
+        return dataclasses.is_dataclass(hint) or typing.get_origin(hint) is dict
+    return isinstance(value, list) and typing.get_origin(hint) is list
+
+
 def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
     """Check `value` against type `hint` (dataclasses, Optional, lists, scalars)."""
     origin = typing.get_origin(hint)
@@ -54,15 +66,18 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
     if origin is Union:
         if value is None and type(None) in args:
             return None
-        errors = []
+        errors = {}
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return _coerce(arg, value, where, key)
             except ConfigError as err:
-                errors.append(str(err))
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: key '{key}' has invalid value {_shown(value)}")
+                errors[arg] = str(err)
+        # A mapping given where a section or a list of them is allowed: the section's own error names the key.
+        shaped = [message for arg, message in errors.items() if _takes_shape(arg, value)]
+        message = next(iter(errors.values())) if len(errors) == 1 else shaped[0] if len(shaped) == 1 else None
+        raise ConfigError(message or f"{where}: key '{key}' has invalid value {_shown(value)}")
     if dataclasses.is_dataclass(hint):
         return build_dataclass(hint, value, where, f"{key}.")
     if origin is list:

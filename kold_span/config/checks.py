@@ -110,15 +110,17 @@ def check_values(config: Config, where: str) -> None:
          f"{config.tasks[0].kind.main_metric})")
     if config.data.perspective is not None:
         need(bool(config.data.perspective.label), "data.perspective.label is empty (the annotation label to predict)")
-    negatives = config.data.negatives
-    if negatives is not None:
-        need(bool(negatives.reader) and bool(negatives.path), "data.negatives needs a reader and a path")
-        need(bool(negatives.labels), "data.negatives.labels is empty: say which labels a benign text has, "
-                                     "e.g. {toxic: false}")
+    sources = config.data.negative_sources()
+    need(config.data.negatives != [], "data.negatives is an empty list: give a source, or null for none")
+    for i, negatives in enumerate(sources):
+        key = "data.negatives" + (f"[{i}]" if isinstance(config.data.negatives, list) else "")
+        need(bool(negatives.reader) and bool(negatives.path), f"{key} needs a reader and a path")
+        need(bool(negatives.labels),
+             f"{key}.labels is empty: say which labels a benign text has, e.g. {{toxic: false}}")
         need(0.0 <= negatives.holdout_fraction < 1.0,
-             f"data.negatives.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
+             f"{key}.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
         need(negatives.limit is None or negatives.limit >= 1,
-             f"data.negatives.limit must be at least 1 or null, got {negatives.limit!r}")
+             f"{key}.limit must be at least 1 or null, got {negatives.limit!r}")
 
 
 def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> None:

@@ -146,8 +146,21 @@ class DataConfig:
     # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
     speaker_swap: float = 0.0
     perspective: Optional[PerspectiveConfig] = None
-    negatives: Optional[NegativesConfig] = None  # benign texts from another corpus (a corpus without them)
+    # benign texts from another corpus (a corpus without them), or a list of such sources (each its own held-out share)
+    negatives: Union[NegativesConfig, list[NegativesConfig], None] = None
     augment: AugmentConfig = field(default_factory=AugmentConfig)
+
+    def negative_sources(self) -> list[NegativesConfig]:
+        """`negatives` as a list: none, the one source, or each of several.
+
+        Example:
+            >>> one = DataConfig(negatives=NegativesConfig(reader="beep"))
+            >>> DataConfig().negative_sources(), len(one.negative_sources())
+            ([], 1)
+        """
+        if self.negatives is None:
+            return []
+        return list(self.negatives) if isinstance(self.negatives, list) else [self.negatives]
 
 
 @dataclass

@@ -52,9 +52,10 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
             splits[name] = []
     if not splits["train"]:
         raise ConfigError(f"no training examples left in {data.train} after data.filter={data.filter}")
-    if data.negatives is not None:
-        trained_on, splits[BENIGN] = read_negatives(data.negatives, data.split_seed)
-        splits["train"] = splits["train"] + trained_on
+    if data.negatives is not None:  # each source split on its own, so each keeps its held-out share
+        parts = [read_negatives(source, data.split_seed) for source in data.negative_sources()]
+        splits[BENIGN] = [ex for _, held_out in parts for ex in held_out]
+        splits["train"] = splits["train"] + [ex for trained_on, _ in parts for ex in trained_on]
     if data.speaker_swap:
         splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
     if data.perspective is not None:

@@ -1,10 +1,11 @@
-"""Baselines a user would otherwise reach for: majority label, TF-IDF n-grams, a span lexicon.
+"""Baselines a user would otherwise reach for: majority label, TF-IDF n-grams, span lexicon and token tagger.
 
 Each has `fit(examples)` / `predict(examples)` over canonical `Example`s. Labels are
 vocabulary strings (`label_str`: True → "true"); spans are end-exclusive character
-offsets. `HybridScorer` interpolates two models' label probabilities (e.g. the n-gram
-model and a transformer), and `run_baselines` scores every applicable baseline on a
-train/test pair.
+offsets. The span baselines that learn nothing (`SPAN_BASELINES`: the whole text, every
+non-space character) are the floor a corpus of long rationale spans (KOLD) sets.
+`HybridScorer` interpolates two models' label probabilities (e.g. the n-gram model and a
+transformer), and `run_baselines` scores every applicable baseline on a train/test pair.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kold_span.evaluation.metrics import (binary_prf, classification_report_dict
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
                                     ngram_problem)
+from kold_span.text.align import eojeol_offsets
 
 WEIGHT_GRID = tuple(i / 10 for i in range(11))
 
@@ -164,6 +166,93 @@ class LexiconSpanTagger:
                 for ex in examples]
 
 
+def whole_text_spans(examples: Sequence[Example]) -> list[list[Span]]:
+    """One span over each whole text (none over an empty one).
+
+    Example:
+        >>> whole_text_spans([Example("1", "너 바보"), Example("2", "")])
+        [[(0, 4)], []]
+    """
+    return [[(0, len(ex.text))] if ex.text else [] for ex in examples]
+
+
+def non_space_spans(examples: Sequence[Example]) -> list[list[Span]]:
+    """Every non-space character of each text: one span per whitespace-delimited word (eojeol).
+
+    Example:
+        >>> non_space_spans([Example("1", " 너  바보 ")])
+        [[(1, 2), (4, 6)]]
+    """
+    return [list(eojeol_offsets(ex.text)) for ex in examples]
+
+
+# Span baselines that learn nothing, by name: examples → spans.
+SPAN_BASELINES: dict[str, Callable[[Sequence[Example]], list[list[Span]]]] = {
+    "whole_text": whole_text_spans, "non_space": non_space_spans}
+
+
+class TokenNgramTagger:
+    """Marks the whitespace words (eojeol) a TF-IDF n-gram classifier of the word and its neighbours calls inside."""
+
+    LABEL = "inside"
+
+    def __init__(self, span_type: str = "OFF", **ngram_options: Any) -> None:
+        """A token tagger built on `NgramBaseline`: one training example per word of each text.
+
+        A word is "inside" when a gold span covers more than half of its characters; its
+        context is the word before and the word after it. Predicted words next to each other
+        become one span with the whitespace between them, as gold spans over a clause hold it.
+
+        Args:
+            span_type: the span type learnt from and predicted.
+            ngram_options: `NgramBaseline` arguments (analyzers, max_features, min_df, C, ...).
+
+        Example:
+            >>> train = [Example(str(i), text, spans={"OFF": [(0, 5)]})
+            ...          for i, text in enumerate(["미친 놈 진짜", "미친 놈 또", "미친 놈 왔다"])]
+            >>> train += [Example("8", "오늘 좋은 날", spans={"OFF": []}), Example("9", "좋은 날 진짜", spans={"OFF": []})]
+            >>> TokenNgramTagger().fit(train).predict([Example("t", "오늘 미친 놈 봤다")])
+            [[(3, 7)]]
+        """
+        self.span_type = span_type
+        self.model = NgramBaseline(self.LABEL, Problem.SINGLE, use_context=True, **ngram_options)
+
+    def _words(self, example: Example) -> list[Example]:
+        """One example per word of `example`: the word as text, its neighbours as context, "inside" from gold."""
+        words = eojeol_offsets(example.text)
+        covered = spans_to_offsets(example.spans.get(self.span_type, []))
+        out = []
+        for i, (start, end) in enumerate(words):
+            neighbours = [example.text[s:e] for s, e in (words[i - 1:i] + words[i + 1:i + 2])]
+            inside = 2 * sum(j in covered for j in range(start, end)) > end - start
+            out.append(Example(f"{example.id}:{i}", example.text[start:end], context=" ".join(neighbours) or "∅",
+                               labels={self.LABEL: inside}))
+        return out
+
+    def fit(self, examples: Sequence[Example]) -> "TokenNgramTagger":
+        """Fit the word classifier on every word of the training texts."""
+        self.model.fit([word for ex in examples for word in self._words(ex)])
+        return self
+
+    def predict(self, examples: Sequence[Example]) -> list[list[Span]]:
+        """The spans of each text: runs of predicted words, the whitespace between them included."""
+        words = [self._words(ex) for ex in examples]
+        flat = self.model.predict([w for ws in words for w in ws])
+        out, i = [], 0
+        for ex, ws in zip(examples, words):
+            offsets = eojeol_offsets(ex.text)
+            marked = [offsets[j] for j, label in enumerate(flat[i:i + len(ws)]) if label == "true"]
+            i += len(ws)
+            spans: list[list[int]] = []
+            for start, end in marked:
+                if spans and not ex.text[spans[-1][1]:start].strip():
+                    spans[-1][1] = end
+                else:
+                    spans.append([start, end])
+            out.append([(s, e) for s, e in spans])
+        return out
+
+
 # --------------------------------------------------------------------------- hybrid
 
 
@@ -295,13 +384,14 @@ LABEL_SCORES: dict[Problem, Callable[..., dict[str, Any]]] = {Problem.SINGLE: si
 def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Optional[str],
                   problem: Problem = Problem.SINGLE, span_type: Optional[str] = None,
                   ngram_options: Optional[dict[str, Any]] = None,
-                  lexicon_options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+                  lexicon_options: Optional[dict[str, Any]] = None,
+                  span_baselines: Sequence[str] = ("lexicon",)) -> dict[str, Any]:
     """Fit every applicable baseline on `train` and score it on `test`.
 
     Label baselines run when `label` is given: "majority", "ngram", and
     "ngram_context" when any example has a context. Examples without the label (e.g.
-    MultiPICo ties) are left out of both sides. The "lexicon" span tagger runs when
-    `span_type` is given and is scored by mean character F1 (the SemEval rule).
+    MultiPICo ties) are left out of both sides. The span baselines run when `span_type` is
+    given and are scored by mean character F1 (the SemEval rule).
 
     Args:
         label: the label key, or None to run only the span baseline.
@@ -309,10 +399,13 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
         span_type: the span type for `LexiconSpanTagger`, or None.
         ngram_options: extra `NgramBaseline` arguments (e.g. ``{"max_features": 50000}``).
         lexicon_options: extra `LexiconSpanTagger` arguments.
+        span_baselines: which span baselines run: "lexicon" (`LexiconSpanTagger`), "token_ngram"
+            (`TokenNgramTagger`, with `ngram_options`) and those of `SPAN_BASELINES` ("whole_text",
+            "non_space").
 
     Returns:
-        ``{"n_train", "n_test", <baseline>: {metric: value}}`` (see `label_scores`;
-        "lexicon" has "char_f1" and "lexicon_size").
+        ``{"n_train", "n_test", <baseline>: {metric: value}}`` (see `label_scores`; a span
+        baseline has "char_f1", "lexicon" also "lexicon_size").
 
     Example:
         >>> train = [Example("1", "bad idiot", labels={"off": True}, spans={"OFF": [(4, 9)]}),
@@ -337,11 +430,19 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
             predicted = [decode_probs(p, problem, model.threshold) for p in probs]
             results[name] = label_scores(gold, predicted, problem, probs)
     if span_type is not None:
-        tagger = LexiconSpanTagger(span_type, **(lexicon_options or {})).fit(train)
-        predicted_spans = tagger.predict(test)
-        results["lexicon"] = {
-            "char_f1": mean_char_f1([spans_to_offsets(s) for s in predicted_spans],
-                                    [spans_to_offsets(ex.spans.get(span_type, [])) for ex in test]),
-            "lexicon_size": len(tagger.lexicon_ or {}),
-        }
+        unknown = sorted(set(span_baselines) - {"lexicon", "token_ngram", *SPAN_BASELINES})
+        if unknown:
+            raise ArgumentError(f"unknown span baseline {unknown[0]!r}; known: lexicon, token_ngram, "
+                                f"{', '.join(SPAN_BASELINES)}")
+        golds = [spans_to_offsets(ex.spans.get(span_type, [])) for ex in test]
+        for name in span_baselines:
+            if name in SPAN_BASELINES:
+                predicted_spans = SPAN_BASELINES[name](test)
+            else:
+                tagger: Any = (LexiconSpanTagger(span_type, **(lexicon_options or {})) if name == "lexicon"
+                               else TokenNgramTagger(span_type, **(ngram_options or {}))).fit(train)
+                predicted_spans = tagger.predict(test)
+            results[name] = {"char_f1": mean_char_f1([spans_to_offsets(s) for s in predicted_spans], golds)}
+            if name == "lexicon":
+                results[name]["lexicon_size"] = len(tagger.lexicon_ or {})
     return results

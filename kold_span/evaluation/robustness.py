@@ -5,6 +5,9 @@ disguised (`text.perturb.perturb_example`, gold spans mapped onto the disguised 
 each with `evaluate_examples` (the scoring of `kold-span evaluate`). Only the texts a kind changed
 are predicted again; the others keep their clean prediction. It also counts false positives on
 benign texts (no gold span, every label negative): the share that gets a span or a positive label.
+With `twins` (the same texts in another variety: KOLD's comments rewritten in Gyeongsang dialect), the
+examples that have a twin are scored as given and as their twin (`measure_twins`), the drop per
+metric beside the evasion kinds' drops.
 `render_markdown`, `plot_drops` and `write_report` turn the result into robustness.md, .png, .json.
 
 The model is anything with `predict_examples(examples, batch_size)` yielding `predict`'s rows
@@ -113,9 +116,70 @@ def benign_flagged(gold: Sequence[Example], preds: dict[str, dict[str, Any]],
     return len(benign), flagged / len(benign)
 
 
+def twin_key(example: Example) -> str:
+    """What pairs an example with its twin: its `meta["group"]` (a comment and its rewrite share one), else its id.
+
+    Example:
+        >>> twin_key(Example("c:7:dialect", "..", meta={"group": "c:7"})), twin_key(Example("c:7", ".."))
+        ('c:7', 'c:7')
+    """
+    return str(example.meta.get("group", example.id))
+
+
+def twin_pairs(gold: Sequence[Example], twins: Sequence[Example]) -> list[tuple[Example, Example]]:
+    """Each gold example that has a twin, with it, in gold's order; a key given to two twins is a `DataError`.
+
+    Example:
+        >>> gold = [Example("1", "바보냐"), Example("2", "좋네")]
+        >>> [(g.id, t.id) for g, t in twin_pairs(gold, [Example("2:dialect", "좋데이", meta={"group": "2"})])]
+        [('2', '2:dialect')]
+    """
+    by_key: dict[str, Example] = {}
+    for twin in twins:
+        key = twin_key(twin)
+        if key in by_key:
+            raise DataError(f"two twins share the group {key!r} ({by_key[key].id!r} and {twin.id!r}): each text "
+                            "may have one twin")
+        by_key[key] = twin
+    return [(ex, by_key[twin_key(ex)]) for ex in gold if twin_key(ex) in by_key]
+
+
+def measure_twins(pairs: Sequence[tuple[Example, Example]], clean_preds: dict[str, dict[str, Any]], predict: Predict,
+                  metrics: Sequence[str], policy: str = "semeval", negative: Sequence[str] = ("false",),
+                  name: str = "twins") -> dict[str, Any]:
+    """The paired texts scored as given (`clean_preds`) and as their twins, each metric's drop, benign twins flagged.
+
+    Example:
+        >>> pairs = [(Example("1", "너 바보냐", spans={"OFF": [(2, 4)]}),
+        ...           Example("1:d", "니 바보가", spans={"OFF": [(2, 4)]}, meta={"group": "1"}))]
+        >>> clean = {"1": {"labels": {}, "spans": {"OFF": [(2, 4)]}}}
+        >>> out = measure_twins(pairs, clean, lambda exs: {e.id: {"labels": {}, "spans": {"OFF": [(0, 4)]}}
+        ...                                                for e in exs}, ["span/OFF/char_f1"], name="dialect")
+        >>> out["standard"], round(out["twin"]["span/OFF/char_f1"], 4), round(out["drop"]["span/OFF/char_f1"], 4)
+        ({'span/OFF/char_f1': 1.0}, 0.6667, 0.3333)
+        >>> out["pairs"], out["changed"]  # the one pair's texts differ
+        (1, 1.0)
+    """
+    standard, twins = [g for g, _ in pairs], [t for _, t in pairs]
+    standard_scores = evaluate_examples(standard, clean_preds, policy)
+    span_types = {t for p in clean_preds.values() for t in p["spans"]}
+    preds = {i: {"labels": p["labels"], "spans": {**dict.fromkeys(span_types, []), **p["spans"]}}
+             for i, p in predict(twins).items()}
+    twin_scores = evaluate_examples(twins, preds, policy)
+    out: dict[str, Any] = {"name": name, "pairs": len(pairs),
+                           "changed": sum(g.text != t.text for g, t in pairs) / max(len(pairs), 1),
+                           "standard": {m: standard_scores.get(m) for m in metrics},
+                           "twin": {m: twin_scores.get(m) for m in metrics}}
+    out["drop"] = {m: None if out["standard"][m] is None or out["twin"][m] is None
+                   else out["standard"][m] - out["twin"][m] for m in metrics}
+    out["benign_flagged"] = benign_flagged(twins, preds, negative)[1]
+    return out
+
+
 def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[EvasionKind, str]], seeds: int = 1,
             word_probability: float = 0.5, targets: Union[Targets, str] = Targets.ALL, policy: str = "semeval",
-            negative: Sequence[str] = ("false",)) -> dict[str, Any]:
+            negative: Sequence[str] = ("false",), twins: Optional[Sequence[Example]] = None,
+            twins_name: str = "twins") -> dict[str, Any]:
     """Scores on `gold` as written and under each perturbation kind, `seeds` seeds each.
 
     Args:
@@ -126,11 +190,15 @@ def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[Eva
         targets: "all" words, or only words inside gold "spans".
         policy: the empty-gold rule of the span F1 (as `kold-span evaluate --policy`).
         negative: label values that mean "nothing to flag" (the benign texts' labels).
+        twins: the same texts in another variety, paired with `gold` by `twin_key` (those without a
+            twin are left out of that comparison); None for none.
+        twins_name: what the twins are called in the report (e.g. "dialect").
 
     Returns:
         A JSON-ready dict: the settings, the headline `metrics`, the `clean` scores, and per kind
         the share of texts it changed, the perturbed scores (each seed's, mean, sd), the drop
-        against clean (clean − perturbed mean) and the benign texts flagged.
+        against clean (clean − perturbed mean) and the benign texts flagged; with `twins`, under
+        "twins" what `measure_twins` reports.
     """
     ids = [ex.id for ex in gold]
     if len(set(ids)) != len(ids):
@@ -164,6 +232,12 @@ def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[Eva
                          "scores": {m: scores.get(m) for m in metrics},
                          "benign_flagged": benign_flagged(disguised, preds, negative)[1]})
         result["kinds"][kind.value] = summarize_runs(runs, result["clean"])
+    if twins is not None:
+        pairs = twin_pairs(gold, twins)
+        if not pairs:
+            raise DataError(f"none of the {len(twins)} twins shares a group (meta.group) or an id with the "
+                            f"{len(gold)} gold examples")
+        result["twins"] = measure_twins(pairs, clean_preds, predict, metrics, policy, negative, twins_name)
     return result
 
 
@@ -218,8 +292,9 @@ def render_markdown(report: dict[str, Any], command: str = "") -> str:
     if command:
         lines += ["```", command, "```", ""]
     benign = report["benign"]
-    lines += [f"{report['examples']} examples; words disguised: {report['targets']} words, each with probability "
-              f"{report['word_probability']}; perturbation seeds: {len(report['seeds'])}; span F1 policy: "
+    disguised = (f"words disguised: {report['targets']} words, each with probability {report['word_probability']}; "
+                 f"perturbation seeds: {len(report['seeds'])}" if report["kinds"] else "no evasion kind scored")
+    lines += [f"{report['examples']} examples; {disguised}; span F1 policy: "
               f"{report['policy']}. Drop = clean − perturbed (mean ± sd over the seeds); \"benign flagged\": the "
               f"share of the {benign['texts']} benign texts (no gold span, labels in {benign['negative']}) that "
               "get a span or a positive label.", ""]
@@ -240,6 +315,18 @@ def render_markdown(report: dict[str, Any], command: str = "") -> str:
             row += [_number(stats["mean"], stats["sd"]), _number(entry["drop"][m])]
         row.append(_percent(entry["benign_flagged"]["mean"]))
         lines.append("| " + " | ".join(row) + " |")
+    twins = report.get("twins")
+    if twins:
+        row = [f"{twins['name']} ({twins['pairs']} twins)", _percent(twins["changed"])]
+        for m in metrics:
+            row += [_number(twins["twin"][m]), _number(twins["drop"][m])]
+        row.append(_percent(twins["benign_flagged"]))
+        lines += ["| " + " | ".join(row) + " |", "",
+                  f"{twins['name']}: the {twins['pairs']} texts with a twin (paired by meta.group, else id), scored "
+                  "as given and as their twin; the row's drop is against these texts as given, not the clean row:",
+                  "", "| metric | as given | " + twins["name"] + " | drop |", "|---|---|---|---|"]
+        lines += [f"| {m} | {_number(twins['standard'][m])} | {_number(twins['twin'][m])} | "
+                  f"{_number(twins['drop'][m])} |" for m in metrics]
     return "\n".join(lines) + "\n"
 
 
@@ -256,6 +343,10 @@ def plot_drops(report: dict[str, Any], target: Union[Path, io.BytesIO]) -> None:
     metric = report["metrics"][0] if report["metrics"] else None
     drops = [(report["kinds"][k]["drop"].get(metric) or 0.0) if metric else 0.0 for k in kinds]
     sds = [(report["kinds"][k]["perturbed"][metric]["sd"] or 0.0) if metric else 0.0 for k in kinds]
+    if report.get("twins"):  # one bar more: the twins' drop against the same texts as given
+        kinds.append(report["twins"]["name"])
+        drops.append((report["twins"]["drop"].get(metric) or 0.0) if metric else 0.0)
+        sds.append(0.0)
     fig = Figure(figsize=(6, 1.2 + 0.3 * max(1, len(kinds))), dpi=90)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
