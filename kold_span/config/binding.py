@@ -96,8 +96,11 @@ def _check_bounds(value: Any, bounds: Bounds, where: str, key: str) -> None:
     if isinstance(value, list):
         for i, item in enumerate(value):
             _check_bounds(item, bounds, where, f"{key}[{i}]")
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not bounds.holds(value):
-        raise ConfigError(f"{where}: key '{key}' must be {bounds.describe()}, got {_shown(value)}")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not bounds.holds(value):
+            raise ConfigError(f"{where}: key '{key}' must be {bounds.describe()}, got {_shown(value)}")
+        if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:  # what torch and numpy take
+            raise ConfigError(f"{where}: key '{key}' must be a whole number of at most 64 bits, got {_shown(value)}")
 
 
 def check_bounds(instance: Any, where: str, prefix: str = "") -> None:
@@ -190,8 +193,6 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
         raise ConfigError(f"{where}: key '{key}' must be true or false, got {_shown(value)}")
     if hint in (int, float) and isinstance(value, bool):
         raise ConfigError(f"{where}: key '{key}' must be a number, got {_shown(value)}")
-    if hint is int and isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:  # torch and numpy take 64 bits
-        raise ConfigError(f"{where}: key '{key}' must be a whole number of at most 64 bits, got {_shown(value)}")
     if not isinstance(value, hint):
         raise ConfigError(f"{where}: key '{key}' must be {hint.__name__}, got {_shown(value)}")
     return value
