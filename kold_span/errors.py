@@ -7,7 +7,8 @@ those before still do.
 Which to raise: a mistake the user can fix is one of these, named by where it was made
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
-to a function or a command-line option, `OutputInUseError` an output another run is writing);
+to a function or a command-line option, `OutputInUseError` an output another run is writing, `NonFiniteError`
+a number that came out NaN or infinite: a training that diverged);
 their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
 follow, every subclass defined here. A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
@@ -48,6 +49,11 @@ class ArgumentError(KoldSpanError, ValueError):
 
 class OutputInUseError(KoldSpanError, RuntimeError):
     """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""
+
+
+class NonFiniteError(KoldSpanError, FloatingPointError):
+    """A number that must be finite came out NaN or infinite: a loss or gradient norm in training (the run
+    diverged), or a value about to be written as JSON, which has no NaN or Infinity."""
 
 
 class UnfinishedOutputError(DataError):

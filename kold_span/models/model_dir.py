@@ -25,7 +25,8 @@ import torch
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
-from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
+from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, encoder_from_config,
+                                        save_tokenizer)
 from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
@@ -80,7 +81,7 @@ class ModelDir:
         except RuntimeError as err:
             raise ModelFormatError(f"{self.path / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
-        _check_forward(model, tokenizer, path)
+        _check_forward(model, tokenizer, path, config["max_length"])
         return model, tokenizer
 
     def companions(self) -> dict[str, Companion]:
@@ -235,6 +236,7 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     if "auto_map" in config["encoder"]:
         raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
                                "directory is data and never runs code from it")
+    check_encoder_size(config["encoder"], f"{path}: key 'encoder'", ModelFormatError)
     tasks = config["tasks"]
     names = [task["name"] for task in tasks]
     for i, task in enumerate(tasks):
@@ -332,22 +334,46 @@ def _check_gates(tasks: Sequence[Task], path: Path) -> None:
                                    f"its labels are {list(by_name[task.gate].labels)}")
 
 
-def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path) -> None:
-    """One tiny forward pass at load: an encoder config value that builds but cannot run is a `ModelFormatError`.
+def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path, max_length: int) -> None:
+    """Two forward passes at load, a tiny one and one of a whole window: what would fail or give NaN mid-way through
+    a user's file is a `ModelFormatError` now.
 
     transformers checks few of an encoder config's values when it builds the model; a wrong type
-    (a float for a list, a string for a number) shows only when it runs, which would be mid-way
-    through a user's file.
+    (a float for a list, a string for a number) shows only when it runs, a `max_length` longer
+    than the encoder's position table only on a long text, a tokenizer larger than the embedding
+    table only on a rare token, and weights or a config value (layer_norm_eps below 0) that give
+    NaN in every probability only in the output.
     """
+    table = model.encoder.get_input_embeddings().num_embeddings
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest >= table:
+        raise ModelFormatError(f"{path}: the tokenizer has ids up to {largest}, beyond the encoder's embedding table "
+                               f"of {table} rows (key 'encoder.vocab_size'); the tokenizer is not this model's")
     enc = tokenizer("가", "a", verbose=False)
     inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
     types = enc.get("token_type_ids")
-    try:
-        with torch.inference_mode():
-            model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
-    except Exception as err:
-        raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
-                               f"({type(err).__name__}: {str(err)[:200]})") from err
+    # A window of max_length tokens, none of them padding (RoBERTa-style encoders number only those).
+    filler = next(i for i in (tokenizer.cls_token_id, tokenizer.bos_token_id, tokenizer.unk_token_id, 0)
+                  if i is not None)
+    window = torch.full((1, max_length), filler, dtype=torch.long)
+    with torch.inference_mode():
+        try:
+            logits = model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
+        except Exception as err:
+            raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
+                                   f"({type(err).__name__}: {str(err)[:200]})") from err
+        try:
+            model(window, torch.ones_like(window), torch.zeros_like(window) if types is not None else None)
+        except (IndexError, RuntimeError) as err:
+            limit = model.encoder.config.to_dict().get("max_position_embeddings")
+            raise ModelFormatError(f"{path}: key 'max_length' ({max_length}) is longer than the encoder reads "
+                                   f"(max_position_embeddings: {limit}) ({type(err).__name__}: "
+                                   f"{str(err).splitlines()[0][:150] if str(err) else ''})") from err
+    broken = [name for name, value in logits.items() if not bool(torch.isfinite(value).all())]
+    if broken:
+        raise ModelFormatError(f"{path}: the model's outputs for task(s) {', '.join(broken)} are NaN or infinite "
+                               "(its weights hold NaN, or the key 'encoder' a value such as layer_norm_eps below 0); "
+                               "it cannot predict")
 
 
 def _load_weights(path: Path) -> dict[str, torch.Tensor]:

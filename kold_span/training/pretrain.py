@@ -191,7 +191,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) 
     from kold_span.models.backbones import (attach_morpheme_pretokenizer, save_tokenizer, scratch_encoder,
                                             train_tokenizer)
     from kold_span.training.resume import EpochEndCheckpoint
-    from kold_span.training.run import trainer_for
+    from kold_span.training.run import check_trainer_settings, trainer_for
 
     def say(message: str) -> None:
         if not quiet:
@@ -202,6 +202,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) 
     last = run_dir / "checkpoints" / "last.ckpt"
     if resume and not last.exists():
         raise FileNotFoundError(f"--resume: {last} does not exist (a run that never finished an epoch?)")
+    check_trainer_settings(_trainer_config(config, 1))
     if config.threads:
         torch.set_num_threads(config.threads)
     pl.seed_everything(config.seed, workers=True, verbose=False)

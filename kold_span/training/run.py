@@ -23,7 +23,7 @@ import numpy as np
 from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.perspectives import trait_phrase
-from kold_span.errors import ConfigError, DataError
+from kold_span.errors import ConfigError, DataError, NonFiniteError
 from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.kinds import build_tasks
@@ -113,6 +113,7 @@ def build(config: Config, resume: bool = False) -> Built:
     from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
 
+    check_trainer_settings(config.trainer)
     slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_native_bf16())
     if slow:
         warnings.warn(slow, stacklevel=3)
@@ -264,6 +265,44 @@ def lightning_trainer(built: Built, quiet: bool = False):
     return trainer, checkpoint, monitor
 
 
+LIGHTNING_KEYS = ("accelerator", "devices", "strategy", "precision", "num_nodes")
+
+
+def check_trainer_settings(tc: TrainerConfig) -> None:
+    """A `ConfigError` naming the trainer key Lightning refuses (an unknown accelerator, strategy or precision,
+    GPUs this machine lacks), before any data is read; and more CPU processes than the machine has CPUs.
+
+    Lightning is asked by building a Trainer of these settings, which starts nothing. Its
+    message names what it refuses; the key named first in it is the key reported.
+    """
+    import os
+
+    import pytorch_lightning as pl
+
+    settings = {key: getattr(tc, key) for key in LIGHTNING_KEYS if hasattr(tc, key)}
+    shown = ", ".join(f"trainer.{key}={value!r}" for key, value in settings.items())
+    lightning_log = logging.getLogger("pytorch_lightning")
+    level = lightning_log.level
+    try:
+        # Quiet: "GPU available: False" and the like are said again by the Trainer that trains.
+        lightning_log.setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                                 enable_model_summary=False, **settings)
+    except Exception as err:  # Lightning's MisconfigurationException, ValueError, TypeError, a missing package
+        message = " ".join(str(err).split())[:300]
+        named = min((key for key in settings if key in message.lower()), key=message.lower().find, default=None)
+        keys = f"trainer.{named}={settings[named]!r}" if named else shown
+        raise ConfigError(f"{keys}: Lightning cannot train with it ({type(err).__name__}: {message})") from None
+    finally:
+        lightning_log.setLevel(level)
+    cpus = os.cpu_count() or 1
+    if trainer.accelerator.__class__.__name__ == "CPUAccelerator" and trainer.num_devices > cpus:
+        raise ConfigError(f"trainer.devices={tc.devices!r}: {trainer.num_devices} training processes on a machine of "
+                          f"{cpus} CPUs; use at most {cpus} (or accelerator: gpu)")
+
+
 def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks: Sequence[Any] = (),
                 latest: Optional[Any] = None, **options: Any):
     """The Lightning Trainer of `train` and `pretrain`, with `callbacks` and Trainer `options` added.
@@ -271,13 +310,15 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
     It writes checkpoints/last.ckpt every epoch (`latest` replaces the ModelCheckpoint that does)
     and every `tc.checkpoint_every_n_steps` optimizer steps inside one, random state and the
     training loader's place in the epoch included; logs the learning rate, CSV and TensorBoard
-    logs, progress lines off a terminal; and averages weights with `tc.ema_decay`.
+    logs, progress lines off a terminal; averages weights with `tc.ema_decay`; and stops with a
+    `NonFiniteError` at a loss or gradient norm that is not finite (`training.divergence`).
     """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     from kold_span.training.averaging import WeightEMA
+    from kold_span.training.divergence import StopOnNonFinite
     from kold_span.training.progress import progress_callbacks
     from kold_span.training.resume import LoaderPosition, RandomState, StepCheckpoint
 
@@ -287,7 +328,7 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
         latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                                  enable_version_counter=False)
     callbacks = [*callbacks, latest, LearningRateMonitor(logging_interval="step"), RandomState(),
-                 LoaderPosition()]
+                 LoaderPosition(), StopOnNonFinite()]
     every = getattr(tc, "checkpoint_every_n_steps", None)  # pretrain's config has no such key
     if every:
         callbacks.append(StepCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
@@ -393,7 +434,8 @@ def tokenizer_texts(examples: list[Example]) -> list[str]:
 
 
 def check_window_length(encoder: Any, max_length: int) -> None:
-    """A `ConfigError` unless the encoder reads a window of `max_length` tokens (one forward pass of one window).
+    """A `ConfigError` unless the encoder reads a window of `max_length` tokens (one forward pass of one window),
+    and a `NonFiniteError` if what it gives is not finite.
 
     Asking the model is the one check that holds for every architecture: RoBERTa-style encoders
     reserve position slots for padding, others count positions from zero.
@@ -403,12 +445,15 @@ def check_window_length(encoder: Any, max_length: int) -> None:
     ids = torch.zeros((1, max_length), dtype=torch.long)
     try:
         with torch.no_grad():
-            encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
+            output = encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
     except (IndexError, RuntimeError) as err:
         limit = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
         raise ConfigError(f"model.max_length={max_length}: the encoder cannot read windows that long (its "
                           f"max_position_embeddings is {limit}; RoBERTa-style encoders keep 2 of them for "
                           "padding); lower model.max_length (long texts are read in overlapping windows)") from err
+    if not bool(torch.isfinite(output[0]).all()):
+        raise NonFiniteError("the encoder's outputs are NaN or infinite before any training: its weights hold NaN, "
+                             "or its config a value such as layer_norm_eps below 0")
 
 
 def emulated_bf16_warning(trainer: TrainerConfig, cuda_available: bool, native_bf16: bool) -> Optional[str]:

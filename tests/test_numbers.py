@@ -1,0 +1,121 @@
+"""Numbers that must be finite: training stops when its loss or gradients are not, a model whose outputs are not
+is refused at load, and nothing the package writes as JSON holds NaN or Infinity (issue 54)."""
+import json
+
+import pytest
+import torch
+
+from kold_span.config.loading import load_config
+from kold_span.errors import NonFiniteError
+
+from conftest import FIXTURE, TINY, untrained_model
+
+
+def tiny_config(tmp_path, *overrides):
+    return load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r", "trainer.max_epochs=3",
+                              *overrides])
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return untrained_model(tmp_path_factory.mktemp("untrained") / "model")
+
+
+def encoder_directory(model_dir, folder, **config_changes):
+    """The untrained model's encoder as an encoder directory (config, weights, tokenizer), its config changed."""
+    from kold_span.inference.predictor import Predictor
+
+    predictor = Predictor.from_pretrained(model_dir)
+    encoder = predictor.model.encoder
+    for key, value in config_changes.items():
+        setattr(encoder.config, key, value)
+    encoder.save_pretrained(str(folder))
+    predictor.tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_run_whose_loss_diverges_stops_naming_the_step(tmp_path):
+    from kold_span.training.run import train
+
+    config = tiny_config(tmp_path, "trainer.lr=1e30", "trainer.warmup_ratio=0", "trainer.gradient_clip_val=null")
+    with pytest.raises(NonFiniteError, match=r"^training stopped: the (loss|gradients' norm) is (nan|inf) after "
+                                             r"[1-9]\d* optimizer steps; lower trainer.lr"):
+        train(config, quiet=True)
+    assert not (tmp_path / "tiny" / "r" / "model").exists()  # no NaN model exported
+
+
+def test_an_encoder_that_gives_nan_is_refused_before_training(tmp_path, model_dir):
+    from kold_span.training.run import train
+
+    encoder = encoder_directory(model_dir, tmp_path / "encoder", layer_norm_eps=-1.0)
+    config = tiny_config(tmp_path, "model.encoder.scratch=null", f"model.encoder.name_or_path={encoder}",
+                         "model.max_length=32", "model.stride=8")
+    with pytest.raises(NonFiniteError, match="the encoder's outputs are NaN or infinite before any training"):
+        train(config, quiet=True)
+
+
+def edited_copy(model_dir, folder, change):
+    """A copy of the model directory whose config.json `change(config)` edits, its manifest written again."""
+    import shutil
+
+    from kold_span.models.manifest import write_manifest
+
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    change(config)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_manifest(folder)
+    return folder
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["encoder"].update(layer_norm_eps=-1.0), r"the model's outputs for task\(s\) OFF, OFF_span are NaN"),
+    (lambda c: c.update(max_length=300), r"key 'max_length' \(300\) is longer than the encoder reads "
+                                         r"\(max_position_embeddings: 64\)"),
+    (lambda c: c["encoder"].update(num_hidden_layers=100000),
+     r"key 'encoder': num_hidden_layers must be a whole number from 1 to 256, got 100000"),
+])
+def test_a_model_that_cannot_predict_is_refused_at_load(model_dir, tmp_path, change, message):
+    from kold_span.errors import ModelFormatError
+    from kold_span.inference.predictor import Predictor
+
+    copy = edited_copy(model_dir, tmp_path / "model", change)
+    with pytest.raises(ModelFormatError, match=f"^{copy / 'config.json'}: {message}"):
+        Predictor.from_pretrained(copy)
+
+
+def test_nan_weights_are_refused_at_load_and_by_predict(model_dir, tmp_path, capsys):
+    from kold_span.cli import main
+    from kold_span.errors import ModelFormatError
+    from kold_span.inference.predictor import Predictor
+
+    predictor = Predictor.from_pretrained(model_dir)
+    with torch.no_grad():
+        predictor.model.heads["OFF"].weight[0, 0] = float("nan")
+    broken = predictor.save_pretrained(tmp_path / "nan")
+    with pytest.raises(ModelFormatError, match=r"outputs for task\(s\) OFF are NaN or infinite"):
+        Predictor.from_pretrained(broken)
+    source = tmp_path / "in.txt"
+    source.write_text("너 바보냐\n", encoding="utf-8")
+    assert main(["predict", "--model", str(broken), "--input", str(source), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert "outputs for task(s) OFF are NaN" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_tokenizer_larger_than_the_embedding_table_is_refused_at_load(model_dir, tmp_path):
+    from kold_span.config.schema import ScratchEncoderConfig
+    from kold_span.errors import ModelFormatError
+    from kold_span.inference.predictor import Predictor
+    from kold_span.models.backbones import scratch_encoder
+    from kold_span.models.network import MultiTaskModel
+
+    predictor = Predictor.from_pretrained(model_dir)
+    small = scratch_encoder(ScratchEncoderConfig(vocab_size=50, hidden_size=32, layers=1, heads=2,
+                                                 intermediate_size=64, max_position=64), 50, 0)
+    assert len(predictor.tokenizer) > 50
+    mismatched = Predictor(MultiTaskModel(small, predictor.tasks), predictor.tokenizer, predictor.tasks,
+                           max_length=32, stride=8, snap="none").save_pretrained(tmp_path / "small")
+    with pytest.raises(ModelFormatError, match=r"the tokenizer has ids up to \d+, beyond the encoder's embedding "
+                                               r"table of 50 rows"):
+        Predictor.from_pretrained(mismatched)
