@@ -51,7 +51,7 @@ class OutputInUseError(KoldSpanError, RuntimeError):
     """An output file another run is writing now (its lock is taken): refused instead of mixing the two runs."""
 
 
-class NonFiniteError(KoldSpanError, FloatingPointError):
+class NonFiniteError(KoldSpanError, ValueError):
     """A number that must be finite came out NaN or infinite: a loss or gradient norm in training (the run
     diverged), or a value about to be written as JSON, which has no NaN or Infinity."""
 

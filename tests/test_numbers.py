@@ -119,3 +119,50 @@ def test_a_tokenizer_larger_than_the_embedding_table_is_refused_at_load(model_di
     with pytest.raises(ModelFormatError, match=r"the tokenizer has ids up to \d+, beyond the encoder's embedding "
                                                r"table of 50 rows"):
         Predictor.from_pretrained(mismatched)
+
+
+# json.dumps calls that write nothing: a cache key, a comparison, a grouping key.
+NOT_WRITTEN = {"config/saved.py", "training/datamodule.py", "service/model.py"}
+
+
+def test_every_json_the_package_writes_goes_through_json_text():
+    import ast
+
+    from conftest import PACKAGE
+
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in ("dumps", "dump")
+                    and isinstance(node.value, ast.Name) and node.value.id == "json"):
+                found.append(name)
+    assert sorted(set(found) - NOT_WRITTEN) == ["data/jsonl.py"]  # json_text itself
+
+
+def test_a_prediction_holding_nan_is_refused_not_written():
+    from kold_span.data.example import Example
+    from kold_span.inference.outputs import output_row
+
+    prediction = {"labels": {"OFF": {"label": False, "probs": {"false": float("nan"), "true": float("nan")}}},
+                  "spans": []}
+    with pytest.raises(NonFiniteError, match=r"^the prediction of row '7': labels.OFF.probs.false is nan, "
+                                             r"which JSON cannot hold$"):
+        output_row(Example(id="7", text="바보"), prediction)
+
+
+def test_a_converted_label_holding_nan_is_refused_and_nothing_is_written(tmp_path, capsys):
+    from kold_span.cli import main
+
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "1", "text": "바보", "labels": {"score": NaN}}\n', encoding="utf-8")
+    assert main(["convert", "jsonl", str(source), str(tmp_path / "out.jsonl")]) == 2
+    assert "example '1': labels.score is nan, which JSON cannot hold" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_undefined_scores_are_written_as_null():
+    from kold_span.data.jsonl import finite_or_null, json_text
+
+    assert json.loads(json_text(finite_or_null({"dev": {"OFF/f1": float("nan")}, "best": float("inf")}))) == {
+        "dev": {"OFF/f1": None}, "best": None}

@@ -24,8 +24,6 @@ Example:
 from __future__ import annotations
 
 import io
-import json
-import math
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -39,6 +37,7 @@ from kold_span.agreement.render import render_markdown
 from kold_span.agreement.stats import bias_stats, entropy_stats, label_stats, span_stats
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example
+from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import ArgumentError, DataError
 
 DEFAULT_WEIGHTS = "quadratic"  # of the weighted kappa at level ordinal
@@ -158,7 +157,7 @@ def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[P
     out = Path(out_dir)
     paths = [out / name for name in FILES]
     markdown = render_markdown(report)
-    data = json.dumps(_json_ready(report), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    data = json_text(finite_or_null(report), indent=1) + "\n"
     heatmap, histogram = io.BytesIO(), io.BytesIO()
     plot_kappa_heatmap(report, heatmap)
     plot_entropy_hist(report, histogram)
@@ -168,17 +167,6 @@ def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[P
         with atomic_write(path, "wb") as f:
             f.write(image.getvalue())
     return paths
-
-
-def _json_ready(value: Any) -> Any:
-    """NaN → None and tuples → lists, recursively."""
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    return value
 
 
 def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,

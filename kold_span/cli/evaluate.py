@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -30,12 +29,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Print the score table; with --out, also write the scores as JSON."""
     from kold_span.data.atomic import check_outputs_apart, write_text_atomic
+    from kold_span.data.jsonl import finite_or_null, json_text
     from kold_span.evaluation.prediction_files import evaluate_files
 
     check_outputs_apart({"--out": args.out}, {"--gold": args.gold, "--pred": args.pred})
     report = evaluate_files(Path(args.gold), Path(args.pred), policy=args.policy, lenient=args.lenient)
     print(report.table())
     if args.out:
-        write_text_atomic(args.out, json.dumps(report.scores, indent=1, ensure_ascii=False))
+        write_text_atomic(args.out, json_text(finite_or_null(report.scores), indent=1))
         print(f"wrote {args.out}")
     return 0

@@ -25,6 +25,7 @@ from torch import nn
 
 from kold_span.config.choices import Quantization
 from kold_span.data.atomic import write_text_atomic
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.inputs import iter_inputs
 from kold_span.inference.predictor import Predictor
@@ -110,7 +111,7 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
         graph.replace(directory / entry.file)  # the temporary folder is inside the directory: one file system
     previous = config.get(ONNX_KEY)
     config[ONNX_KEY] = entry.to_dict()
-    write_text_atomic(directory / CONFIG_NAME, json.dumps(config, indent=1, ensure_ascii=False))
+    write_text_atomic(directory / CONFIG_NAME, json_text(config, indent=1))
     if isinstance(previous, dict) and previous.get("file") not in (None, entry.file) \
             and Path(str(previous["file"])).name == previous["file"]:
         (directory / previous["file"]).unlink(missing_ok=True)  # one graph per directory

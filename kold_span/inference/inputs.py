@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from kold_span.data.bad_records import BadRecords, SkipReport
 from kold_span.data.example import Example, context_problem, text_problem
-from kold_span.data.jsonl import parse_json_line, utf8_lines
+from kold_span.data.jsonl import json_text, parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ def id_text(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return json_text(value)
     except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say)
         return str(value)
 

@@ -30,6 +30,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 from kold_span.config.choices import OutputFormat, TaskKind
 from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
+from kold_span.data.jsonl import json_text
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
 from kold_span.inference.inputs import prediction_record
@@ -65,7 +66,7 @@ def output_row(example: Example, prediction: dict[str, Any]) -> str:
         >>> output_row(Example(id="7", text="좋은 기사"), {"id": "7", "labels": {}, "spans": []})
         '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
     """
-    return json.dumps(prediction_record(example, prediction), ensure_ascii=False)
+    return json_text(prediction_record(example, prediction), what=f"the prediction of row {example.id!r}")
 
 
 def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -170,7 +171,7 @@ def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind
         # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
         out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind is OutputFormat.JSONL))
         if not kept:
-            options_file.write_text(json.dumps(options, ensure_ascii=False) + "\n", encoding="utf-8")
+            options_file.write_text(json_text(options) + "\n", encoding="utf-8")
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
         span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
         page = stack.enter_context(html_page(html, span_types)) if html else None
@@ -274,7 +275,7 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
     count, group = 0, []
     with pq.ParquetWriter(target, schema) as writer:
         for row in rows:
-            group.append({**row, "labels": json.dumps(row.get("labels", {}), ensure_ascii=False)})
+            group.append({**row, "labels": json_text(row.get("labels", {}))})
             count += 1
             if len(group) >= PARQUET_GROUP_ROWS:
                 writer.write_table(pa.Table.from_pylist(group, schema=schema))

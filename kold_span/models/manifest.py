@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Iterator, Optional, Union
 
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ModelFormatError
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def write_manifest(directory: Union[str, Path]) -> Path:
     files = {name: {"sha256": file_digest(directory / name), "bytes": (directory / name).stat().st_size}
              for name in model_files(directory)}
     path = directory / MANIFEST_NAME
-    path.write_text(json.dumps({"version": MANIFEST_VERSION, "files": files}, indent=1) + "\n", encoding="utf-8")
+    path.write_text(json_text({"version": MANIFEST_VERSION, "files": files}, indent=1) + "\n", encoding="utf-8")
     return path
 
 

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import torch
 
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, encoder_from_config,
                                         save_tokenizer)
@@ -142,7 +142,8 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
         if source.resolve() != (directory / name).resolve():
             shutil.copyfile(source, directory / name)
     config = {"format_version": FORMAT_VERSION, **config}
-    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+    (directory / CONFIG_NAME).write_text(json_text(config, indent=1, what=str(directory / CONFIG_NAME)),
+                                        encoding="utf-8")
     state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_NAME))
     save_tokenizer(tokenizer, directory / TOKENIZER_DIR)

@@ -11,7 +11,6 @@ the written directory in `model.encoder.name_or_path` and fine-tune it like any 
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 import unicodedata
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Union
 
 import numpy as np
 
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, PackedEncoderError
 from kold_span.models.backbones import resolve_package_path
 
@@ -284,7 +284,7 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     build_tokenizer(packed).save_pretrained(str(out))
-    (out / "kold_span_import.json").write_text(json.dumps({
+    (out / "kold_span_import.json").write_text(json_text({
         "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
         "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
         encoding="utf-8")

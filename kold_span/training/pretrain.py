@@ -19,7 +19,6 @@ configs (a mistyped key fails with its name and the file):
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -32,7 +31,7 @@ import pytorch_lightning as pl
 import torch
 
 from kold_span.config.schema import PretrainConfig, TextSource, TrainerConfig
-from kold_span.data.jsonl import require_path, utf8_lines
+from kold_span.data.jsonl import finite_or_null, json_text, require_path, utf8_lines
 from kold_span.errors import DataError
 from kold_span.training.optim import lightning_optimizers
 from kold_span.training.sampling import LengthGroupedSampler
@@ -258,7 +257,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) 
     directory = Path(config.output)
     save_encoder_directory(directory, model, tokenizer, config)
     metrics["seconds"] = round(time.time() - started, 1)
-    (directory / METRICS_FILE).write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    (directory / METRICS_FILE).write_text(json_text(finite_or_null(metrics), indent=1), encoding="utf-8")
     perplexity = metrics["heldout_perplexity"]
     say(f"held-out masked-token loss {heldout if heldout is None else round(heldout, 4)} "
         f"(perplexity {perplexity if perplexity is None else round(perplexity, 1)}; "
@@ -300,10 +299,10 @@ def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainCo
     save_tokenizer(tokenizer, directory)
     marker = directory / TOKENIZER_MARKER
     if config.encoder.morpheme_pretokenize:
-        marker.write_text(json.dumps({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
+        marker.write_text(json_text({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
     elif marker.exists():
         marker.unlink()
-    (directory / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=1, ensure_ascii=False), encoding="utf-8")
+    (directory / CONFIG_FILE).write_text(json_text(asdict(config), indent=1), encoding="utf-8")
 
 
 def _features(tokenizer, texts: list[str], max_length: int) -> list[dict[str, list[int]]]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.example import Example, context_turns, label_str
+from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.data.perspectives import trait_phrase
 from kold_span.errors import ConfigError, DataError, NonFiniteError
 from kold_span.evaluation.task_scores import benign_scores, score
@@ -127,7 +128,7 @@ def build(config: Config, resume: bool = False) -> Built:
     extra = ngram_extra(config, splits)  # held out by the texts as read
     splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
+    (run_dir / "config.json").write_text(json_text(config.to_dict(), indent=1), encoding="utf-8")
     tasks = build_tasks(config.tasks, splits["train"])
     check_label_variety(config, tasks, splits["train"])
     tokenizer, encoder = tokenizer_and_encoder(config, splits["train"], run_dir / "tokenizer")
@@ -400,7 +401,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     if calibration.thresholds:
         results["thresholds"] = calibration.thresholds
     results["seconds"] = round(time.time() - started, 1)
-    (run_dir / "metrics.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    (run_dir / "metrics.json").write_text(json_text(finite_or_null(results), indent=1), encoding="utf-8")
     if not tc.keep_checkpoints:
         # The best weights live on in model/; the Lightning checkpoints (weights and optimizer
         # state, twice) are what makes a run directory large.
