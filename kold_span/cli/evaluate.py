@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kold_span.cli.options import non_empty_path
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `evaluate` subcommand and its options.
@@ -17,7 +19,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("evaluate", help="score predictions against gold examples")
     parser.add_argument("--gold", required=True, help="canonical examples JSONL")
     parser.add_argument("--pred", required=True, help="predictions JSONL (kold-span predict output or examples)")
-    parser.add_argument("--out", help="write the scores as JSON")
+    parser.add_argument("--out", type=non_empty_path, help="write the scores as JSON")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (default: SemEval-2021 Toxic Spans)")
     parser.add_argument("--lenient", action="store_true",

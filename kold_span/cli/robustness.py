@@ -5,7 +5,7 @@ import argparse
 import shlex
 import sys
 
-from kold_span.cli.options import positive_int, share
+from kold_span.cli.options import add_repeatable, non_empty_path, positive_int, share
 from kold_span.config.choices import EvasionKind, Precision, Targets
 
 
@@ -16,7 +16,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'm', '--input', 'dev.jsonl', '--out', 'report', '--perturb', 'nfd,leet'])
         >>> args.perturb, args.seeds, args.targets, args.word_probability, args.negative
-        ('nfd,leet', 1, 'all', 0.5, ['false'])
+        ('nfd,leet', 1, 'all', 0.5, None)
     """
     parser = subparsers.add_parser("robustness", help="score a model on a labelled file, clean and with words "
                                                       "disguised by each evasion kind")
@@ -29,7 +29,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--perturb", default="all", metavar="all|KIND,...",
                         help="the perturbation kinds (docs/ROBUSTNESS.md): all, or a comma-separated list of "
                              + ", ".join(EvasionKind.values()))
-    parser.add_argument("--out", required=True, metavar="DIR",
+    parser.add_argument("--out", required=True, metavar="DIR", type=non_empty_path,
                         help="where robustness.md, robustness.json and robustness.png are written")
     parser.add_argument("--seeds", type=positive_int, default=1, help="perturbation seeds per kind (mean ± sd)")
     parser.add_argument("--targets", choices=Targets.values(), default="all",
@@ -38,9 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="the chance of each word to be disguised (default 0.5)")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (as `kold-span evaluate`)")
-    parser.add_argument("--negative", nargs="+", default=["false"], metavar="VALUE",
-                        help="label values that mean nothing to flag, for the benign false-positive count "
-                             "(default: false; e.g. --negative false none for BEEP!'s hate: none)")
+    add_repeatable(parser, "--negative", "VALUE", "label values that mean nothing to flag, for the benign "
+                   "false-positive count (default: false; e.g. --negative false none for BEEP!'s hate: none)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
     parser.add_argument("--precision", choices=Precision.values(), default="fp32",
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_predictor([args.model], device=args.device, precision=args.precision)
     report = measure(gold, model_predictions(model, args.batch_size), kinds, seeds=args.seeds,
                      word_probability=args.word_probability, targets=args.targets, policy=args.policy,
-                     negative=args.negative)
+                     negative=args.negative or ["false"])
     # The command as typed, when this process is `kold-span ... robustness ...` (not a caller's main()).
     command = shlex.join(["kold-span", *sys.argv[1:]]) if "robustness" in sys.argv[1:3] else ""
     report = {"model": str(args.model), "input": str(args.input), **report}
