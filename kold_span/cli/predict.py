@@ -15,7 +15,8 @@ from pathlib import Path
 from kold_span.cli.options import (add_repeatable, non_empty_path, non_negative_float, positive_int,
                                    sigterm_as_interrupt)
 from kold_span.config.choices import OutputFormat, Precision, Runtime
-from kold_span.errors import ArgumentError, KoldSpanError, OutputInUseError, UnfinishedOutputError
+from kold_span.config.limits import bounded_lines
+from kold_span.errors import ArgumentError, DataError, KoldSpanError, OutputInUseError, UnfinishedOutputError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -96,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
             # by its line (of "stdin.FORMAT").
             source = Path(folder) / f"stdin.{args.format}"
             with source.open("wb") as spool:
-                shutil.copyfileobj(sys.stdin.buffer, spool)
+                if args.format == "parquet":  # binary: no lines to bound
+                    shutil.copyfileobj(sys.stdin.buffer, spool)
+                else:  # a line past the bound (an endless stream with no newline) stops here, not on a full disk
+                    spool.writelines(bounded_lines(sys.stdin.buffer, "standard input", DataError))
             return _run_local(args, source)
     return _run_local(args, Path(args.input))
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Optional, Union
 
+from kold_span.config.limits import FILE_BYTES, bounded_lines, read_bounded
 from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns, text_problem
 from kold_span.errors import DataError, NonFiniteError
@@ -81,8 +82,9 @@ def require_path(path: Union[str, Path], key: str) -> None:
 
 
 def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
-    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
-    for number, raw in enumerate(f, 1):
+    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8, or a line longer
+    than `LINE_BYTES` (`config.limits`), are a `DataError` naming the line."""
+    for number, raw in enumerate(bounded_lines(f, path, DataError), 1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -92,8 +94,9 @@ def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
 
 
 def read_utf8(path: Union[str, Path]) -> str:
-    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
-    raw = Path(path).read_bytes()
+    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8 name the line, a file
+    larger than `FILE_BYTES` (`config.limits`) is a `DataError` naming it."""
+    raw = read_bounded(path, FILE_BYTES, DataError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -34,13 +34,14 @@ from typing import IO, Any, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
+from kold_span.config.limits import FILE_BYTES, read_bounded
 from kold_span.config.loading import load_config
 from kold_span.config.saved import saved_config_changes
 from kold_span.config.schema import Config
 from kold_span.config.yaml12 import yaml_load
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.jsonl import json_text
-from kold_span.errors import ArgumentError, ConfigError
+from kold_span.errors import ArgumentError, ConfigError, DataError
 from kold_span.training.run import run_directory, train
 
 logger = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ def finished_metrics(run: PlannedRun) -> Optional[dict[str, Any]]:
     metrics_path = run.run_dir / "metrics.json"
     if not metrics_path.exists():
         return None
-    return json.loads(metrics_path.read_text(encoding="utf-8"))
+    return json.loads(read_bounded(metrics_path, FILE_BYTES, DataError).decode("utf-8"))
 
 
 def train_planned(run: PlannedRun, retrain: bool = False) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.choices import OutputFormat, TaskKind
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.data.atomic import atomic_write, output_lock, partial_path
 from kold_span.data.example import Example
 from kold_span.data.jsonl import json_text
@@ -226,7 +227,7 @@ def _check_same_options(options_file: Path, options: dict[str, Any], partial: Pa
         return f"{sum(1 for _ in complete_rows(partial))} complete rows"
 
     try:
-        before = json.loads(options_file.read_text(encoding="utf-8"))
+        before = json.loads(read_bounded(options_file, CONFIG_BYTES, UnfinishedOutputError).decode("utf-8"))
         if not isinstance(before, dict):
             raise ValueError("not a JSON object")
     except FileNotFoundError:

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.config.schema import (MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH,
                                      ScratchEncoderConfig)
 from kold_span.errors import EncoderLoadError, KoldSpanError
@@ -72,7 +73,8 @@ def load_pretrained(name_or_path: str):
         except (OSError, ValueError) as err:
             raise EncoderLoadError(f"cannot load encoder from directory {path}: {err}") from err
         marker = Path(path) / TOKENIZER_MARKER
-        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("morpheme_pretokenize"):
+        if marker.is_file() and json.loads(read_bounded(marker, CONFIG_BYTES, EncoderLoadError)).get(
+                "morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
         return tokenizer, encoder
     if path.startswith((".", "/", "~")) or os.sep in path and not _looks_like_hub_id(path):

@@ -19,6 +19,7 @@ from typing import Union
 
 import numpy as np
 
+from kold_span.config.limits import FILE_BYTES, read_bounded
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, PackedEncoderError
 from kold_span.models.backbones import resolve_package_path
@@ -114,7 +115,7 @@ def read_packed_encoder(path: Union[str, Path]) -> PackedEncoder:
     """Parse an E5S1 file (see the module docstring) into vocabulary and float32 weights."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, FILE_BYTES, PackedEncoderError)
     except OSError as err:
         raise PackedEncoderError(f"cannot read packed encoder {path}: {err}") from err
     cur = _Cursor(data, path)
