@@ -201,7 +201,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False) 
     last = run_dir / "checkpoints" / "last.ckpt"
     if resume and not last.exists():
         raise FileNotFoundError(f"--resume: {last} does not exist (a run that never finished an epoch?)")
-    check_trainer_settings(_trainer_config(config, 1))
+    check_trainer_settings(_trainer_config(config, 1), prefix="")
     if config.threads:
         torch.set_num_threads(config.threads)
     pl.seed_everything(config.seed, workers=True, verbose=False)

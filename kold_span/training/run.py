@@ -266,22 +266,27 @@ def lightning_trainer(built: Built, quiet: bool = False):
     return trainer, checkpoint, monitor
 
 
-LIGHTNING_KEYS = ("accelerator", "devices", "strategy", "precision", "num_nodes")
+# The trainer keys that go to Lightning's Trainer as they are, the machine's first: Lightning checks them all.
+LIGHTNING_KEYS = ("accelerator", "devices", "strategy", "precision", "num_nodes", "max_epochs", "max_steps",
+                  "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps", "check_val_every_n_epoch",
+                  "deterministic", "overfit_batches")
 
 
-def check_trainer_settings(tc: TrainerConfig) -> None:
+def check_trainer_settings(tc: TrainerConfig, prefix: str = "trainer.") -> None:
     """A `ConfigError` naming the trainer key Lightning refuses (an unknown accelerator, strategy or precision,
-    GPUs this machine lacks), before any data is read; and more CPU processes than the machine has CPUs.
+    GPUs this machine lacks, a value out of its range), before any data is read; and more CPU processes than the
+    machine has CPUs.
 
     Lightning is asked by building a Trainer of these settings, which starts nothing. Its
-    message names what it refuses; the key named first in it is the key reported.
+    message names what it refuses; the key named first in it is the key reported, after `prefix`
+    (pretraining's config has these keys at its top).
     """
     import os
 
     import pytorch_lightning as pl
 
     settings = {key: getattr(tc, key) for key in LIGHTNING_KEYS if hasattr(tc, key)}
-    shown = ", ".join(f"trainer.{key}={value!r}" for key, value in settings.items())
+    shown = ", ".join(f"{prefix}{key}={value!r}" for key, value in list(settings.items())[:5])
     lightning_log = logging.getLogger("pytorch_lightning")
     level = lightning_log.level
     try:
@@ -294,13 +299,13 @@ def check_trainer_settings(tc: TrainerConfig) -> None:
     except Exception as err:  # Lightning's MisconfigurationException, ValueError, TypeError, a missing package
         message = " ".join(str(err).split())[:300]
         named = min((key for key in settings if key in message.lower()), key=message.lower().find, default=None)
-        keys = f"trainer.{named}={settings[named]!r}" if named else shown
+        keys = f"{prefix}{named}={settings[named]!r}" if named else shown
         raise ConfigError(f"{keys}: Lightning cannot train with it ({type(err).__name__}: {message})") from None
     finally:
         lightning_log.setLevel(level)
     cpus = os.cpu_count() or 1
     if trainer.accelerator.__class__.__name__ == "CPUAccelerator" and trainer.num_devices > cpus:
-        raise ConfigError(f"trainer.devices={tc.devices!r}: {trainer.num_devices} training processes on a machine of "
+        raise ConfigError(f"{prefix}devices={tc.devices!r}: {trainer.num_devices} training processes on a machine of "
                           f"{cpus} CPUs; use at most {cpus} (or accelerator: gpu)")
 
 
