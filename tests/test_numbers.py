@@ -121,6 +121,23 @@ def test_a_tokenizer_larger_than_the_embedding_table_is_refused_at_load(model_di
         Predictor.from_pretrained(mismatched)
 
 
+def test_an_encoder_directory_whose_tokenizer_outgrows_its_embeddings_is_refused_before_training(tmp_path, model_dir):
+    from transformers import BertModel
+
+    from kold_span.errors import ConfigError
+    from kold_span.training.run import train
+
+    encoder = encoder_directory(model_dir, tmp_path / "encoder")
+    small = BertModel.from_pretrained(str(encoder))
+    small.resize_token_embeddings(50)
+    small.save_pretrained(str(encoder))
+    config = tiny_config(tmp_path, "model.encoder.scratch=null", f"model.encoder.name_or_path={encoder}",
+                         "model.max_length=32", "model.stride=8")
+    with pytest.raises(ConfigError, match=r"model.encoder.name_or_path=.*: the tokenizer has ids up to \d+, beyond "
+                                          r"the encoder's embedding table of 50 rows"):
+        train(config, quiet=True)
+
+
 # json.dumps calls that write nothing: a cache key, a comparison, a grouping key.
 NOT_WRITTEN = {"config/saved.py", "training/datamodule.py", "service/model.py"}
 

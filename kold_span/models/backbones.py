@@ -12,7 +12,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.config.schema import (MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH,
@@ -117,6 +117,16 @@ def _auto_model(path: str, **kwargs):
 # An encoder config's sizes (under the names transformers gives them on every architecture) and their bounds.
 ENCODER_SIZES = {"num_hidden_layers": MAX_LAYERS, "num_attention_heads": MAX_HEADS, "hidden_size": MAX_WIDTH,
                  "intermediate_size": MAX_WIDTH, "max_position_embeddings": MAX_POSITIONS, "vocab_size": MAX_VOCAB}
+
+
+def check_vocabulary(tokenizer: Any, encoder: Any, where: str, error: type[KoldSpanError]) -> None:
+    """`error` unless every id the tokenizer gives has a row in the encoder's embedding table (a larger id would
+    fail mid-way through a file, on the first text that holds its token)."""
+    table = encoder.get_input_embeddings().num_embeddings
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest >= table:
+        raise error(f"{where}: the tokenizer has ids up to {largest}, beyond the encoder's embedding table of "
+                    f"{table} rows (its vocab_size); the tokenizer is not this encoder's")
 
 
 def check_encoder_size(config: dict, where: str, error: type[KoldSpanError]) -> None:

@@ -25,8 +25,8 @@ from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
-from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, encoder_from_config,
-                                        save_tokenizer)
+from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
+                                        encoder_from_config, save_tokenizer)
 from kold_span.models.manifest import check_contained, inside, read_json, verify_manifest, write_manifest
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
@@ -345,11 +345,7 @@ def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path, max_length
     table only on a rare token, and weights or a config value (layer_norm_eps below 0) that give
     NaN in every probability only in the output.
     """
-    table = model.encoder.get_input_embeddings().num_embeddings
-    largest = max(tokenizer.get_vocab().values(), default=-1)
-    if largest >= table:
-        raise ModelFormatError(f"{path}: the tokenizer has ids up to {largest}, beyond the encoder's embedding table "
-                               f"of {table} rows (key 'encoder.vocab_size'); the tokenizer is not this model's")
+    check_vocabulary(tokenizer, model.encoder, str(path), ModelFormatError)
     enc = tokenizer("가", "a", verbose=False)
     inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
     types = enc.get("token_type_ids")

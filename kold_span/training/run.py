@@ -210,8 +210,8 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
     """
     from transformers import AutoTokenizer
 
-    from kold_span.models.backbones import (attach_morpheme_pretokenizer, build_encoder, save_tokenizer,
-                                            scratch_encoder)
+    from kold_span.models.backbones import (attach_morpheme_pretokenizer, build_encoder, check_vocabulary,
+                                            save_tokenizer, scratch_encoder)
 
     scratch = config.model.encoder.scratch
     if scratch is not None and (tokenizer_dir / "tokenizer.json").exists():
@@ -222,6 +222,8 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
     else:
         tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(train))
         save_tokenizer(tokenizer, tokenizer_dir)
+    check_vocabulary(tokenizer, encoder, f"model.encoder.name_or_path={config.model.encoder.name_or_path}",
+                     ConfigError)
     check_window_length(encoder, config.model.max_length)
     if config.model.encoder.freeze_word_embeddings:
         encoder.get_input_embeddings().weight.requires_grad_(False)
