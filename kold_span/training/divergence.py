@@ -35,7 +35,7 @@ class StopOnNonFinite(pl.Callback):
         """A `NonFiniteError` naming `what` and the steps taken unless `value` is finite."""
         if not bool(torch.isfinite(value).all()):
             raise NonFiniteError(f"training stopped: {what} is {value.float().item():g} after {steps} optimizer "
-                                 f"steps; {ADVICE}")
+                                 f"step{'' if steps == 1 else 's'}; {ADVICE}")
 
     def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor) -> None:
         self.check(loss.detach(), "the loss", trainer.global_step)
