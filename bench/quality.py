@@ -50,6 +50,7 @@ from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  #
 from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
+from kold_span.cli.options import add_key_values  # noqa: E402
 from kold_span.config import REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, saved_config_changes  # noqa: E402
 from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
@@ -615,7 +616,7 @@ def main() -> int:
     parser.add_argument("--runs-from", metavar="TAG",
                         help="use the runs (and data files) of this tag, trained there if missing; "
                         "for settings applied after training")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
+    add_key_values(parser, "--set", "config overrides for every run")
     parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
                         help="JSON that accumulates every corpus's results (the docs table is built from it)")
@@ -630,6 +631,7 @@ def main() -> int:
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite the docs table from --results without training anything")
+    parser.set_defaults(set=[])
     args = parser.parse_args()
     if args.test and len(args.corpora) != 1:
         parser.error("--test names one corpus's test file: pass exactly one --corpora")
