@@ -183,3 +183,15 @@ def test_undefined_scores_are_written_as_null():
 
     assert json.loads(json_text(finite_or_null({"dev": {"OFF/f1": float("nan")}, "best": float("inf")}))) == {
         "dev": {"OFF/f1": None}, "best": None}
+
+
+def test_an_encoder_directory_of_a_hundred_thousand_layers_is_refused_before_it_is_built(tmp_path, model_dir):
+    from kold_span.errors import EncoderLoadError
+    from kold_span.training.run import train
+
+    encoder = encoder_directory(model_dir, tmp_path / "encoder")
+    config_file = encoder / "config.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), "num_hidden_layers": 100000}))
+    config = tiny_config(tmp_path, "model.encoder.scratch=null", f"model.encoder.name_or_path={encoder}")
+    with pytest.raises(EncoderLoadError, match=r"num_hidden_layers must be a whole number from 1 to 256, got 100000"):
+        train(config, quiet=True)
