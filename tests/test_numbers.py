@@ -195,3 +195,18 @@ def test_an_encoder_directory_of_a_hundred_thousand_layers_is_refused_before_it_
     config = tiny_config(tmp_path, "model.encoder.scratch=null", f"model.encoder.name_or_path={encoder}")
     with pytest.raises(EncoderLoadError, match=r"num_hidden_layers must be a whole number from 1 to 256, got 100000"):
         train(config, quiet=True)
+
+
+def test_the_guard_checks_gradients_except_under_a_gradient_scaler():
+    from types import SimpleNamespace
+
+    from kold_span.training.divergence import StopOnNonFinite
+
+    module = torch.nn.Linear(2, 1)
+    module.weight.grad = torch.full_like(module.weight, float("inf"))
+    plain = SimpleNamespace(precision_plugin=SimpleNamespace(), global_step=4)
+    with pytest.raises(NonFiniteError, match=r"^training stopped: the gradients' norm is inf after 4 optimizer steps"):
+        StopOnNonFinite().on_before_optimizer_step(plain, module, None)
+    # 16-mixed: the scaler skips a step whose gradients overflowed and lowers its scale; that is no divergence
+    scaled = SimpleNamespace(precision_plugin=SimpleNamespace(scaler=object()), global_step=4)
+    StopOnNonFinite().on_before_optimizer_step(scaled, module, None)

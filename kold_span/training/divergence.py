@@ -20,7 +20,8 @@ ADVICE = ("lower trainer.lr (or set trainer.gradient_clip_val), and check that t
 
 class StopOnNonFinite(pl.Callback):
     """Raises `NonFiniteError` when a training loss, before its backward pass, or the gradients' total norm, before
-    the optimizer steps (and before clipping, which would hide an infinite norm), is not finite.
+    the optimizer steps (and before clipping, which would hide an infinite norm), is not finite. Under 16-mixed
+    precision the norm is left to the gradient scaler, which skips such steps by design.
 
     Example:
         >>> guard = StopOnNonFinite()
@@ -41,6 +42,10 @@ class StopOnNonFinite(pl.Callback):
         self.check(loss.detach(), "the loss", trainer.global_step)
 
     def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: Any) -> None:
+        if getattr(trainer.precision_plugin, "scaler", None) is not None:
+            # float16 with a gradient scaler (16-mixed): an infinite norm is the scaler's to handle; it skips the
+            # step and lowers its scale. A loss that is not finite still stops the run.
+            return
         grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
         if grads:
             norm = torch.nn.utils.get_total_norm(grads, error_if_nonfinite=False)
