@@ -57,7 +57,7 @@ class ReadLimit:
         return f"{where}: {what} longer than {size}; set {self.env} (bytes) to read longer ones"
 
 
-# A comment of 16 MiB is a book, far longer than any real one, and predict's row of a 5 MB comment (its spans
+# A comment of 16 MiB is a book, far longer than any real one, and predict's row of a 6 MB comment (its spans
 # listed) still fits; the memory predict takes for a comment that long (docs/ROBUSTNESS.md, "Read bounds") is why
 # the bound is not higher.
 LINE_BYTES = ReadLimit("KOLD_SPAN_MAX_LINE_BYTES", 16 * MIB)

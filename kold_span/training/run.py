@@ -222,7 +222,8 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
     else:
         tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(train))
         save_tokenizer(tokenizer, tokenizer_dir)
-    check_vocabulary(tokenizer, encoder, f"model.encoder.name_or_path={config.model.encoder.name_or_path}",
+    name = config.model.encoder.name_or_path
+    check_vocabulary(tokenizer, encoder, f"model.encoder.name_or_path={name}" if name else "model.encoder.scratch",
                      ConfigError)
     check_window_length(encoder, config.model.max_length)
     if config.model.encoder.freeze_word_embeddings:
