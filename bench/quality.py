@@ -60,6 +60,7 @@ from quality_corpora import EXPERIMENTS, IROSVA_AVERAGE, Corpus, load_corpora  #
 from report import DATA, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
+from kold_span.cli.options import add_key_values  # noqa: E402
 from kold_span.config import (REUSE_IGNORED_KEYS, Config, Problem, TaskConfig, load_config,  # noqa: E402
                                saved_config_changes)
 from kold_span.corpora.experiment import load_splits  # noqa: E402
@@ -792,7 +793,7 @@ def main() -> int:
     parser.add_argument("--experiment", metavar="FILE",
                         help="with --tag: train this experiment file of configs/experiment/quality/ instead of the "
                         "corpus table's (its data.reader_options read the training side)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
+    add_key_values(parser, "--set", "config overrides for every run")
     parser.add_argument("--out", type=Path, default=ROOT / "checkpoints" / "quality")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "quality.json",
                         help="JSON that accumulates every corpus's results (the docs table is built from it)")
@@ -807,6 +808,7 @@ def main() -> int:
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite the docs table from --results without training anything")
+    parser.set_defaults(set=[])
     args = parser.parse_args()
     if args.test and len(args.corpora) != 1:
         parser.error("--test names one corpus's test file: pass exactly one --corpora")

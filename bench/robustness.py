@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from report import DOCS, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
+from kold_span.cli.options import add_key_values  # noqa: E402
 from kold_span.cli.main import main as kold_span  # noqa: E402
 from kold_span.config.loading import load_config  # noqa: E402
 from kold_span.config.overrides import parse_key_value  # noqa: E402
@@ -79,7 +80,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="a trained model directory")
     parser.add_argument("--config", required=True, help="the experiment the model was trained by (its data keys)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (data paths)")
+    add_key_values(parser, "--set", "config overrides (data paths)")
     parser.add_argument("--side", choices=("dev", "test"), default="dev")
     parser.add_argument("--test", help="a held-out file in the corpus's own format instead of --side")
     parser.add_argument("--perturb", default="all")
@@ -96,6 +97,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "checkpoints" / "robustness"))
     parser.add_argument("--note", default="", help="a sentence under the section's title: which model this is")
     parser.add_argument("--no-docs", action="store_true")
+    parser.set_defaults(set=[])
     args = parser.parse_args()
     if args.twins_option and not args.test:
         parser.error("--twins-option reads the --test file again: pass --test")

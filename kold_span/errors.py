@@ -8,7 +8,8 @@ Which to raise: a mistake the user can fix is one of these, named by where it wa
 (`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
 to a function or a command-line option, `OutputInUseError` an output another run is writing,
-`OutputTargetError` an output the command will not write);
+`OutputTargetError` an output the command will not write, `NonFiniteError` a number that came out NaN or
+infinite: a training that diverged);
 their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
 follow, every subclass defined here. A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
@@ -54,6 +55,11 @@ class OutputInUseError(KoldSpanError, RuntimeError):
 class OutputTargetError(ArgumentError):
     """An output a command will not write: a device, pipe or socket, a write-protected file, a file inside a model
     directory, another output's companion file, or a non-empty directory of another kind (without --overwrite)."""
+
+
+class NonFiniteError(KoldSpanError, ValueError):
+    """A number that must be finite came out NaN or infinite: a loss or gradient norm in training (the run
+    diverged), or a value about to be written as JSON, which has no NaN or Infinity."""
 
 
 class UnfinishedOutputError(DataError):

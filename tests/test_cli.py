@@ -151,3 +151,78 @@ def test_notes_follow_the_message_and_an_interrupt_exits_130(tmp_path, monkeypat
     gold = _write_gold(tmp_path)
     assert main(["evaluate", "--gold", str(gold), "--pred", str(gold)]) == 130
     assert capsys.readouterr().err == f"kold-span evaluate: error: interrupted; {tmp_path / 'x.json'} not written\n"
+
+
+# issue 54: `train CONFIG --set run=X --set trainer.max_epochs=1` dropped the first --set (nargs="*").
+@pytest.mark.parametrize("argv, dest, expected", [
+    (["train", "c.yaml", "--set", "run=X", "--set", "trainer.max_epochs=1", "seed=2"], "set",
+     ["run=X", "trainer.max_epochs=1", "seed=2"]),
+    (["pretrain", "c.yaml", "--set", "max_steps=3", "--set", "seed=2"], "set", ["max_steps=3", "seed=2"]),
+    (["ablate", "c.yaml", "--vary", "seed=1,2", "--out", "o", "--set", "a=1", "--set", "b=2"], "set", ["a=1", "b=2"]),
+    (["convert", "kold", "in.json", "out.jsonl", "--option", "a=1", "--option", "b=2"], "option", ["a=1", "b=2"]),
+    (["agreement", "in.json", "--format", "kold", "--out", "o", "--option", "a=1", "--option", "b=2"], "option",
+     ["a=1", "b=2"]),
+    (["predict", "--model", "a", "--model", "b", "--input", "i.txt", "--output", "o.jsonl"], "model", ["a", "b"]),
+    (["serve", "--model", "a", "--model", "b", "c"], "model", ["a", "b", "c"]),
+    (["robustness", "--model", "m", "--input", "g.jsonl", "--out", "o", "--negative", "false", "--negative", "none"],
+     "negative", ["false", "none"]),
+])
+def test_a_repeated_option_keeps_every_value_in_every_command(argv, dest, expected):
+    assert getattr(build_parser().parse_args(argv), dest) == expected
+
+
+EMPTY = "expected a file name, got an empty one"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["predict", "--model", "m", "--input", "in.txt", "--output", ""], f"argument --output: {EMPTY}"),
+    (["predict", "--model", "m", "--input", "in.txt", "--output", "o.jsonl", "--html", ""], f"argument --html: {EMPTY}"),
+    (["convert", "kold", "in.json", ""], f"argument out: {EMPTY}"),
+    (["evaluate", "--gold", "g.jsonl", "--pred", "p.jsonl", "--out", ""], f"argument --out: {EMPTY}"),
+    (["agreement", "in.json", "--format", "kold", "--out", ""], f"argument --out: {EMPTY}"),
+    (["agreement", "in.json", "--format", "kold", "--out", "o", "--n-boot", "1000000000"],
+     "argument --n-boot: must be in [1, 100000], got 1000000000"),
+    (["agreement", "in.json", "--format", "kold", "--out", "o", "--seed", "-1"],
+     "argument --seed: must be in [0, 4294967295], got -1"),
+])
+def test_an_empty_output_name_and_an_unbounded_count_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(argv)
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(message)
+
+
+def test_an_agreement_group_by_field_nobody_has_names_the_fields(tmp_path, capsys):
+    from conftest import FIXTURE
+
+    assert main(["agreement", str(FIXTURE), "--format", "kold", "--out", str(tmp_path / "a"), "--group-by",
+                 "nope", "--n-boot", "10"]) == 2
+    assert capsys.readouterr().err.startswith("kold-span agreement: error: group_by 'nope': no example has this meta "
+                                              "field; the fields present: ")
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_device_that_computes_nothing_is_refused(tmp_path, capsys):
+    from conftest import untrained_model
+
+    model = untrained_model(tmp_path / "model")
+    (tmp_path / "in.txt").write_text("바보\n", encoding="utf-8")
+    assert main(["predict", "--model", str(model), "--input", str(tmp_path / "in.txt"), "--output",
+                 str(tmp_path / "o.jsonl"), "--device", "meta"]) == 2
+    assert "device must be cpu, cuda or cuda:N, got 'meta'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("trainer.devices=[99]", "trainer.devices=[99]: Lightning cannot train with it"),
+    ("trainer.precision=bogus", "trainer.precision='bogus': Lightning cannot train with it"),
+    ("trainer.accelerator=bogus", "trainer.accelerator='bogus': Lightning cannot train with it"),
+    ("trainer.devices=4096", "trainer.devices=4096: 4096 training processes on a machine of"),
+])
+def test_trainer_settings_lightning_refuses_are_one_line_before_any_data_is_read(tmp_path, capsys, override,
+                                                                                   message):
+    from conftest import TINY
+
+    argv = ["train", str(TINY), "--set", "data.train=no/such/file.json", f"output_dir={tmp_path}", override]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kold-span train: error: {message}") and err.count("\n") == 1, err

@@ -1,8 +1,10 @@
 """Configs: split by concern, validated before any work, overrides."""
+import dataclasses
 import re
 from typing import Optional
 
 import pytest
+import yaml
 
 from kold_span.config.loading import load_config
 from kold_span.config.overrides import parse_override
@@ -82,20 +84,40 @@ def test_mistyped_key_in_a_part_file_names_that_file():
     ("context.mode=headline", "context.mode must be one of"),
     ("model.encoder.name_or_path=klue/roberta-base", "exactly one of"),
     ("model.pooling=max", "model.pooling must be one of first, mean"),
-    ("trainer.lr=-1e-4", r"trainer.lr must be 0 or more, got -0.0001"),
-    ("trainer.warmup_ratio=1.5", r"trainer.warmup_ratio is a share of the steps, in \[0, 1\), got 1.5"),
-    ("trainer.batch_size=0", r"trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1"),
+    ("trainer.lr=-1e-4", r"--set trainer.lr=-1e-4: key 'trainer.lr' must be above 0, got -0.0001"),
+    ("trainer.warmup_ratio=1.5", r"key 'trainer.warmup_ratio' must be in \[0, 1\), got 1.5"),
+    ("trainer.batch_size=0", r"key 'trainer.batch_size' must be at least 1, got 0"),
     ("trainer.monitor=val/loss", r"trainer.monitor 'val/loss' names no metric of this config: use one of dev/loss"),
     ("trainer.monitor=dev/OFFF/macro_f1",
      r"or dev/<task>/<metric> with a task of \['OFF', 'OFF_span', 'TGT_span'\]"),
-    ("trainer.ema_decay=1.0", r"trainer.ema_decay must be in \(0, 1\) or null, got 1.0"),
-    ("trainer.checkpoint_every_n_steps=0",
-     r"trainer.checkpoint_every_n_steps must be a positive number of steps or null, got 0"),
-    ("trainer.checkpoint_every_n_steps=-5", r"checkpoint_every_n_steps must be a positive number .*got -5"),
+    ("trainer.ema_decay=1.0", r"key 'trainer.ema_decay' must be in \(0, 1\), got 1.0"),
+    ("trainer.checkpoint_every_n_steps=0", r"key 'trainer.checkpoint_every_n_steps' must be at least 1, got 0"),
+    ("trainer.checkpoint_every_n_steps=-5", r"key 'trainer.checkpoint_every_n_steps' must be at least 1, got -5"),
+    # issue 54: each of these trained on, or crashed with a raw traceback from Lightning, torch or Python
+    ("trainer.lr=.inf", r"key 'trainer.lr' must be a finite number, got inf"),
+    ("trainer.lr=0", r"key 'trainer.lr' must be above 0, got 0.0"),
+    ("trainer.max_epochs=-3", r"key 'trainer.max_epochs' must be at least 1, got -3"),
+    ("trainer.max_steps=-7", r"key 'trainer.max_steps' must be -1 or at least 1, got -7"),
+    ("seed=12345678901234567890", r"key 'seed' must be in \[0, 4294967295\], got 12345678901234567890"),
+    ("model.dropout=2", r"key 'model.dropout' must be in \[0, 1\), got 2.0"),
+    ("trainer.threads=-1", r"key 'trainer.threads' must be in \[1, 4096\], got -1"),
+    ("trainer.num_workers=-1", r"key 'trainer.num_workers' must be in \[0, 1024\], got -1"),
+    ("data.limit=0", r"key 'data.limit' must be at least 1, got 0"),
+    ("data.dev_fraction=-0.5", r"key 'data.dev_fraction' must be in \[0, 1\), got -0.5"),
+    ("data.test_fraction=1", r"key 'data.test_fraction' must be in \[0, 1\), got 1.0"),
+    ("model.encoder.scratch.layers=100000", r"key 'model.encoder.scratch.layers' must be in \[1, 256\], got 100000"),
+    ("model.encoder.scratch.hidden_size=130",
+     r"model.encoder.scratch.hidden_size \(130\) must be a multiple of model.encoder.scratch.heads \(4\)"),
+    ("tasks=[{name: a.b, kind: sequence, source: OFF}]", r"tasks\[0\].name must be a name of letters, digits and _"),
+    ("tasks=[{name: '', kind: sequence, source: OFF}]", r"tasks\[0\].name must be a name of letters, digits and _"),
+    ("tasks=[{name: OFF, kind: sequence, source: OFF, weight: .nan}]", r"key 'tasks\[0\].weight' must be a finite"),
+    ("trainer.overfit_batches=1.5", r"trainer.overfit_batches as a float is a share of the batches, in \[0, 1\]"),
+    ("trainer.devices=[-2]", r"key 'trainer.devices\[0\]' must be -1 or at least 0, got -2"),
+    ("model.encoder.scratch.max_position=1e400", r"key 'model.encoder.scratch.max_position' must be int"),
 ])
 def test_bad_values_fail_before_any_work(override, fragment):
     with pytest.raises(ConfigError, match=fragment):
-        load_config(DEMO, [override])
+        load_config(DEMO, [override] + (["model.encoder.scratch.heads=4"] if "hidden_size" in override else []))
 
 
 def test_checkpoint_every_n_steps_is_off_unless_set():
@@ -153,8 +175,9 @@ def test_build_dataclass_names_a_missing_key_without_a_default():
 @pytest.mark.parametrize("negatives, message", [
     ("{reader: jsonl}", "data.negatives needs a reader and a path"),
     ("{reader: jsonl, path: x.jsonl}", "data.negatives.labels is empty"),
-    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, holdout_fraction: 1.0}", "holdout_fraction is a share"),
-    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, limit: 0}", "data.negatives.limit must be at least 1"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, holdout_fraction: 1.0}",
+     "key 'data.negatives.holdout_fraction' must be in [0, 1), got 1.0"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, limit: 0}", "key 'data.negatives.limit' must be at least 1"),
 ])
 def test_bad_negatives_are_named(negatives, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -240,7 +263,68 @@ def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     message = str(caught.value)
-    assert message == f"{path}: invalid YAML: its aliases expand to more than 100000 values (an alias bomb?)"
+    assert message == (f"{path}: invalid YAML: its aliases expand to more than 4000000 values and characters "
+                       "(an alias bomb?)")
+
+
+def test_the_alias_bound_counts_characters_not_values(tmp_path):
+    # issue 54: a long string aliased many times passed a bound that counted 2,001 values
+    from kold_span.config.yaml12 import yaml_load
+
+    path = tmp_path / "long.yaml"
+    path.write_text("data:\n  filter:\n    a: &a " + "x" * 10_000 + "\n    b: [" + ", ".join(["*a"] * 2000) + "]\n",
+                    encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"long.yaml: invalid YAML: its aliases expand to more than 4000000"):
+        load_config(path)
+    with pytest.raises(yaml.YAMLError, match="its aliases expand"):  # the issue's 5 MB × 2,000, given as text
+        yaml_load("a: &a " + "x" * 5_000_000 + "\nb: [" + ", ".join(["*a"] * 2000) + "]\n")
+    assert len(yaml_load("a: &a " + "x" * 1000 + "\nb: [" + ", ".join(["*a"] * 100) + "]\n")["b"]) == 100
+
+
+def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("trainer:\n  lr: 0.1\n  max_epochs: 2\n  lr: 0.2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"twice.yaml: invalid YAML: key 'lr' appears twice in one mapping, "
+                                          r"on line 2 and on line 4"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="key 'lr' appears twice"):
+        load_config(DEMO, ["trainer={lr: 0.1, lr: 0.2}"])
+    merged = tmp_path / "merged.yaml"  # a `<<` merge then an override is no duplicate
+    merged.write_text("trainer:\n  <<: {lr: 0.1, max_epochs: 2}\n  lr: 0.2\n", encoding="utf-8")
+    assert load_dataclass_trainer(merged) == (0.2, 2)
+
+
+def load_dataclass_trainer(path):
+    from kold_span.config.loading import load_dataclass
+    from kold_span.config.schema import TrainerConfig
+
+    @dataclasses.dataclass
+    class Only:
+        trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
+
+    trainer = load_dataclass(Only, path).trainer
+    return trainer.lr, trainer.max_epochs
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 10_000 + "]" * 10_000, "".join(" " * i + "a:\n" for i in range(2000))])
+def test_yaml_nested_ten_thousand_deep_is_a_config_error(tmp_path, text):
+    path = tmp_path / "deep.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"deep.yaml: invalid YAML: nested deeper than 64 levels"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="a key of more than 64 parts"):
+        load_config(DEMO, ["data.filter." + ".".join(["a"] * 10_000) + "=1"])
+
+
+def test_a_config_that_never_ends_is_refused(monkeypatch):
+    with pytest.raises(ConfigError, match=r"^/dev/zero: a file longer than 4 MiB; set KOLD_SPAN_MAX_CONFIG_BYTES"):
+        load_config("/dev/zero")
+    monkeypatch.setenv("KOLD_SPAN_MAX_CONFIG_BYTES", "100")
+    with pytest.raises(ConfigError, match=r"demo.yaml: a file longer than 100 bytes; set KOLD_SPAN_MAX_CONFIG_BYTES"):
+        load_config(DEMO)
+    monkeypatch.setenv("KOLD_SPAN_MAX_CONFIG_BYTES", "-1")
+    with pytest.raises(ConfigError, match=r"KOLD_SPAN_MAX_CONFIG_BYTES='-1': must be a whole number of bytes"):
+        load_config(DEMO)
 
 
 def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path):
@@ -251,3 +335,27 @@ def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert "[1, 1, 1, 1, 1, 1, ...]" in str(caught.value) and len(str(caught.value)) < 300
+
+
+def numeric_fields(cls, prefix=""):
+    """(dotted key, field) of every int or float field of a config dataclass and the dataclasses inside it."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        types = set(typing.get_args(hints[f.name])) | {hints[f.name]}
+        types |= {arg for t in list(types) for arg in typing.get_args(t)}  # Optional[list[int]], Union[..., list[int]]
+        if types & {int, float}:
+            yield f"{prefix}{f.name}", f
+        for inner in types:
+            if dataclasses.is_dataclass(inner):
+                yield from numeric_fields(inner, f"{prefix}{f.name}.")
+
+
+def test_every_numeric_key_has_a_range():
+    from kold_span.config.binding import field_bounds
+    from kold_span.config.schema import Config, PretrainConfig
+
+    keys = [key for cls in (Config, PretrainConfig) for key, f in numeric_fields(cls) if field_bounds(f) is None]
+    assert keys == []
+    assert len(list(numeric_fields(Config))) > 40  # the walk reaches the sections, tasks and the scratch encoder

@@ -12,7 +12,6 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.data.example import Example
-from kold_span.errors import OutputInUseError
 from kold_span.inference.outputs import write_predictions
 from kold_span.inference.predictor import Predictor
 
@@ -386,15 +385,13 @@ def test_predict_refuses_an_input_that_is_the_outputs_partial_file(model, tmp_pa
     assert source.read_bytes() == before
 
 
-@pytest.mark.parametrize("value, message", [("-", "--output -: outputs are written whole and renamed into place, "
-                                                  "never to standard output"),
-                                           ("", "--output is empty: name a file")])
-def test_predict_refuses_standard_output_and_an_empty_name(model, tmp_path, capsys, monkeypatch, value, message):
+def test_predict_refuses_standard_output(model, tmp_path, capsys, monkeypatch):
+    """(An empty --output is argparse's error: tests/test_cli.py.)"""
     monkeypatch.chdir(tmp_path)
     source = write_jsonl(tmp_path / "in.jsonl", comments(3))
-    assert predict(model, source, value) == 2
-    assert capsys.readouterr().err == f"kold-span predict: error: {message}" + (
-        ": name a file (./- for a file named '-')\n" if value else "\n")
+    assert predict(model, source, "-") == 2
+    assert capsys.readouterr().err == ("kold-span predict: error: --output -: outputs are written whole and renamed "
+                                       "into place, never to standard output: name a file (./- for a file named '-')\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 

@@ -168,7 +168,7 @@ def test_a_partial_file_that_is_no_prediction_output_is_named(model, tmp_path, c
     out = tmp_path / "out.jsonl"
     (tmp_path / "out.jsonl.partial").write_text('{"id": "c0", "text": "좋은 기사 0"}\n[1, 2]\n', encoding="utf-8")
     assert predict(model, source, out, "--resume") == 2
-    assert f"out.jsonl.partial:2: not a row of kold-span predict output" in capsys.readouterr().err
+    assert "out.jsonl.partial:2: not a row of kold-span predict output" in capsys.readouterr().err
 
 
 def test_a_run_without_resume_starts_an_unfinished_output_over(model, tmp_path, capsys):

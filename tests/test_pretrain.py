@@ -98,9 +98,12 @@ def test_mistyped_key_names_key_and_file(tmp_path):
         load_pretrain_config(_write_config(tmp_path), ["encoder.layer=2"])
     with pytest.raises(ConfigError, match=r"texts\[0\].*exactly one"):
         load_pretrain_config(_write_config(tmp_path), ["texts=[{file: a.txt, beep_unlabeled: b}]"])
-    # A value check names the file and the override it was merged from, as an experiment config's does.
-    with pytest.raises(ConfigError, match=r"tiny\.yaml \+ --set mlm_probability=1\.5: mlm_probability must be"):
+    # A range names the override it came from; a check of values together names the file and the override.
+    with pytest.raises(ConfigError, match=r"^--set mlm_probability=1\.5: key 'mlm_probability' must be in \(0, 1\)"):
         load_pretrain_config(_write_config(tmp_path), ["mlm_probability=1.5"])
+    with pytest.raises(ConfigError, match=r"tiny\.yaml \+ --set max_length=64: max_length must be between 8 and "
+                                          r"encoder.max_position \(32\)"):
+        load_pretrain_config(_write_config(tmp_path), ["max_length=64"])
     with pytest.raises(ConfigError, match=r"tiny\.yaml: unknown key 'defaults'"):  # one file, no parts
         load_pretrain_config(_write_config(tmp_path, extra="defaults: {model: scratch_tiny}\n"))
 
@@ -161,7 +164,8 @@ def test_the_learning_rate_follows_the_shared_warmup_schedule(tmp_path, keep_thr
 @pytest.mark.slow
 def test_gradient_clip_val_bounds_the_updates(tmp_path, keep_threads):
     settings = ["max_steps=2", "warmup_ratio=0", "lr=0.01", "weight_decay=0"]
-    start = _pretrained(tmp_path / "start", *settings, "lr=0").model.state_dict()  # the initial weights
+    # the initial weights, moved by at most 2e-12 (a learning rate must be above 0)
+    start = _pretrained(tmp_path / "start", *settings, "lr=1e-12").model.state_dict()
     moved = {}
     for clip in ("null", "1e-12"):
         weights = _pretrained(tmp_path / clip, *settings, f"gradient_clip_val={clip}").model.state_dict()

@@ -280,8 +280,8 @@ def test_loader_workers_change_nothing_but_speed(tmp_path):
 @pytest.mark.slow
 def test_early_stopping_ends_the_run_once_dev_stops_improving(tmp_path):
     config = tiny_config(tmp_path, "data.limit=24", "data.dev_fraction=0.25", "trainer.max_epochs=10",
-                         "trainer.lr=0.0", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
-    result = train(config, quiet=True)  # lr 0: the dev score never moves
+                         "trainer.lr=1e-12", "trainer.early_stopping_patience=2", "trainer.monitor=dev/OFF/macro_f1")
+    result = train(config, quiet=True)  # lr 1e-12 (0 is no learning rate): the dev score never moves
     with open(result.run_dir / "logs" / "version_0" / "metrics.csv", encoding="utf-8") as f:
         epochs = {int(row["epoch"]) for row in csv.DictReader(f) if row.get("dev/OFF/macro_f1")}
     assert epochs == {0, 1, 2}  # the first score, then two epochs without improvement

@@ -30,6 +30,8 @@ from kold_span.agreement.coefficients import KAPPA_LEVELS, Ratings, percentile_i
 from kold_span.errors import ArgumentError
 
 DEFAULT_N_BOOT = 1000
+# Resamples a report may ask for: a hundred times the default; its time and its distributions grow with the count.
+MAX_N_BOOT = 100_000
 CONFIDENCE = 0.95
 # Upper bound on the floats of one block of resamples (pair counts × resamples), ~160 MB.
 _BLOCK_FLOATS = 20_000_000

@@ -24,21 +24,20 @@ Example:
 from __future__ import annotations
 
 import io
-import json
-import math
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from kold_span import agreement
-from kold_span.agreement.bootstrap import CONFIDENCE, DEFAULT_N_BOOT
+from kold_span.agreement.bootstrap import CONFIDENCE, DEFAULT_N_BOOT, MAX_N_BOOT
 from kold_span.agreement.plots import plot_entropy_hist, plot_kappa_heatmap
 from kold_span.agreement.ratings import RatingsTable, default_label, default_span_type, ratings_table
 from kold_span.agreement.render import render_markdown
 from kold_span.agreement.stats import bias_stats, entropy_stats, label_stats, span_stats
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example
+from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import ArgumentError, DataError
 
 DEFAULT_WEIGHTS = "quadratic"  # of the weighted kappa at level ordinal
@@ -71,14 +70,20 @@ def build_report(examples: Sequence[Example], label: Optional[str] = None, span_
     Raises:
         DataError: no example has annotations, the label is not a single value per
             annotator or mixes kinds, or a level other than nominal meets a label that is not a number.
-        ArgumentError: `n_boot` below 1, an unknown level or weights, weights at a level other
+        ArgumentError: `n_boot` outside 1 to `MAX_N_BOOT`, a `group_by` key no example's meta has, an
+            unknown level or weights, weights at a level other
             than ordinal, or no annotation holds `label` or `span_type`.
     """
     if not any(example.annotations for example in examples):
         raise DataError("no example carries per-annotator annotations; read the corpus with a reader "
                         "that keeps them (kold, multipico, toxic_spans_raw, or jsonl written from one)")
-    if n_boot < 1:
-        raise ArgumentError(f"n_boot must be at least 1, got {n_boot}")
+    if not 1 <= n_boot <= MAX_N_BOOT:
+        raise ArgumentError(f"n_boot must be from 1 to {MAX_N_BOOT}, got {n_boot}")
+    if group_by is not None:
+        keys = sorted({key for example in examples for key in example.meta})
+        if group_by not in keys:
+            raise ArgumentError(f"group_by {group_by!r}: no example has this meta field; the fields present: "
+                                f"{', '.join(keys) or 'none'}")
     weights = _level_weights(level, weights)
     label = label or default_label(examples)
     table = ratings_table(examples, label)
@@ -158,7 +163,7 @@ def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[P
     out = Path(out_dir)
     paths = [out / name for name in FILES]
     markdown = render_markdown(report)
-    data = json.dumps(_json_ready(report), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    data = json_text(finite_or_null(report), indent=1) + "\n"
     heatmap, histogram = io.BytesIO(), io.BytesIO()
     plot_kappa_heatmap(report, heatmap)
     plot_entropy_hist(report, histogram)
@@ -168,17 +173,6 @@ def write_report(report: Mapping[str, Any], out_dir: Union[str, Path]) -> list[P
         with atomic_write(path, "wb") as f:
             f.write(image.getvalue())
     return paths
-
-
-def _json_ready(value: Any) -> Any:
-    """NaN → None and tuples → lists, recursively."""
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    return value
 
 
 def run(path: Union[str, Path], fmt: str, out_dir: Union[str, Path], *,

@@ -5,6 +5,8 @@ import argparse
 import time
 from pathlib import Path
 
+from kold_span.cli.options import add_key_values, non_empty_path, positive_int
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `ablate` subcommand and its options.
@@ -21,10 +23,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--vary", action="append", required=True, metavar="KEY=v1,v2",
                         help="a config key and its values (commas inside brackets or quotes do not split), "
                              "e.g. context=auto,none or context.max_turns=0,1,null; repeat for a grid")
-    parser.add_argument("--seeds", type=int, default=3, help="runs per cell, seeds config.seed + 0, 1, … (default 3)")
-    parser.add_argument("--out", required=True, help="output directory (results.csv, results.md, results.png, runs/)")
-    parser.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE",
-                        help="override config keys of every run, e.g. trainer.max_epochs=3")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="runs per cell, seeds config.seed + 0, 1, … (default 3)")
+    parser.add_argument("--out", required=True, type=non_empty_path,
+                        help="output directory (results.csv, results.md, results.png, runs/)")
+    add_key_values(parser, "--set", "override config keys of every run, e.g. trainer.max_epochs=3")
     parser.add_argument("--metric", action="append", metavar="TASK/METRIC",
                         help="test metric of the table and plot (repeatable; the first is plotted; "
                              "default: macro_f1, char_f1, f1, balanced_accuracy, accuracy ones, at most 6)")

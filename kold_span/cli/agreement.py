@@ -6,7 +6,9 @@ import time
 from pathlib import Path
 
 from kold_span.agreement import KAPPA_WEIGHTS, LEVELS
+from kold_span.agreement.bootstrap import MAX_N_BOOT
 from kold_span.agreement.report import DEFAULT_N_BOOT, DEFAULT_WEIGHTS, FILES, FORMATS
+from kold_span.cli.options import add_key_values, bounded, non_empty_path, seed_number
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -24,7 +26,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("file", help="corpus file or directory")
     parser.add_argument("--format", required=True, metavar="READER",
                         help=f"corpus reader keeping per-annotator labels: {', '.join(FORMATS)}")
-    parser.add_argument("--out", required=True, help="output directory (report.md, report.json, two PNGs)")
+    parser.add_argument("--out", required=True, type=non_empty_path,
+                        help="output directory (report.md, report.json, two PNGs)")
     parser.add_argument("--label", help="annotation label key (default: the first one holding single bool, str, "
                                         "int or float values, e.g. OFF for kold, irony for multipico, type for "
                                         "toxic_spans_raw)")
@@ -37,12 +40,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--span-type", help="span type for character-level agreement (default: the first present)")
     parser.add_argument("--group-by", metavar="META_KEY", help="repeat the label statistics per value of "
                                                                "this meta key, e.g. lang for multipico")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
-                        help=f"bootstrap resamples of items (default {DEFAULT_N_BOOT})")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--n-boot", type=bounded(int, 1, MAX_N_BOOT, noun="a whole number"), default=DEFAULT_N_BOOT,
+                        help=f"bootstrap resamples of items (default {DEFAULT_N_BOOT}, at most {MAX_N_BOOT})")
+    parser.add_argument("--seed", type=seed_number, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--skip-bad", action="store_true", help="let the reader skip bad records (reported)")
-    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE",
-                        help="further reader options, e.g. min_annotators=2 or split=dev")
+    add_key_values(parser, "--option", "further reader options, e.g. min_annotators=2 or split=dev")
     return parser
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kold_span.cli.options import add_key_values, non_empty_path
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `convert` subcommand and its options.
@@ -17,8 +19,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("convert", help="read a corpus and write canonical JSONL")
     parser.add_argument("name", help="reader name, e.g. kold, toxic_spans, beep, kocosa")
     parser.add_argument("src", help="corpus file or directory")
-    parser.add_argument("out", help="output .jsonl")
-    parser.add_argument("--option", nargs="*", metavar="KEY=VALUE", help="reader options, e.g. min_annotators=2")
+    parser.add_argument("out", type=non_empty_path, help="output .jsonl")
+    add_key_values(parser, "--option", "reader options, e.g. min_annotators=2")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad records (each one is reported)")
     return parser
 

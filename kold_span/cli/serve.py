@@ -5,7 +5,7 @@ import argparse
 import logging
 from typing import Optional
 
-from kold_span.cli.options import non_negative_float, port_number, positive_int
+from kold_span.cli.options import add_repeatable, non_empty_path, non_negative_float, port_number, positive_int
 from kold_span.config.choices import Runtime
 from kold_span.errors import ArgumentError
 from kold_span.service.requests import Limits
@@ -34,8 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """
     limits, connections = Limits(), ConnectionLimits()
     p = subparsers.add_parser("serve", help="serve a model over HTTP: predict, Perspective's analyze, a web page")
-    p.add_argument("--model", required=True, nargs="+", metavar="DIR",
-                   help="a model directory; several make an ensemble, as in predict")
+    add_repeatable(p, "--model", "DIR", "a model directory; several make an ensemble, as in predict", required=True)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=port_number, default=8080, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -87,7 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="an origin whose pages may call the API from a browser (repeat for several; "
                         "default none: no CORS headers)")
-    p.add_argument("--allowed-hosts", nargs="+", default=[], metavar="HOST",
+    p.add_argument("--allowed-hosts", action="extend", nargs="+", default=[], metavar="HOST",
                    help="Host header values served (e.g. api.example.com *.example.com); others get 400")
     p.add_argument("--api-keys", metavar="FILE",
                    help="require an API key on /v1 routes: FILE holds 'NAME SHA256' lines (docs/SERVICE.md)")
@@ -95,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="requests per key, e.g. 20/second (with --api-keys; 429 past it)")
     p.add_argument("--daily-quota", type=positive_int, metavar="N",
                    help="comments per key and day (with --api-keys; 429 past it)")
-    p.add_argument("--feedback", metavar="FILE",
+    p.add_argument("--feedback", metavar="FILE", type=non_empty_path,
                    help="keep moderators' corrections (POST /v1alpha1/comments:suggestscore) as training data: "
                         "canonical JSONL appended to FILE (default: the route is off)")
     p.add_argument("--feedback-max-bytes", type=positive_int, default=100 * 1024 * 1024,

@@ -1,11 +1,18 @@
-"""Dataclasses built from plain data: every key known, every value of its declared type, or a `ConfigError`."""
+"""Dataclasses built from plain data: every key known, every value of its declared type and range, or a `ConfigError`.
+
+A numeric field states its range with `bounded(default, low, high, ...)` (its `Bounds` in the field's
+metadata); every number is checked against it where it is read, so the message names the key and the
+file or `--set` it came from. A float is always finite: no key means anything by NaN or infinity.
+"""
 from __future__ import annotations
 
 import dataclasses
+import math
 import reprlib
 import typing
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from kold_span.errors import ConfigError
 
@@ -21,6 +28,94 @@ def _shown(value: Any) -> str:
         '[0, 1, 2, 3, 4, 5, ...]'
     """
     return _SHOWN.repr(value)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The numbers a key allows: from `low` to `high` (either end open or absent), or one of `also`.
+
+    Example:
+        >>> Bounds(0, 1, high_open=True).describe(), Bounds(1, also=(-1,)).describe(), Bounds(0, low_open=True).holds(0)
+        ('in [0, 1)', '-1 or at least 1', False)
+    """
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+    also: tuple[float, ...] = ()  # values outside the range that mean something (-1: no limit)
+
+    def holds(self, value: float) -> bool:
+        """Whether `value` is allowed (NaN never is)."""
+        if value in self.also:
+            return True
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        """The range in words: 'in [0, 1)', 'at least 1', 'above 0', 'at most 64'."""
+        low, high = _number(self.low), _number(self.high)
+        if self.low is not None and self.high is not None:
+            text = f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
+        elif self.low is not None:
+            text = f"{'above' if self.low_open else 'at least'} {low}"
+        else:
+            text = f"{'below' if self.high_open else 'at most'} {high}"
+        return " or ".join([*(_number(v) for v in self.also), text])
+
+
+def _number(value: Optional[float]) -> str:
+    """A bound as written in a config: 1 and 4294967295 without a decimal point, 0.5 with one."""
+    return str(int(value)) if value is not None and float(value).is_integer() else str(value)
+
+
+def bounded(default: Any, low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False,
+            high_open: bool = False, also: tuple[float, ...] = ()) -> Any:
+    """A dataclass field with `default` whose numbers must lie in the range (`Bounds`); None always passes.
+
+    Example:
+        >>> @dataclasses.dataclass
+        ... class Run:
+        ...     dropout: float = bounded(0.1, 0, 1, high_open=True)
+        >>> build_dataclass(Run, {"dropout": 2}, "run.yaml")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ConfigError: run.yaml: key 'dropout' must be in [0, 1), got 2.0
+    """
+    return dataclasses.field(default=default, metadata={"bounds": Bounds(low, high, low_open, high_open, also)})
+
+
+def field_bounds(field: dataclasses.Field) -> Optional[Bounds]:
+    """The `Bounds` of a dataclass field made by `bounded`, or None."""
+    return field.metadata.get("bounds")
+
+
+def _check_bounds(value: Any, bounds: Bounds, where: str, key: str) -> None:
+    """A `ConfigError` naming `key` for a number (or a number in a list) outside `bounds`."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_bounds(item, bounds, where, f"{key}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not bounds.holds(value):
+            raise ConfigError(f"{where}: key '{key}' must be {bounds.describe()}, got {_shown(value)}")
+        if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:  # what torch and numpy take
+            raise ConfigError(f"{where}: key '{key}' must be a whole number of at most 64 bits, got {_shown(value)}")
+
+
+def check_bounds(instance: Any, where: str, prefix: str = "") -> None:
+    """A `ConfigError` naming the first number of a built dataclass (and those inside it) outside its field's bounds.
+
+    `build_dataclass` checks each source as it reads it; this checks a dataclass made in Python.
+    """
+    for f in dataclasses.fields(instance):
+        value, bounds = getattr(instance, f.name), field_bounds(f)
+        if bounds is not None:
+            _check_bounds(value, bounds, where, f"{prefix}{f.name}")
+        for i, item in enumerate(value if isinstance(value, list) else [value]):
+            if dataclasses.is_dataclass(item) and not isinstance(item, type):
+                index = f"[{i}]" if isinstance(value, list) else ""
+                check_bounds(item, where, f"{prefix}{f.name}{index}.")
 
 
 def _check_keys(raw: dict[str, Any], cls: type, where: str, prefix: str) -> None:
@@ -42,8 +137,13 @@ def build_dataclass(cls: type, raw: Any, where: str, prefix: str = "") -> Any:
     if missing:
         raise ConfigError(f"{where}: missing key '{prefix}{missing[0]}'")
     hints = typing.get_type_hints(cls)
-    values = {f.name: _coerce(hints[f.name], raw[f.name], where, f"{prefix}{f.name}")
-              for f in dataclasses.fields(cls) if f.name in raw}
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in raw:
+            values[f.name] = _coerce(hints[f.name], raw[f.name], where, f"{prefix}{f.name}")
+            bounds = field_bounds(f)
+            if bounds is not None:
+                _check_bounds(values[f.name], bounds, where, f"{prefix}{f.name}")
     return cls(**values)
 
 
@@ -96,7 +196,11 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
         # A name outside the set stays a string: `check_values` reports it on the merged config,
         # naming every file and override it came from.
         return hint(value) if value in hint.values() else value
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {value}")
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > 2 ** 53:  # no float key needs it; float() of a 400-digit integer would be infinite
+            raise ConfigError(f"{where}: key '{key}' must be a finite number, got {_shown(value)}")
         return float(value)
     if hint is str and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # run: 13 names a run "13"

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kold_span.config.binding import check_bounds
 from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
-from kold_span.config.schema import CONTEXT_MODES, FUSE_METRICS, POOLINGS, Config, EvasionConfig, PretrainConfig
+from kold_span.config.schema import (CONTEXT_MODES, FUSE_METRICS, POOLINGS, Config, EvasionConfig, PretrainConfig,
+                                     ScratchEncoderConfig)
 from kold_span.errors import ConfigError
 
 
@@ -27,10 +29,9 @@ def value_checker(where: str) -> Callable[[bool, str], None]:
 
 def check_values(config: Config, where: str) -> None:
     """Value checks that types alone cannot express."""
+    check_bounds(config, where)
     need = value_checker(where)
     need(bool(config.tasks), "at least one entry under 'tasks' is required")
-    need(0.0 <= config.data.speaker_swap <= 1.0,
-         f"data.speaker_swap is the share of training examples to swap, in [0, 1], got {config.data.speaker_swap!r}")
     evasion = config.data.augment.evasion
     if evasion is not None:
         check_evasion(evasion, need)
@@ -42,7 +43,9 @@ def check_values(config: Config, where: str) -> None:
         need(isinstance(task.problem, Problem),
              f"tasks[{i}].problem must be one of {Problem.values()}, got {task.problem!r}")
     for i, task in enumerate(config.tasks):
-        need(bool(task.name), f"tasks[{i}].name is empty")
+        # The name goes into metric names (dev/<task>/<metric>), file names and config.json's keys.
+        need(task.name.isidentifier(), f"tasks[{i}].name must be a name of letters, digits and _ (not starting "
+                                       f"with a digit), e.g. OFF_span; got {task.name!r}")
         need(bool(task.source), f"tasks[{i}].source is empty (a label key or a span type)")
         if task.class_weight is not None:
             need(task.class_weight == "balanced" and task.kind.label_valued(task.problem),
@@ -74,17 +77,9 @@ def check_values(config: Config, where: str) -> None:
             gate = next((t for t in config.tasks if t.name == task.gate), None)
             need(task.kind.gated and gate is not None and gate.kind.single_label(gate.problem),
                  f"tasks[{i}].gate must name a single-label sequence task of this config, got {task.gate!r}")
-    tc = config.trainer
-    need(tc.lr >= 0, f"trainer.lr must be 0 or more, got {tc.lr!r}")
-    need(0.0 <= tc.warmup_ratio < 1.0, f"trainer.warmup_ratio is a share of the steps, in [0, 1), got {tc.warmup_ratio!r}")
-    need(tc.weight_decay >= 0, f"trainer.weight_decay must be 0 or more, got {tc.weight_decay!r}")
-    need(tc.batch_size >= 1 and tc.eval_batch_size >= 1 and tc.accumulate_grad_batches >= 1,
-         "trainer.batch_size, eval_batch_size and accumulate_grad_batches must be at least 1")
-    ema = config.trainer.ema_decay
-    need(ema is None or 0.0 < ema < 1.0, f"trainer.ema_decay must be in (0, 1) or null, got {ema!r}")
-    every = tc.checkpoint_every_n_steps
-    need(every is None or (isinstance(every, int) and not isinstance(every, bool) and every > 0),
-         f"trainer.checkpoint_every_n_steps must be a positive number of steps or null, got {every!r}")
+    overfit = config.trainer.overfit_batches
+    need(isinstance(overfit, int) or overfit <= 1.0,
+         f"trainer.overfit_batches as a float is a share of the batches, in [0, 1], got {overfit!r}")
     need(isinstance(config.align.snap, SnapMode),
          f"align.snap must be one of {SnapMode.values()}, got {config.align.snap!r}")
     need(config.context.mode in CONTEXT_MODES,
@@ -93,6 +88,8 @@ def check_values(config: Config, where: str) -> None:
     need((enc.name_or_path is None) != (enc.scratch is None),
          "model.encoder needs exactly one of 'name_or_path' (hub id or local directory) or 'scratch'")
     need(config.model.stride < config.model.max_length // 2, "model.stride must be under half of model.max_length")
+    if enc.scratch is not None:
+        check_scratch_shape(enc.scratch, "model.encoder.scratch", need)
     need(enc.scratch is None or config.model.max_length <= enc.scratch.max_position,
          f"model.max_length ({config.model.max_length}) is longer than the scratch encoder's position table "
          f"(model.encoder.scratch.max_position: {enc.scratch.max_position if enc.scratch else None})")
@@ -123,12 +120,16 @@ def check_values(config: Config, where: str) -> None:
              f"{key}.limit must be at least 1 or null, got {negatives.limit!r}")
 
 
+def check_scratch_shape(scratch: ScratchEncoderConfig, key: str, need: Callable[[bool, str], None]) -> None:
+    """A scratch encoder's sizes fit together: its width splits evenly into its attention heads."""
+    need(scratch.hidden_size % scratch.heads == 0,
+         f"{key}.hidden_size ({scratch.hidden_size}) must be a multiple of {key}.heads ({scratch.heads}): "
+         "each head reads an equal slice of the width")
+
+
 def check_evasion(evasion: EvasionConfig, need: Callable[[bool, str], None]) -> None:
-    """The values of `data.augment.evasion`: shares in [0, 1], known kinds, at least one."""
+    """The values of `data.augment.evasion`: known kinds, at least one (its shares are bounded by the schema)."""
     key = "data.augment.evasion"
-    for name in ("probability", "word_probability"):
-        value = getattr(evasion, name)
-        need(0.0 <= value <= 1.0, f"{key}.{name} is a share, in [0, 1], got {value!r}")
     need(bool(evasion.kinds), f"{key}.kinds is empty; name at least one of {EvasionKind.values()}")
     for i, kind in enumerate(evasion.kinds):
         need(isinstance(kind, EvasionKind), f"{key}.kinds[{i}] must be one of {EvasionKind.values()}, got {kind!r}")
@@ -143,11 +144,12 @@ def check_pretrain_config(config: PretrainConfig, where: str) -> None:
         >>> from kold_span.config.schema import TextSource
         >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")]), "p.yaml")
         >>> check_pretrain_config(PretrainConfig(texts=[TextSource(file="a.txt")], mlm_probability=1.5),
-        ...                       "p.yaml + --set mlm_probability=1.5")
+        ...                       "p.yaml")
         Traceback (most recent call last):
         ...
-        kold_span.errors.ConfigError: p.yaml + --set mlm_probability=1.5: mlm_probability must be between 0 and 1
+        kold_span.errors.ConfigError: p.yaml: key 'mlm_probability' must be in (0, 1), got 1.5
     """
+    check_bounds(config, where)
     need = value_checker(where)
     need(bool(config.texts), "at least one entry under 'texts' is required")
     for i, source in enumerate(config.texts):
@@ -161,16 +163,6 @@ def check_pretrain_config(config: PretrainConfig, where: str) -> None:
                  f"texts[{i}]: 'path' and 'options' go only with 'reader'")
     need(config.encoder.tokenizer in ("wordpiece", "unigram"),
          f"encoder.tokenizer must be 'wordpiece' or 'unigram', got {config.encoder.tokenizer!r}")
-    need(8 <= config.max_length <= config.encoder.max_position,
+    check_scratch_shape(config.encoder, "encoder", need)
+    need(config.max_length <= config.encoder.max_position,
          f"max_length must be between 8 and encoder.max_position ({config.encoder.max_position})")
-    need(0.0 < config.mlm_probability < 1.0, "mlm_probability must be between 0 and 1")
-    need(0.0 <= config.heldout_fraction < 0.5, "heldout_fraction must be in [0, 0.5)")
-    need(0.0 <= config.warmup_ratio < 1.0, "warmup_ratio must be in [0, 1)")
-    need(config.batch_size > 0 and config.log_every_n_steps > 0, "batch_size and log_every_n_steps must be positive")
-    need(config.max_steps is None or config.max_steps > 0, "max_steps must be positive (or left out)")
-    need(config.max_steps is not None or config.epochs > 0, "epochs must be positive when max_steps is not set")
-    need(config.gradient_clip_val is None or config.gradient_clip_val > 0,
-         "gradient_clip_val must be positive (or null: no clipping)")
-    need(config.max_minutes is None or config.max_minutes > 0, "max_minutes must be positive (or left out)")
-    need(config.threads is None or config.threads > 0, "threads must be positive (or left out)")
-    need(config.limit_texts is None or config.limit_texts > 1, "limit_texts must be at least 2")

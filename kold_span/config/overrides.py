@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from kold_span.config.yaml12 import yaml_load
+from kold_span.config.yaml12 import MAX_YAML_DEPTH, yaml_load
 from kold_span.errors import ConfigError
 
 
@@ -31,8 +31,11 @@ def parse_override(text: str) -> dict[str, Any]:
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.max_epochs=3")
     key, value = text.split("=", 1)
+    parts = key.strip().split(".")
+    if len(parts) > MAX_YAML_DEPTH:
+        raise ConfigError(f"--set {text[:80]!r}: a key of more than {MAX_YAML_DEPTH} parts")
     out: dict[str, Any] = _override_value(value, f"--set {text}")  # "" (key=) is null
-    for part in reversed(key.strip().split(".")):
+    for part in reversed(parts):
         out = {part: out}
     return out
 

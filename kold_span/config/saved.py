@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Any, Union
 
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.config.loading import config_from_dict
 from kold_span.config.schema import Config
 from kold_span.errors import ConfigError
@@ -20,7 +21,7 @@ def saved_config_changes(saved_path: Union[str, Path], config: Config) -> list[s
     Keys added to the schema since that run was saved take their defaults, so an old run of the
     same settings shows no change; `REUSE_IGNORED_KEYS` are left out.
     """
-    saved = json.loads(Path(saved_path).read_text(encoding="utf-8"))
+    saved = json.loads(read_bounded(saved_path, CONFIG_BYTES, ConfigError).decode("utf-8"))
     try:
         saved = config_from_dict(saved, str(saved_path)).to_dict()
     except (ConfigError, ValueError, TypeError):

@@ -10,21 +10,27 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional, Union
 
+from kold_span.config.binding import bounded
 from kold_span.config.choices import EvasionKind, Problem, SnapMode, Targets, TaskKind
 
 POOLINGS = ("first", "mean")
+# Seeds as numpy and Lightning take them.
+SEED_MAX = 2 ** 32 - 1
+# Far above any encoder trained (a few hundred layers, heads and positions in the tens of thousands), far
+# below what would exhaust memory while the network is built (docs/ROBUSTNESS.md, "Config checks").
+MAX_LAYERS, MAX_HEADS, MAX_WIDTH, MAX_POSITIONS, MAX_VOCAB = 256, 1024, 65_536, 1_048_576, 4_194_304
 
 
 @dataclass
 class ScratchEncoderConfig:
     """A small BERT-style encoder trained from scratch with a tokenizer trained on the data."""
 
-    vocab_size: int = 8000
-    hidden_size: int = 128
-    layers: int = 2
-    heads: int = 2
-    intermediate_size: int = 256
-    max_position: int = 512
+    vocab_size: int = bounded(8000, 16, MAX_VOCAB)
+    hidden_size: int = bounded(128, 1, MAX_WIDTH)  # a multiple of heads
+    layers: int = bounded(2, 1, MAX_LAYERS)
+    heads: int = bounded(2, 1, MAX_HEADS)
+    intermediate_size: int = bounded(256, 1, MAX_WIDTH)
+    max_position: int = bounded(512, 8, MAX_POSITIONS)
     tokenizer: str = "wordpiece"  # or "unigram"
     morpheme_pretokenize: bool = False  # Kiwi morphemes as pre-tokens (Korean)
     lowercase: bool = True
@@ -44,9 +50,9 @@ class EncoderConfig:
 @dataclass
 class ModelConfig:
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
-    dropout: float = 0.1
-    max_length: int = 128
-    stride: int = 32
+    dropout: float = bounded(0.1, 0, 1, high_open=True)
+    max_length: int = bounded(128, 8, MAX_POSITIONS)
+    stride: int = bounded(32, 0)
     # What the sequence heads read: the first token ("first") or the mean over the window's
     # tokens ("mean", how sentence encoders such as e5 and all-MiniLM were trained).
     pooling: str = "first"
@@ -60,7 +66,7 @@ class TaskConfig:
     kind: TaskKind = TaskKind.SEQUENCE  # "sequence" (first-token head) or "span" (BIO token head)
     source: str = ""  # label key for sequence tasks, span type for span tasks
     problem: Problem = Problem.SINGLE  # sequence: "single", "multi" or "soft"
-    weight: float = 1.0
+    weight: float = bounded(1.0, 0)
     labels: Optional[list[str]] = None  # fixed label order; built from the data when empty
     gate: Optional[str] = None  # span tasks: output spans only where this boolean task says true
     # sequence tasks: "balanced" weighs each class's loss by n / (classes × its count in train) (single-label),
@@ -85,7 +91,7 @@ class ContextConfig:
     """What context enters the input: `mode: none` drops it (the ablation switch)."""
 
     mode: str = "auto"  # auto/title/topic/post/dialogue = use the corpus's context; none = drop it
-    max_turns: Optional[int] = None  # dialogue: keep only the last N turns (0 = none)
+    max_turns: Optional[int] = bounded(None, 0)  # dialogue: keep only the last N turns (0 = none)
 
 
 @dataclass
@@ -106,19 +112,21 @@ class NegativesConfig:
     labels: dict[str, Any] = field(default_factory=dict)  # every negative gets these labels, e.g. {toxic: false}
     filter: dict[str, Any] = field(default_factory=dict)  # keep texts whose labels (or meta.KEY) match, as data.filter
     reader_options: dict[str, Any] = field(default_factory=dict)
-    limit: Optional[int] = None  # read at most N texts (after the filter)
-    holdout_fraction: float = 0.3  # share never trained on, scored as `benign` after training
+    limit: Optional[int] = bounded(None, 1)  # read at most N texts (after the filter)
+    # share never trained on, scored as `benign` after training
+    holdout_fraction: float = bounded(0.3, 0, 1, high_open=True)
 
 
 @dataclass
 class EvasionConfig:
     """Disguised copies of training texts (`kold_span.text.perturb`), gold spans carried through each edit."""
 
-    probability: float = 0.5  # share of training examples that get one disguised copy beside the original
+    # share of training examples that get one disguised copy beside the original
+    probability: float = bounded(0.5, 0, 1)
     kinds: list[EvasionKind] = field(default_factory=lambda: list(EvasionKind))  # one drawn per copy
-    word_probability: float = 0.5  # share of a chosen example's words disguised
+    word_probability: float = bounded(0.5, 0, 1)  # share of a chosen example's words disguised
     targets: Targets = Targets.ALL  # "spans": only words inside a gold span are disguised
-    seed: Optional[int] = None  # null: the run's seed
+    seed: Optional[int] = bounded(None, 0, SEED_MAX)  # null: the run's seed
     dev: bool = True  # also score a disguised copy of dev after each epoch (dev_perturbed/...)
 
 
@@ -135,16 +143,16 @@ class DataConfig:
     train: str = ""
     dev: Optional[str] = None
     test: Optional[str] = None
-    dev_fraction: float = 0.1
-    test_fraction: float = 0.1
-    split_seed: int = 13
+    dev_fraction: float = bounded(0.1, 0, 1, high_open=True)
+    test_fraction: float = bounded(0.1, 0, 1, high_open=True)
+    split_seed: int = bounded(13, 0, SEED_MAX)
     stratify: Optional[str] = None  # label key to stratify the carved splits on
     filter: dict[str, Any] = field(default_factory=dict)  # keep examples whose labels match
     reader_options: dict[str, Any] = field(default_factory=dict)
-    limit: Optional[int] = None  # read only the first N training examples (debugging)
+    limit: Optional[int] = bounded(None, 1)  # read only the first N training examples (debugging)
     # share of the training split (after dev/test are carved) whose A/B speaker marks are exchanged,
     # the KoCoSa paper's augmentation (0.5 there); chosen with the run's seed; dev and test stay as read
-    speaker_swap: float = 0.0
+    speaker_swap: float = bounded(0.0, 0, 1)
     perspective: Optional[PerspectiveConfig] = None
     # benign texts from another corpus (a corpus without them), or a list of such sources (each its own held-out share)
     negatives: Union[NegativesConfig, list[NegativesConfig], None] = None
@@ -205,37 +213,39 @@ class NormalizeConfig:
 @dataclass
 class TrainerConfig:
     accelerator: str = "auto"
-    devices: Union[int, str, list[int]] = "auto"  # a count, "auto", or which GPUs: [0, 2]
+    # a count (-1: every GPU), "auto", or which GPUs: [0, 2]; the training layer checks them against the machine
+    devices: Union[int, str, list[int]] = bounded("auto", 0, also=(-1,))
     strategy: str = "auto"
-    num_nodes: int = 1
+    num_nodes: int = bounded(1, 1, 65_536)
     precision: str = "32-true"
-    max_epochs: int = 10
-    max_steps: int = -1
-    batch_size: int = 16
-    eval_batch_size: int = 64
-    accumulate_grad_batches: int = 1
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    gradient_clip_val: Optional[float] = 1.0
+    max_epochs: int = bounded(10, 1)
+    max_steps: int = bounded(-1, 1, also=(-1,))  # -1: no limit
+    batch_size: int = bounded(16, 1)
+    eval_batch_size: int = bounded(64, 1)
+    accumulate_grad_batches: int = bounded(1, 1)
+    lr: float = bounded(5e-4, 0, low_open=True)
+    weight_decay: float = bounded(0.01, 0)
+    warmup_ratio: float = bounded(0.1, 0, 1, high_open=True)
+    gradient_clip_val: Optional[float] = bounded(1.0, 0, low_open=True)
     monitor: str = "dev/loss"
     monitor_mode: str = "min"
-    early_stopping_patience: Optional[int] = None
-    num_workers: int = 0
-    log_every_n_steps: int = 10
-    check_val_every_n_epoch: int = 1
+    early_stopping_patience: Optional[int] = bounded(None, 0)
+    num_workers: int = bounded(0, 0, 1024)
+    log_every_n_steps: int = bounded(10, 1)
+    check_val_every_n_epoch: int = bounded(1, 1)
     deterministic: bool = False
     progress_bar: bool = True
-    overfit_batches: Union[int, float] = 0.0  # a number of batches (int) or a share of them (float)
-    threads: Optional[int] = None  # torch CPU threads; 1 is fastest when several runs share a machine
+    # a number of batches (int) or a share of them (float, at most 1)
+    overfit_batches: Union[int, float] = bounded(0.0, 0)
+    threads: Optional[int] = bounded(None, 1, 4096)  # torch CPU threads; 1 is fastest when several runs share a machine
     group_by_length: bool = False  # batches of similar-length windows: less padding, same examples per epoch
     keep_checkpoints: bool = True  # false: delete checkpoints/ once the best model is exported (no --resume)
     # also write checkpoints/last.ckpt every this many optimizer steps, so --resume continues inside an
     # epoch (the same batches, dropout and weights as the run uninterrupted); null: after each epoch only
-    checkpoint_every_n_steps: Optional[int] = None
+    checkpoint_every_n_steps: Optional[int] = bounded(None, 1)
     # validate, checkpoint and export an exponential moving average of the trained weights with this
     # decay (e.g. 0.999: about the last thousand steps); null trains and exports the weights as they are
-    ema_decay: Optional[float] = None
+    ema_decay: Optional[float] = bounded(None, 0, 1, low_open=True, high_open=True)
 
 
 @dataclass
@@ -259,26 +269,27 @@ class PretrainConfig:
     texts: list[TextSource] = field(default_factory=list)
     include_context: bool = True  # also train on the titles / dialogue turns the readers give as context
     encoder: ScratchEncoderConfig = field(default_factory=ScratchEncoderConfig)
-    max_length: int = 64  # tokens per text, [CLS] and [SEP] included
-    mlm_probability: float = 0.15
-    batch_size: int = 32
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    max_steps: Optional[int] = None  # when set, wins over `epochs`
-    epochs: int = 1
-    warmup_ratio: float = 0.06
-    gradient_clip_val: Optional[float] = 1.0  # the gradients' largest norm; null: not clipped
-    max_minutes: Optional[float] = None  # stop (learning rate decayed to 0) after this long, whatever the steps
-    heldout_fraction: float = 0.02  # texts kept out of training for the final masked-token loss
-    log_every_n_steps: int = 50
-    threads: Optional[int] = None  # torch CPU threads; 1 is often fastest on a machine shared with other jobs
+    max_length: int = bounded(64, 8, MAX_POSITIONS)  # tokens per text, [CLS] and [SEP] included
+    mlm_probability: float = bounded(0.15, 0, 1, low_open=True, high_open=True)
+    batch_size: int = bounded(32, 1)
+    lr: float = bounded(5e-4, 0, low_open=True)
+    weight_decay: float = bounded(0.01, 0)
+    max_steps: Optional[int] = bounded(None, 1)  # when set, wins over `epochs`
+    epochs: int = bounded(1, 1)
+    warmup_ratio: float = bounded(0.06, 0, 1, high_open=True)
+    # the gradients' largest norm; null: not clipped
+    gradient_clip_val: Optional[float] = bounded(1.0, 0, low_open=True)
+    max_minutes: Optional[float] = bounded(None, 0, low_open=True)  # stop (learning rate decayed to 0) after this long
+    heldout_fraction: float = bounded(0.02, 0, 0.5, high_open=True)  # texts kept out of training for the final loss
+    log_every_n_steps: int = bounded(50, 1)
+    threads: Optional[int] = bounded(None, 1, 4096)  # torch CPU threads; 1 is often fastest on a shared machine
     accelerator: str = "auto"
-    devices: Union[int, str, list[int]] = "auto"
+    devices: Union[int, str, list[int]] = bounded("auto", 0, also=(-1,))
     strategy: str = "auto"
     precision: str = "32-true"
-    seed: int = 13
+    seed: int = bounded(13, 0, SEED_MAX)
     output: str = "checkpoints/pretrained/mlm"  # the encoder directory; checkpoints, logs: OUTPUT-run
-    limit_texts: Optional[int] = None  # keep a random N of the texts (debugging)
+    limit_texts: Optional[int] = bounded(None, 2)  # keep a random N of the texts (debugging)
 
 
 @dataclass
@@ -293,7 +304,7 @@ class Config:
 
     experiment: str = "default"
     run: Optional[str] = None
-    seed: int = 13
+    seed: int = bounded(13, 0, SEED_MAX)
     output_dir: str = "checkpoints"
     data: DataConfig = field(default_factory=DataConfig)
     context: ContextConfig = field(default_factory=ContextConfig)

@@ -1,4 +1,4 @@
-"""YAML read with YAML 1.2's plain scalars (true/false only, 1e-4 a number, 013 thirteen), aliases bounded."""
+"""YAML read with YAML 1.2's plain scalars (true/false only, 1e-4 a number, 013 thirteen), bounded, keys unique."""
 from __future__ import annotations
 
 import re
@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.errors import ConfigError
 
 
@@ -50,72 +51,110 @@ _Yaml12Loader.add_constructor(f"{_YAML}int", _yaml12_int)
 _Yaml12Loader.add_constructor(f"{_YAML}float", _yaml12_float)
 
 
-# Values a YAML document may hold once its aliases are expanded: far above any config (a few hundred),
-# far below what a "billion laughs" alias bomb expands to (a nine-level bomb: 10^9).
-MAX_YAML_VALUES = 100_000
+# The size of a YAML document once its aliases are expanded, counted as one per value plus the characters of
+# each scalar: far above any config (a few thousand), far below what an alias bomb expands to ("billion laughs",
+# nine levels: 10^9 values; or one long string repeated: 5 MB × 2,000).
+MAX_YAML_SIZE = 4_000_000
+# Mappings and lists inside each other: a config nests five deep; PyYAML's parser recurses once per level.
+MAX_YAML_DEPTH = 64
 
 
 class YamlTooLargeError(yaml.YAMLError):
-    """A YAML document whose aliases expand to more than `MAX_YAML_VALUES` values."""
+    """A YAML document larger than `MAX_YAML_SIZE` once its aliases are expanded, or nested past `MAX_YAML_DEPTH`."""
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping of a YAML document that holds one key twice (YAML forbids it; PyYAML keeps the last)."""
 
 
 def yaml_load(text: str) -> Any:
     r"""Parse YAML text with YAML 1.2's plain scalars (see `_Yaml12Loader`), aliases bounded.
 
-    A document whose aliases expand to more than `MAX_YAML_VALUES` values (an alias bomb, which
-    would otherwise be walked, copied and printed until memory runs out) is a `YamlTooLargeError`,
-    found on the node graph before anything is built.
+    A document whose aliases expand past `MAX_YAML_SIZE` (an alias bomb, which would otherwise be
+    walked, copied and printed until memory runs out) or that nests deeper than `MAX_YAML_DEPTH` is
+    a `YamlTooLargeError`, and a mapping holding a key twice a `DuplicateKeyError` naming both
+    lines: each found on the node graph before anything is built.
 
     Example:
         >>> yaml_load("{lr: 1e-4, seed: 013, label: OFF, run: 2024-01-01, on: true}")
         {'lr': 0.0001, 'seed': 13, 'label': 'OFF', 'run': '2024-01-01', 'on': True}
         >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        ...     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(5))
+        ...     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6))
         >>> yaml_load(bomb)
         Traceback (most recent call last):
         ...
-        kold_span.config.yaml12.YamlTooLargeError: its aliases expand to more than 100000 values (an alias bomb?)
+        kold_span.config.yaml12.YamlTooLargeError: its aliases expand to more than 4000000 values and characters ...
+        >>> yaml_load("trainer:\n  lr: 0.1\n  lr: 0.2\n")
+        Traceback (most recent call last):
+        ...
+        kold_span.config.yaml12.DuplicateKeyError: key 'lr' appears twice in one mapping, on line 2 and on line 3
     """
     loader = _Yaml12Loader(text)
     try:
-        node = loader.get_single_node()
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise YamlTooLargeError(f"nested deeper than {MAX_YAML_DEPTH} levels") from None
         if node is None:
             return None
-        _check_expanded_size(node)
+        _check_node_graph(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def _check_expanded_size(root: yaml.Node) -> None:
-    """A `YamlTooLargeError` if the node graph, aliases expanded, holds more than `MAX_YAML_VALUES` values.
+_MERGE = f"{_YAML}merge"
+
+
+def _check_node_graph(root: yaml.Node) -> None:
+    """A `YamlTooLargeError` if the node graph, aliases expanded, is larger than `MAX_YAML_SIZE` (one per value plus
+    each scalar's characters) or deeper than `MAX_YAML_DEPTH`; a `DuplicateKeyError` for a key twice in a mapping.
 
     Counted once per distinct node (memoised): the cost is the size of the text, not of the expansion.
     """
     sizes: dict[int, int] = {}
 
-    def size(node: yaml.Node) -> int:
+    def size(node: yaml.Node, depth: int) -> int:
+        if depth > MAX_YAML_DEPTH:
+            raise YamlTooLargeError(f"nested deeper than {MAX_YAML_DEPTH} levels")
         known = sizes.get(id(node))
         if known is not None:
             return known
-        sizes[id(node)] = MAX_YAML_VALUES + 1  # a node inside itself (a recursive alias) expands without end
+        sizes[id(node)] = MAX_YAML_SIZE + 1  # a node inside itself (a recursive alias) expands without end
         if isinstance(node, yaml.MappingNode):
-            total = 1 + sum(size(key) + size(value) for key, value in node.value)
+            _check_unique_keys(node)
+            total = 1 + sum(size(key, depth + 1) + size(value, depth + 1) for key, value in node.value)
         elif isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(size(item) for item in node.value)
+            total = 1 + sum(size(item, depth + 1) for item in node.value)
         else:
-            total = 1
-        sizes[id(node)] = min(total, MAX_YAML_VALUES + 1)
-        if total > MAX_YAML_VALUES:
-            raise YamlTooLargeError(f"its aliases expand to more than {MAX_YAML_VALUES} values (an alias bomb?)")
+            total = 1 + len(node.value)
+        sizes[id(node)] = min(total, MAX_YAML_SIZE + 1)
+        if total > MAX_YAML_SIZE:
+            raise YamlTooLargeError(f"its aliases expand to more than {MAX_YAML_SIZE} values and characters "
+                                    "(an alias bomb?)")
         return total
 
-    size(root)
+    size(root, 0)
+
+
+def _check_unique_keys(node: yaml.MappingNode) -> None:
+    """A `DuplicateKeyError` naming the lines of a key written twice in one mapping (`<<` merges may repeat keys)."""
+    seen: dict[tuple[str, str], int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+            continue
+        line = key.start_mark.line + 1
+        first = seen.get((key.tag, key.value))
+        if first is not None:
+            raise DuplicateKeyError(f"key {key.value[:60]!r} appears twice in one mapping, on line {first} "
+                                    f"and on line {line}")
+        seen[(key.tag, key.value)] = line
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """One YAML file as a mapping; bytes that are not UTF-8, invalid YAML or a non-mapping are a `ConfigError`."""
-    data = path.read_bytes()
+    """One YAML file as a mapping; more than `CONFIG_BYTES`, bytes that are not UTF-8, invalid YAML or a non-mapping
+    are a `ConfigError`."""
+    data = read_bounded(path, CONFIG_BYTES, ConfigError)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
+from kold_span.config.limits import LINE_BYTES, allow_csv_fields, csv_field_too_long
 from kold_span.corpora import Reader
 from kold_span.data.bad_records import BadRecords, BadRecordWarning, SkipReport
 from kold_span.data.example import Example
@@ -102,6 +103,7 @@ class CsvRecords:
 
     def __iter__(self) -> Iterator[tuple[int, int, dict[str, str]]]:
         path, bad = self.path, self.bad
+        allow_csv_fields()
         with path.open("rb") as f:
             rows = csv.reader(utf8_lines(f, path), delimiter=self.delimiter, quoting=self.quoting, strict=True)
             try:
@@ -112,7 +114,8 @@ class CsvRecords:
                 raise DataError(f"{path}:1: unreadable header ({err})") from err
             missing = [c for c in self.required if c not in header]
             if missing:
-                raise DataError(f"{path}:1: header lacks column(s) {missing}; found {header}")
+                found = header if len(header) <= 20 else header[:20] + [f"... ({len(header)} in all)"]
+                raise DataError(f"{path}:1: header lacks column(s) {missing}; found {found}")
             self.count = 0
             start = rows.line_num + 1
             while True:
@@ -121,6 +124,8 @@ class CsvRecords:
                 except StopIteration:
                     return
                 except csv.Error as err:
+                    if csv_field_too_long(err):
+                        raise DataError(LINE_BYTES.exceeded(f"{path}:{start}", "a field")) from None
                     raise DataError(f"{path}:{start}: malformed CSV ({err})") from err
                 if row:
                     index = self.count

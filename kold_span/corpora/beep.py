@@ -19,7 +19,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import CsvRecords, bad_field, find_file, parse_bool, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
-from kold_span.data.jsonl import read_utf8
+from kold_span.data.jsonl import utf8_lines
 from kold_span.errors import DataError
 
 HATE = ("hate", "offensive", "none")
@@ -96,10 +96,10 @@ def _read_lines(file: Path) -> list[str]:
     """The lines of a UTF-8 text file without their line ends (a final newline adds no line)."""
     if not file.is_file():
         raise FileNotFoundError(f"beep: line-aligned file {file} not found")
-    # Only "\n" ends a line: str.splitlines would also split at U+2028 and friends inside a comment.
-    lines = read_utf8(file).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    # Only "\n" ends a line (str.splitlines would also split at U+2028 and friends inside a comment); read a line
+    # at a time, each bounded: the unlabeled comments are two million lines.
+    with file.open("rb") as f:
+        lines = [line[:-1] if line.endswith("\n") else line for line in utf8_lines(f, file)]
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 

@@ -1,14 +1,77 @@
-"""The canonical JSONL format, UTF-8 lines with line numbers, and missing-path errors."""
+"""The canonical JSONL format, UTF-8 lines with line numbers, JSON text as the package writes it, missing paths."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Optional, Union
 
+from kold_span.config.limits import FILE_BYTES, bounded_lines, read_bounded
 from kold_span.data.atomic import atomic_write
 from kold_span.data.example import Example, context_turns, text_problem
-from kold_span.errors import DataError
+from kold_span.errors import DataError, NonFiniteError
+
+
+def json_text(value: Any, indent: Optional[int] = None, what: str = "a value") -> str:
+    """`value` as JSON text, characters as they are: how the package writes every JSON file, line and body.
+
+    JSON has no NaN or Infinity (Python's `json` would write them, and no other reader takes
+    them back): such a number is a `NonFiniteError` naming `what` and where inside it the number
+    sits. Where a number may legitimately be undefined (a score of a split without positives),
+    pass the value through `finite_or_null` first.
+
+    Example:
+        >>> json_text({"label": "바보", "probs": [0.25, 1e-3]})
+        '{"label": "바보", "probs": [0.25, 0.001]}'
+        >>> json_text({"probs": {"false": float("nan")}}, what="the prediction of in.txt:3")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.NonFiniteError: the prediction of in.txt:3: probs.false is nan, which JSON cannot hold
+    """
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError as err:
+        found = _non_finite(value, "")
+        if found is None:
+            raise
+        place, number = found
+        raise NonFiniteError(f"{what}: {place or 'the value'} is {number}, which JSON cannot hold") from err
+
+
+def _non_finite(value: Any, place: str) -> Optional[tuple[str, float]]:
+    """(dotted place, number) of the first NaN or infinite float inside `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return place, value
+    if isinstance(value, dict):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = ((f"[{i}]", item) for i, item in enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        inner = f"{place}{key}" if str(key).startswith("[") else f"{place}.{key}" if place else str(key)
+        found = _non_finite(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
+def finite_or_null(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None (JSON's null: a number that is not defined),
+    tuples as lists and keys as strings, recursively.
+
+    Example:
+        >>> finite_or_null({"kappa": float("nan"), "ci": (0.1, float("inf")), 3: 1.0})
+        {'kappa': None, 'ci': [0.1, None], '3': 1.0}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
 
 
 def require_path(path: Union[str, Path], key: str) -> None:
@@ -19,8 +82,9 @@ def require_path(path: Union[str, Path], key: str) -> None:
 
 
 def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
-    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
-    for number, raw in enumerate(f, 1):
+    """A binary file's lines as text, a leading byte-order mark dropped; bytes that are not UTF-8, or a line longer
+    than `LINE_BYTES` (`config.limits`), are a `DataError` naming the line."""
+    for number, raw in enumerate(bounded_lines(f, path, DataError), 1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -30,8 +94,9 @@ def utf8_lines(f: IO[bytes], path: Union[str, Path]) -> Iterator[str]:
 
 
 def read_utf8(path: Union[str, Path]) -> str:
-    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8 name the line."""
-    raw = Path(path).read_bytes()
+    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8 name the line, a file
+    larger than `FILE_BYTES` (`config.limits`) is a `DataError` naming it."""
+    raw = read_bounded(path, FILE_BYTES, DataError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -151,7 +216,7 @@ def write_jsonl(examples: Iterable[Example], path: Union[str, Path]) -> int:
     n = 0
     with atomic_write(path) as f:
         for ex in examples:
-            f.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
+            f.write(json_text(ex.to_dict(), what=f"example {ex.id!r}") + "\n")
             n += 1
     return n
 
@@ -177,7 +242,7 @@ def to_hf_dataset(examples: list[Example], span_types: Iterable[str] = ()):
         columns["id"].append(ex.id)
         columns["text"].append(ex.text)
         columns["context"].append(context_turns(ex.context))
-        columns["labels_json"].append(json.dumps(ex.labels, ensure_ascii=False))
+        columns["labels_json"].append(json_text(ex.labels, what=f"the labels of example {ex.id!r}"))
         for t in span_types:
             columns[f"spans_{t}"].append([list(s) for s in ex.spans.get(t, [])])
     return Dataset.from_dict(columns, features=features)

@@ -16,7 +16,6 @@ The model is anything with `predict_examples(examples, batch_size)` yielding `pr
 from __future__ import annotations
 
 import io
-import json
 import statistics
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
@@ -24,6 +23,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 from kold_span.config.choices import EvasionKind, Targets
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example, LabelValue, label_str
+from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import DataError
 from kold_span.evaluation.prediction_files import evaluate_examples, prediction_fields
 from kold_span.text.perturb import perturb_example
@@ -370,7 +370,7 @@ def write_report(report: dict[str, Any], out_dir: Union[str, Path], command: str
     markdown = render_markdown(report, command)
     plot = io.BytesIO()
     plot_drops(report, plot)
-    write_text_atomic(paths[0], json.dumps({"command": command, **report}, indent=1, ensure_ascii=False))
+    write_text_atomic(paths[0], json_text(finite_or_null({"command": command, **report}), indent=1))
     write_text_atomic(paths[1], markdown)
     with atomic_write(paths[2], "wb") as f:
         f.write(plot.getvalue())

@@ -34,12 +34,14 @@ from typing import IO, Any, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
+from kold_span.config.limits import FILE_BYTES, read_bounded
 from kold_span.config.loading import load_config
 from kold_span.config.saved import saved_config_changes
 from kold_span.config.schema import Config
 from kold_span.config.yaml12 import yaml_load
 from kold_span.data.atomic import atomic_write, write_text_atomic
-from kold_span.errors import ArgumentError, ConfigError
+from kold_span.data.jsonl import json_text
+from kold_span.errors import ArgumentError, ConfigError, DataError
 from kold_span.training.run import run_directory, train
 
 logger = logging.getLogger(__name__)
@@ -122,7 +124,7 @@ def parse_vary(texts: Iterable[str]) -> dict[str, list[str]]:
 
 def value_text(value: Any) -> str:
     """The override text of a value: strings as written (YAML), anything else as JSON (None → null)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json_text(value, what="a --vary value")
 
 
 def cell_id(cell: Mapping[str, str]) -> str:
@@ -200,11 +202,11 @@ def plan_cell(config_path: Union[str, Path], cell: Mapping[str, str], seeds: Seq
     if not seeds:
         raise ArgumentError(f"{name}: no seeds to run")
     cell_overrides = [*overrides, *(f"{key}={value}" for key, value in cell.items())]
-    output_dir = json.dumps(str(runs_dir))
+    output_dir = json_text(str(runs_dir))
     planned = []
     for seed in seeds:
         config = load_config(config_path, [*cell_overrides, f"seed={seed}", f"output_dir={output_dir}",
-                                           f"run={json.dumps(f'{name}-seed{seed}')}"])
+                                           f"run={json_text(f'{name}-seed{seed}')}"])
         if not (config.data.test or config.data.test_fraction > 0):
             raise ConfigError(f"{config_path}: the grid compares test metrics, but the config has no test "
                               "split; set data.test or data.test_fraction")
@@ -228,7 +230,7 @@ def finished_metrics(run: PlannedRun) -> Optional[dict[str, Any]]:
     metrics_path = run.run_dir / "metrics.json"
     if not metrics_path.exists():
         return None
-    return json.loads(metrics_path.read_text(encoding="utf-8"))
+    return json.loads(read_bounded(metrics_path, FILE_BYTES, DataError).decode("utf-8"))
 
 
 def train_planned(run: PlannedRun, retrain: bool = False) -> dict[str, Any]:

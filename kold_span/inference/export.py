@@ -12,7 +12,6 @@ ranges, QDQ format), an option where dynamic int8 loses quality.
 """
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 import warnings
@@ -25,6 +24,7 @@ from torch import nn
 
 from kold_span.config.choices import Quantization
 from kold_span.data.atomic import replace_directory
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.inputs import iter_inputs
 from kold_span.inference.predictor import Predictor
@@ -117,7 +117,7 @@ def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: 
         # One graph per directory: every other file is carried over, the earlier graph and config.json are not.
         carry_over(directory, staging, {CONFIG_NAME, entry.file, *([previous.file] if previous else [])})
         config[ONNX_KEY] = entry.to_dict()
-        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+        (staging / CONFIG_NAME).write_text(json_text(config, indent=1), encoding="utf-8")
         write_manifest(staging)  # the graph and the new config.json are part of the model now
     return entry  # the caller says where it went (the CLI prints it: a log line here would say it twice)
 

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import csv
 import errno
-import json
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
+from kold_span.config.limits import LINE_BYTES, allow_csv_fields, csv_field_too_long
 from kold_span.data.bad_records import BadRecords, SkipReport
 from kold_span.data.example import Example, context_problem, text_problem
-from kold_span.data.jsonl import parse_json_line, utf8_lines
+from kold_span.data.jsonl import json_text, parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def id_text(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return json_text(value)
     except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say)
         return str(value)
 
@@ -303,6 +304,7 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
     A quoting error is raised, not yielded: after it the reader no longer knows where records begin,
     so no row after it could be trusted, skipped or not.
     """
+    allow_csv_fields()
     reader = csv.reader(lines, delimiter=delimiter, strict=True,
                         quoting=csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL)
     header: Optional[list[str]] = None
@@ -313,6 +315,8 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
         except StopIteration:
             return
         except csv.Error as err:
+            if csv_field_too_long(err):
+                raise DataError(LINE_BYTES.exceeded(f"{path}:{start}", "a field")) from None
             hint = ("under CSV quoting a field that starts with a quote must end with one, inner quotes "
                     "doubled; for text with bare quotes pass --quoting none") if quoting == "csv" else "malformed"
             raise DataError(f"{path}:{start}: {err}: {hint}") from None
@@ -321,16 +325,37 @@ def _table_rows(lines: Iterator[str], path: Path, delimiter: str, quoting: str,
         if header is None:
             header = fields
             check_header(header, f"{path}:{start}")
-            twice = sorted({name for name in header if header.count(name) > 1})
+            twice = repeated_names(header)
             if twice:
                 log.warning("%s:%d: column(s) %s appear more than once in the header; the last of each is read",
-                            path, start, ", ".join(repr(name[:40]) for name in twice))
+                            path, start, shown_names(twice))
             continue
         if len(fields) != len(header):
             yield start, DataError(f"{path}:{start}: {len(fields)} fields, the header has {len(header)} "
-                                   f"({', '.join(header)})")
+                                   f"({shown_names(header, quote=False)})")
             continue
         yield start, dict(zip(header, fields))
+
+
+def repeated_names(header: list[str]) -> list[str]:
+    """The names a header holds more than once, sorted; in time linear in the columns (100,000 are read at once).
+
+    Example:
+        >>> repeated_names(["id", "text", "id", "a", "text", "id"])
+        ['id', 'text']
+    """
+    return sorted(name for name, count in Counter(header).items() if count > 1)
+
+
+def shown_names(names: list[str], quote: bool = True, most: int = 20) -> str:
+    """Column names for a message: the first `most`, each cut to 40 characters, and how many more.
+
+    Example:
+        >>> shown_names(["id", "text"]), shown_names([str(i) for i in range(100)], quote=False, most=3)
+        ("'id', 'text'", '0, 1, 2 and 97 more')
+    """
+    shown = ", ".join(repr(name[:40]) if quote else name[:40] for name in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from kold_span.config.choices import OutputFormat, TaskKind
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.data.atomic import (OPTIONS_SUFFIX, atomic_write, check_companion, output_lock, output_target,
                                    partial_path)
 from kold_span.data.example import Example
+from kold_span.data.jsonl import json_text
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
 from kold_span.inference.inputs import ReadOptions, prediction_record
@@ -69,7 +71,7 @@ def output_row(example: Example, prediction: dict[str, Any]) -> str:
         >>> output_row(Example(id="7", text="좋은 기사"), {"id": "7", "labels": {}, "spans": []})
         '{"id": "7", "text": "좋은 기사", "labels": {}, "spans": []}'
     """
-    return json.dumps(prediction_record(example, prediction), ensure_ascii=False)
+    return json_text(prediction_record(example, prediction), what=f"the prediction of row {example.id!r}")
 
 
 def row_problem(row: dict[str, Any], tasks: Sequence[Task]) -> Optional[str]:
@@ -264,7 +266,7 @@ def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind
         # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
         out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind is OutputFormat.JSONL))
         if not kept:
-            options_file.write_text(json.dumps(options, ensure_ascii=False) + "\n", encoding="utf-8")
+            options_file.write_text(json_text(options) + "\n", encoding="utf-8")
         # The model's span types fix the page's colours and legend, whichever types the rows hold.
         span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
         page = stack.enter_context(html_page(html, span_types)) if html else None
@@ -345,7 +347,7 @@ def _check_same_options(options_file: Path, options: dict[str, Any], partial: Pa
         return f"{sum(1 for _ in complete_rows(partial))} complete rows"
 
     try:
-        before = json.loads(options_file.read_text(encoding="utf-8"))
+        before = json.loads(read_bounded(options_file, CONFIG_BYTES, UnfinishedOutputError).decode("utf-8"))
         if not isinstance(before, dict):
             raise ValueError("not a JSON object")
     except FileNotFoundError:
@@ -413,7 +415,7 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
     count, group = 0, []
     with pq.ParquetWriter(target, schema) as writer:
         for row in rows:
-            group.append({**row, "labels": json.dumps(row.get("labels", {}), ensure_ascii=False)})
+            group.append({**row, "labels": json_text(row.get("labels", {}))})
             count += 1
             if len(group) >= PARQUET_GROUP_ROWS:
                 writer.write_table(pa.Table.from_pylist(group, schema=schema))

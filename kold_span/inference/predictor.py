@@ -278,7 +278,8 @@ def on_original(predicted: dict[str, Any], normalized: Normalized) -> dict[str, 
 
 
 def checked_device(device: Union[str, torch.device]) -> torch.device:
-    """`device` as a torch device; an `ArgumentError` for a name torch does not know or a GPU it cannot see.
+    """`device` as a torch device; an `ArgumentError` for a name torch does not know, a kind of device that does not
+    compute (meta) or one the package does not run on, or a GPU it cannot see.
 
     Example:
         >>> checked_device("cpu")
@@ -287,16 +288,25 @@ def checked_device(device: Union[str, torch.device]) -> torch.device:
         Traceback (most recent call last):
         ...
         kold_span.errors.ArgumentError: device must be cpu, cuda or cuda:N, got 'gpu0'
+        >>> checked_device("meta")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: device must be cpu, cuda or cuda:N, got 'meta'
     """
     try:
-        device = torch.device(device)
+        checked = torch.device(device)
     except (RuntimeError, TypeError):
         raise ArgumentError(f"device must be cpu, cuda or cuda:N, got {device!r}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if checked.type not in ("cpu", "cuda"):
+        raise ArgumentError(f"device must be cpu, cuda or cuda:N, got {str(device)!r}")
+    if checked.type == "cuda" and not torch.cuda.is_available():
         build = "built without CUDA" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
-        raise ArgumentError(f"device {device}: torch sees no CUDA device here (torch {torch.__version__}, "
+        raise ArgumentError(f"device {checked}: torch sees no CUDA device here (torch {torch.__version__}, "
                             f"{build}); use cpu")
-    return device
+    if checked.type == "cuda" and checked.index is not None and checked.index >= torch.cuda.device_count():
+        raise ArgumentError(f"device {checked}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                            f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    return checked
 
 
 def checked_texts(texts: Iterable[str]) -> list[str]:

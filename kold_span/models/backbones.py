@@ -12,10 +12,12 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
-from kold_span.config.schema import ScratchEncoderConfig
-from kold_span.errors import EncoderLoadError, OutputTargetError
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
+from kold_span.config.schema import (MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH,
+                                     ScratchEncoderConfig)
+from kold_span.errors import EncoderLoadError, KoldSpanError, OutputTargetError
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -89,7 +91,8 @@ def load_pretrained(name_or_path: str):
         except (OSError, ValueError) as err:
             raise EncoderLoadError(f"cannot load encoder from directory {path}: {err}") from err
         marker = Path(path) / TOKENIZER_MARKER
-        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("morpheme_pretokenize"):
+        if marker.is_file() and json.loads(read_bounded(marker, CONFIG_BYTES, EncoderLoadError)).get(
+                "morpheme_pretokenize"):
             attach_morpheme_pretokenizer(tokenizer)
         return tokenizer, encoder
     if path.startswith((".", "/", "~")) or os.sep in path and not _looks_like_hub_id(path):
@@ -117,14 +120,50 @@ def _auto_model(path: str, **kwargs):
     modes it finds, so a pretrained encoder would otherwise be fine-tuned without dropout.
     The predictor switches to eval mode itself.
     """
-    from transformers import AutoModel
+    from transformers import AutoConfig, AutoModel
 
     kwargs["trust_remote_code"] = False  # an encoder directory is data: never run code it names
+    config = AutoConfig.from_pretrained(path, **kwargs)
+    check_encoder_size(config.to_dict(), f"encoder {path}", EncoderLoadError)
     try:
-        model = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
+        model = AutoModel.from_pretrained(path, config=config, add_pooling_layer=False, **kwargs)
     except TypeError:
-        model = AutoModel.from_pretrained(path, **kwargs)
+        model = AutoModel.from_pretrained(path, config=config, **kwargs)
     return model.train()
+
+
+# An encoder config's sizes (under the names transformers gives them on every architecture) and their bounds.
+ENCODER_SIZES = {"num_hidden_layers": MAX_LAYERS, "num_attention_heads": MAX_HEADS, "hidden_size": MAX_WIDTH,
+                 "intermediate_size": MAX_WIDTH, "max_position_embeddings": MAX_POSITIONS, "vocab_size": MAX_VOCAB}
+
+
+def check_vocabulary(tokenizer: Any, encoder: Any, where: str, error: type[KoldSpanError]) -> None:
+    """`error` unless every id the tokenizer gives has a row in the encoder's embedding table (a larger id would
+    fail mid-way through a file, on the first text that holds its token)."""
+    table = encoder.get_input_embeddings().num_embeddings
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest >= table:
+        raise error(f"{where}: the tokenizer has ids up to {largest}, beyond the encoder's embedding table of "
+                    f"{table} rows (its vocab_size); the tokenizer is not this encoder's")
+
+
+def check_encoder_size(config: dict, where: str, error: type[KoldSpanError]) -> None:
+    """`error` naming the first size of an encoder config above its bound, before the encoder is built.
+
+    Built as it says, an encoder of 100,000 layers would take memory until the machine runs out.
+
+    Example:
+        >>> check_encoder_size({"num_hidden_layers": 100000}, "encoder e5", EncoderLoadError)
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.EncoderLoadError: encoder e5: num_hidden_layers must be a whole number from 1 to 256, got ...
+    """
+    for key, bound in ENCODER_SIZES.items():
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= bound:
+            raise error(f"{where}: {key} must be a whole number from 1 to {bound}, got {repr(value)[:40]}")
 
 
 def _looks_like_hub_id(text: str) -> bool:

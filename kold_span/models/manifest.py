@@ -33,6 +33,8 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Iterator, Optional, Union
 
+from kold_span.data.jsonl import json_text
+from kold_span.config.limits import FILE_BYTES, read_bounded
 from kold_span.errors import ModelFormatError
 
 log = logging.getLogger(__name__)
@@ -59,11 +61,15 @@ def file_digest(path: Union[str, Path]) -> str:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file of a model directory, parsed; one that is not UTF-8 JSON is a `ModelFormatError` naming it."""
+    """A JSON file of a model directory, parsed; one that is not UTF-8 JSON, nests past Python's stack or is larger
+    than `FILE_BYTES` (`config.limits`) is a `ModelFormatError` naming it."""
+    data = read_bounded(path, FILE_BYTES, ModelFormatError)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ModelFormatError(f"{path}: not a JSON file ({err})") from None
+    except (ValueError, RecursionError) as err:  # a number of more than 4300 digits, nesting past the stack
+        raise ModelFormatError(f"{path}: not a JSON file ({type(err).__name__}: {str(err)[:100]})") from None
 
 
 def model_files(directory: Union[str, Path]) -> Iterator[str]:
@@ -106,7 +112,7 @@ def write_manifest(directory: Union[str, Path]) -> Path:
     files = {name: {"sha256": file_digest(directory / name), "bytes": (directory / name).stat().st_size}
              for name in model_files(directory)}
     path = directory / MANIFEST_NAME
-    path.write_text(json.dumps({"version": MANIFEST_VERSION, "files": files}, indent=1) + "\n", encoding="utf-8")
+    path.write_text(json_text({"version": MANIFEST_VERSION, "files": files}, indent=1) + "\n", encoding="utf-8")
     return path
 
 

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -25,8 +24,10 @@ import torch
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
 from kold_span.data.atomic import replace_directory
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
-from kold_span.models.backbones import attach_morpheme_pretokenizer, encoder_from_config, save_tokenizer
+from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
+                                        encoder_from_config, save_tokenizer)
 from kold_span.models.manifest import (MANIFEST_NAME, check_contained, inside, read_json, verify_manifest,
                                       write_manifest)
 from kold_span.models.network import MultiTaskModel
@@ -85,7 +86,7 @@ class ModelDir:
         except RuntimeError as err:
             raise ModelFormatError(f"{self.path / WEIGHTS_NAME}: the weights do not fit the model "
                                    f"{CONFIG_NAME} describes ({str(err).splitlines()[0]})") from err
-        _check_forward(model, tokenizer, path)
+        _check_forward(model, tokenizer, path, config["max_length"])
         return model, tokenizer
 
     def companions(self) -> dict[str, Companion]:
@@ -150,7 +151,8 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
         for name, source in (copies or {}).items():
             shutil.copyfile(source, inside(staging, name, "copies"))
         config = {"format_version": FORMAT_VERSION, **config}
-        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=1, ensure_ascii=False), encoding="utf-8")
+        (staging / CONFIG_NAME).write_text(json_text(config, indent=1, what=str(directory / CONFIG_NAME)),
+                                          encoding="utf-8")
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(staging / WEIGHTS_NAME))
         save_tokenizer(tokenizer, staging / TOKENIZER_DIR)
@@ -164,8 +166,8 @@ def is_model_dir(directory: Union[str, Path]) -> bool:
     """Whether `directory` is a kold-span model directory (its config.json an object with `format_version` and
     `tasks`), whole or damaged: what `write_model_dir` replaces without `overwrite`."""
     try:
-        config = json.loads((Path(directory) / CONFIG_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = read_json(Path(directory) / CONFIG_NAME)
+    except (OSError, ModelFormatError):
         return False
     return isinstance(config, dict) and "format_version" in config and "tasks" in config
 
@@ -269,6 +271,7 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     if "auto_map" in config["encoder"]:
         raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
                                "directory is data and never runs code from it")
+    check_encoder_size(config["encoder"], f"{path}: key 'encoder'", ModelFormatError)
     tasks = config["tasks"]
     names = [task["name"] for task in tasks]
     for i, task in enumerate(tasks):
@@ -366,22 +369,42 @@ def _check_gates(tasks: Sequence[Task], path: Path) -> None:
                                    f"its labels are {list(by_name[task.gate].labels)}")
 
 
-def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path) -> None:
-    """One tiny forward pass at load: an encoder config value that builds but cannot run is a `ModelFormatError`.
+def _check_forward(model: MultiTaskModel, tokenizer: Any, path: Path, max_length: int) -> None:
+    """Two forward passes at load, a tiny one and one of a whole window: what would fail or give NaN mid-way through
+    a user's file is a `ModelFormatError` now.
 
     transformers checks few of an encoder config's values when it builds the model; a wrong type
-    (a float for a list, a string for a number) shows only when it runs, which would be mid-way
-    through a user's file.
+    (a float for a list, a string for a number) shows only when it runs, a `max_length` longer
+    than the encoder's position table only on a long text, a tokenizer larger than the embedding
+    table only on a rare token, and weights or a config value (layer_norm_eps below 0) that give
+    NaN in every probability only in the output.
     """
+    check_vocabulary(tokenizer, model.encoder, str(path), ModelFormatError)
     enc = tokenizer("가", "a", verbose=False)
     inputs = [torch.tensor([enc[key]]) for key in ("input_ids", "attention_mask")]
     types = enc.get("token_type_ids")
-    try:
-        with torch.inference_mode():
-            model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
-    except Exception as err:
-        raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
-                               f"({type(err).__name__}: {str(err)[:200]})") from err
+    # A window of max_length tokens, none of them padding (RoBERTa-style encoders number only those).
+    filler = next(i for i in (tokenizer.cls_token_id, tokenizer.bos_token_id, tokenizer.unk_token_id, 0)
+                  if i is not None)
+    window = torch.full((1, max_length), filler, dtype=torch.long)
+    with torch.inference_mode():
+        try:
+            logits = model.eval()(*inputs, torch.tensor([types]) if types is not None else None)
+        except Exception as err:
+            raise ModelFormatError(f"{path}: key 'encoder' describes an encoder that cannot run "
+                                   f"({type(err).__name__}: {str(err)[:200]})") from err
+        try:
+            model(window, torch.ones_like(window), torch.zeros_like(window) if types is not None else None)
+        except (IndexError, RuntimeError) as err:
+            limit = model.encoder.config.to_dict().get("max_position_embeddings")
+            raise ModelFormatError(f"{path}: key 'max_length' ({max_length}) is longer than the encoder reads "
+                                   f"(max_position_embeddings: {limit}) ({type(err).__name__}: "
+                                   f"{str(err).splitlines()[0][:150] if str(err) else ''})") from err
+    broken = [name for name, value in logits.items() if not bool(torch.isfinite(value).all())]
+    if broken:
+        raise ModelFormatError(f"{path}: the model's outputs for task(s) {', '.join(broken)} are NaN or infinite "
+                               "(its weights hold NaN, or the key 'encoder' a value such as layer_norm_eps below 0); "
+                               "it cannot predict")
 
 
 def _load_weights(path: Path) -> dict[str, torch.Tensor]:

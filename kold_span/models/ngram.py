@@ -13,7 +13,6 @@ vocabularies as JSON, its IDF and linear weights as safetensors.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -22,6 +21,7 @@ import numpy as np
 
 from kold_span.config.choices import Problem
 from kold_span.data.example import Context, Example, context_turns
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, ModelFormatError
 from kold_span.models.kinds import MergedExample
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
@@ -313,7 +313,7 @@ class NgramScorer:
                 "use_context": self.use_context, "labels": list(self.labels), "output": self.output,
                 "vectorizers": [{"column": v["column"], "params": v["params"], "vocabulary": v["vocabulary"]}
                                 for v in self.vectorizers], **(extra or {})}
-        path_stem.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        path_stem.with_suffix(".json").write_text(json_text(meta), encoding="utf-8")
         # float32 on disk halves the file (UnSmile, 11 labels: 57 MB → 28 MB); scoring casts back to float64.
         # C order: safetensors writes the buffer as is, and sklearn's coef_ can be Fortran-ordered.
         arrays = {"coef": np.ascontiguousarray(self.coef, dtype=np.float32),

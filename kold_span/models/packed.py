@@ -11,7 +11,6 @@ the written directory in `model.encoder.name_or_path` and fine-tune it like any 
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 import unicodedata
 from dataclasses import dataclass, field
@@ -20,7 +19,9 @@ from typing import Union
 
 import numpy as np
 
+from kold_span.config.limits import FILE_BYTES, read_bounded
 from kold_span.data.atomic import replace_directory
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, PackedEncoderError
 from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
                                         resolve_package_path)
@@ -116,7 +117,7 @@ def read_packed_encoder(path: Union[str, Path]) -> PackedEncoder:
     """Parse an E5S1 file (see the module docstring) into vocabulary and float32 weights."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, FILE_BYTES, PackedEncoderError)
     except OSError as err:
         raise PackedEncoderError(f"cannot read packed encoder {path}: {err}") from err
     cur = _Cursor(data, path)
@@ -289,7 +290,7 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path], overwrite: boo
     with replace_directory(out, imported_encoder, IMPORTED_ENCODER, overwrite) as staging:
         model.save_pretrained(str(staging))
         build_tokenizer(packed).save_pretrained(str(staging))
-        (staging / IMPORT_RECORD).write_text(json.dumps({
+        (staging / IMPORT_RECORD).write_text(json_text({
             "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
             "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
             encoding="utf-8")

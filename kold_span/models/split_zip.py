@@ -26,7 +26,6 @@ output directory appears whole or not at all.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import shutil
@@ -37,6 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
 from kold_span.data.atomic import replace_directory
+from kold_span.data.jsonl import json_text
 from kold_span.errors import EncoderLoadError, SplitZipError
 from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
                                         resolve_package_path)
@@ -258,7 +258,7 @@ def import_split_zip_encoder(source: str, out_dir: Union[str, Path], overwrite: 
         if not (unpacked / "config.json").is_file():
             raise SplitZipError(f"split zip {source!r} holds no config.json at its top (nor in one folder "
                                 f"wrapping everything): not an encoder directory")
-        (unpacked / IMPORT_RECORD).write_text(json.dumps({
+        (unpacked / IMPORT_RECORD).write_text(json_text({
             "source": source, "parts": [str(p) for p in parts], "sha256": sha256,
             "format": f"zip split into {len(parts)} parts", "unzipped_bytes": size}, indent=2) + "\n",
             encoding="utf-8")

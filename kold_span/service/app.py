@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import platform
 import threading
@@ -38,6 +37,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from kold_span.data.example import Example
+from kold_span.data.jsonl import json_text
 from kold_span.data.perspectives import check_perspective
 from kold_span.errors import (Closed, CommentTooLarge, KoldSpanError, QueueFull, RequestError, RequestTooLarge,
                               Throttled)
@@ -468,7 +468,7 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
                                            context_column or None, id_column or None, quoting)
         service.charge(key, len(examples))
         records = await service.score(request, [Item(e) for e in examples])
-        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        lines = "".join(json_text(r) + "\n" for r in records)
         return Response(lines, media_type="application/x-ndjson")
 
     @app.post("/v1alpha1/comments:analyze", summary="Perspective's AnalyzeComment")

@@ -11,7 +11,6 @@ once), and the file is capped at `max_bytes` (past it, 429: the feedback file is
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.data.example import Annotation, Example
+from kold_span.data.jsonl import json_text
 from kold_span.errors import RequestError
 from kold_span.service.attributes import AttributeMap
 from kold_span.service.requests import AnalyzeRequest, Limits, _expect, _object, analyze_request
@@ -101,7 +101,7 @@ class FeedbackFile:
         """Append one line (whole or not at all); 429 when the file would pass its cap."""
         record = example.to_dict()
         record["meta"] = {**record["meta"], **meta}
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        line = (json_text(record) + "\n").encode("utf-8")
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

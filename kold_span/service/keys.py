@@ -27,6 +27,7 @@ from limits import RateLimitItem, RateLimitItemPerDay, parse
 from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.errors import ConfigError, RequestError, Throttled
 
 DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -46,7 +47,7 @@ def load_keys(path: Union[str, Path]) -> list[ApiKey]:
     keys: list[ApiKey] = []
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_bounded(path, CONFIG_BYTES, ConfigError).decode("utf-8").splitlines()
     except (OSError, UnicodeError) as err:
         raise ConfigError(f"{path}: cannot read the API key file ({err})") from None
     for number, line in enumerate(lines, 1):

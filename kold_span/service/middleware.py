@@ -11,7 +11,6 @@ quiet line, never as a server error.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import re
 import time
@@ -22,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from starlette.requests import ClientDisconnect
 
+from kold_span.data.jsonl import json_text
 from kold_span.service.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ class Front:
         return None
 
     async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:
-        body = json.dumps(error_body(status, message, field, rid)).encode("utf-8")
+        body = json_text(error_body(status, message, field, rid)).encode("utf-8")
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
@@ -187,7 +187,7 @@ class Front:
                   "status": status, "ms": round(seconds * 1000, 1), "client": client[0],
                   "key": scope.get(KEY_NAME)}
         if form == "json":
-            access.info(json.dumps(fields, ensure_ascii=False))
+            access.info(json_text(fields))
         else:
             access.info("%s %s %s %d %.1f ms%s", client[0], fields["method"], fields["path"], status, fields["ms"],
                         f" key={fields['key']}" if fields["key"] else "")

@@ -19,7 +19,6 @@ configs (a mistyped key fails with its name and the file):
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -33,7 +32,7 @@ import torch
 
 from kold_span.config.schema import PretrainConfig, TextSource, TrainerConfig
 from kold_span.data.atomic import check_replaceable, replace_directory
-from kold_span.data.jsonl import require_path, utf8_lines
+from kold_span.data.jsonl import finite_or_null, json_text, require_path, utf8_lines
 from kold_span.errors import DataError
 from kold_span.training.optim import lightning_optimizers
 from kold_span.training.sampling import LengthGroupedSampler
@@ -215,7 +214,7 @@ def _pretrain(config: PretrainConfig, quiet: bool, resume: bool, overwrite: bool
     from kold_span.models.backbones import (attach_morpheme_pretokenizer, save_tokenizer, scratch_encoder,
                                             train_tokenizer)
     from kold_span.training.resume import EpochEndCheckpoint
-    from kold_span.training.run import trainer_for
+    from kold_span.training.run import check_trainer_settings, trainer_for
 
     def say(message: str) -> None:
         if not quiet:
@@ -226,6 +225,7 @@ def _pretrain(config: PretrainConfig, quiet: bool, resume: bool, overwrite: bool
     last = run_dir / "checkpoints" / "last.ckpt"
     if resume and not last.exists():
         raise FileNotFoundError(f"--resume: {last} does not exist (a run that never finished an epoch?)")
+    check_trainer_settings(_trainer_config(config, 1), prefix="")
     if config.threads:
         torch.set_num_threads(config.threads)
     pl.seed_everything(config.seed, workers=True, verbose=False)
@@ -282,7 +282,7 @@ def _pretrain(config: PretrainConfig, quiet: bool, resume: bool, overwrite: bool
     with replace_directory(directory, pretrained_encoder, PRETRAINED_ENCODER, overwrite) as staging:
         save_encoder_directory(staging, model, tokenizer, config)
         metrics["seconds"] = round(time.time() - started, 1)
-        (staging / METRICS_FILE).write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+        (staging / METRICS_FILE).write_text(json_text(finite_or_null(metrics), indent=1), encoding="utf-8")
     perplexity = metrics["heldout_perplexity"]
     say(f"held-out masked-token loss {heldout if heldout is None else round(heldout, 4)} "
         f"(perplexity {perplexity if perplexity is None else round(perplexity, 1)}; "
@@ -325,8 +325,10 @@ def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainCo
     save_tokenizer(tokenizer, directory)
     marker = directory / TOKENIZER_MARKER
     if config.encoder.morpheme_pretokenize:
-        marker.write_text(json.dumps({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
-    (directory / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=1, ensure_ascii=False), encoding="utf-8")
+        marker.write_text(json_text({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
+    elif marker.exists():
+        marker.unlink()
+    (directory / CONFIG_FILE).write_text(json_text(asdict(config), indent=1), encoding="utf-8")
 
 
 def _features(tokenizer, texts: list[str], max_length: int) -> list[dict[str, list[int]]]:

@@ -8,7 +8,6 @@ metrics.json. `train` runs the four in order.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import shutil
@@ -25,8 +24,9 @@ import numpy as np
 from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.atomic import check_replaceable, output_lock, write_text_atomic
 from kold_span.data.example import Example, context_turns, label_str
+from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.data.perspectives import trait_phrase
-from kold_span.errors import ConfigError, DataError
+from kold_span.errors import ConfigError, DataError, NonFiniteError
 from kold_span.evaluation.task_scores import benign_scores, score
 from kold_span.models.decoding import merge_windows
 from kold_span.models.kinds import build_tasks
@@ -143,6 +143,7 @@ def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) 
     from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
 
+    check_trainer_settings(config.trainer)
     slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_native_bf16())
     if slow:
         warnings.warn(slow, stacklevel=3)
@@ -156,7 +157,7 @@ def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) 
     extra = ngram_extra(config, splits)  # held out by the texts as read
     splits, extra = normalized_splits(splits, extra, config.normalize.steps())
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(run_dir / "config.json", json.dumps(config.to_dict(), indent=1, ensure_ascii=False))
+    write_text_atomic(run_dir / "config.json", json_text(config.to_dict(), indent=1))
     tasks = build_tasks(config.tasks, splits["train"])
     check_label_variety(config, tasks, splits["train"])
     tokenizer, encoder = tokenizer_and_encoder(config, splits["train"], run_dir / "tokenizer")
@@ -238,8 +239,8 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
     """
     from transformers import AutoTokenizer
 
-    from kold_span.models.backbones import (attach_morpheme_pretokenizer, build_encoder, save_tokenizer,
-                                            scratch_encoder)
+    from kold_span.models.backbones import (attach_morpheme_pretokenizer, build_encoder, check_vocabulary,
+                                            save_tokenizer, scratch_encoder)
 
     scratch = config.model.encoder.scratch
     if scratch is not None and (tokenizer_dir / "tokenizer.json").exists():
@@ -250,6 +251,9 @@ def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_di
     else:
         tokenizer, encoder = build_encoder(config.model.encoder, tokenizer_texts(train))
         save_tokenizer(tokenizer, tokenizer_dir)
+    name = config.model.encoder.name_or_path
+    check_vocabulary(tokenizer, encoder, f"model.encoder.name_or_path={name}" if name else "model.encoder.scratch",
+                     ConfigError)
     check_window_length(encoder, config.model.max_length)
     if config.model.encoder.freeze_word_embeddings:
         encoder.get_input_embeddings().weight.requires_grad_(False)
@@ -294,6 +298,49 @@ def lightning_trainer(built: Built, quiet: bool = False):
     return trainer, checkpoint, monitor
 
 
+# The trainer keys that go to Lightning's Trainer as they are, the machine's first: Lightning checks them all.
+LIGHTNING_KEYS = ("accelerator", "devices", "strategy", "precision", "num_nodes", "max_epochs", "max_steps",
+                  "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps", "check_val_every_n_epoch",
+                  "deterministic", "overfit_batches")
+
+
+def check_trainer_settings(tc: TrainerConfig, prefix: str = "trainer.") -> None:
+    """A `ConfigError` naming the trainer key Lightning refuses (an unknown accelerator, strategy or precision,
+    GPUs this machine lacks, a value out of its range), before any data is read; and more CPU processes than the
+    machine has CPUs.
+
+    Lightning is asked by building a Trainer of these settings, which starts nothing. Its
+    message names what it refuses; the key named first in it is the key reported, after `prefix`
+    (pretraining's config has these keys at its top).
+    """
+    import os
+
+    import pytorch_lightning as pl
+
+    settings = {key: getattr(tc, key) for key in LIGHTNING_KEYS if hasattr(tc, key)}
+    shown = ", ".join(f"{prefix}{key}={value!r}" for key, value in list(settings.items())[:5])
+    lightning_log = logging.getLogger("pytorch_lightning")
+    level = lightning_log.level
+    try:
+        # Quiet: "GPU available: False" and the like are said again by the Trainer that trains.
+        lightning_log.setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                                 enable_model_summary=False, **settings)
+    except Exception as err:  # Lightning's MisconfigurationException, ValueError, TypeError, a missing package
+        message = " ".join(str(err).split())[:300]
+        named = min((key for key in settings if key in message.lower()), key=message.lower().find, default=None)
+        keys = f"{prefix}{named}={settings[named]!r}" if named else shown
+        raise ConfigError(f"{keys}: Lightning cannot train with it ({type(err).__name__}: {message})") from None
+    finally:
+        lightning_log.setLevel(level)
+    cpus = os.cpu_count() or 1
+    if trainer.accelerator.__class__.__name__ == "CPUAccelerator" and trainer.num_devices > cpus:
+        raise ConfigError(f"{prefix}devices={tc.devices!r}: {trainer.num_devices} training processes on a machine of "
+                          f"{cpus} CPUs; use at most {cpus} (or accelerator: gpu)")
+
+
 def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks: Sequence[Any] = (),
                 latest: Optional[Any] = None, **options: Any):
     """The Lightning Trainer of `train` and `pretrain`, with `callbacks` and Trainer `options` added.
@@ -301,13 +348,15 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
     It writes checkpoints/last.ckpt every epoch (`latest` replaces the ModelCheckpoint that does)
     and every `tc.checkpoint_every_n_steps` optimizer steps inside one, random state and the
     training loader's place in the epoch included; logs the learning rate, CSV and TensorBoard
-    logs, progress lines off a terminal; and averages weights with `tc.ema_decay`.
+    logs, progress lines off a terminal; averages weights with `tc.ema_decay`; and stops with a
+    `NonFiniteError` at a loss or gradient norm that is not finite (`training.divergence`).
     """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     from kold_span.training.averaging import WeightEMA
+    from kold_span.training.divergence import StopOnNonFinite
     from kold_span.training.progress import progress_callbacks
     from kold_span.training.resume import LoaderPosition, RandomState, StepCheckpoint
 
@@ -317,7 +366,7 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
         latest = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
                                  enable_version_counter=False)
     callbacks = [*callbacks, latest, LearningRateMonitor(logging_interval="step"), RandomState(),
-                 LoaderPosition()]
+                 LoaderPosition(), StopOnNonFinite()]
     every = getattr(tc, "checkpoint_every_n_steps", None)  # pretrain's config has no such key
     if every:
         callbacks.append(StepCheckpoint(dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
@@ -389,7 +438,7 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     if calibration.thresholds:
         results["thresholds"] = calibration.thresholds
     results["seconds"] = round(time.time() - started, 1)
-    write_text_atomic(run_dir / "metrics.json", json.dumps(results, indent=1, ensure_ascii=False))
+    write_text_atomic(run_dir / "metrics.json", json_text(finite_or_null(results), indent=1))
     if not tc.keep_checkpoints:
         # The best weights live on in model/; the Lightning checkpoints (weights and optimizer
         # state, twice) are what makes a run directory large.
@@ -423,7 +472,8 @@ def tokenizer_texts(examples: list[Example]) -> list[str]:
 
 
 def check_window_length(encoder: Any, max_length: int) -> None:
-    """A `ConfigError` unless the encoder reads a window of `max_length` tokens (one forward pass of one window).
+    """A `ConfigError` unless the encoder reads a window of `max_length` tokens (one forward pass of one window),
+    and a `NonFiniteError` if what it gives is not finite.
 
     Asking the model is the one check that holds for every architecture: RoBERTa-style encoders
     reserve position slots for padding, others count positions from zero.
@@ -433,12 +483,15 @@ def check_window_length(encoder: Any, max_length: int) -> None:
     ids = torch.zeros((1, max_length), dtype=torch.long)
     try:
         with torch.no_grad():
-            encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
+            output = encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
     except (IndexError, RuntimeError) as err:
         limit = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
         raise ConfigError(f"model.max_length={max_length}: the encoder cannot read windows that long (its "
                           f"max_position_embeddings is {limit}; RoBERTa-style encoders keep 2 of them for "
                           "padding); lower model.max_length (long texts are read in overlapping windows)") from err
+    if not bool(torch.isfinite(output[0]).all()):
+        raise NonFiniteError("the encoder's outputs are NaN or infinite before any training: its weights hold NaN, "
+                             "or its config a value such as layer_norm_eps below 0")
 
 
 def emulated_bf16_warning(trainer: TrainerConfig, cuda_available: bool, native_bf16: bool) -> Optional[str]:
