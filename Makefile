@@ -5,17 +5,19 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
+# Every optional part (setup.cfg's extras) and the tests' tools: the tests and the demo use them all.
+EXTRAS := serve,onnx,cluster,agreement,plots,spacy,dev
 
 .PHONY: install test test-quick demo encoder-e5 encoder-mpnet bench-throughput bench-quality clean
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# The CPU build on local disk; any other spelling pulls a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 test: install

@@ -9,7 +9,8 @@ Which to raise: a mistake the user can fix is one of these, named by where it wa
 a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
 to a function or a command-line option, `OutputInUseError` an output another run is writing,
 `OutputTargetError` an output the command will not write, `NonFiniteError` a number that came out NaN or
-infinite: a training that diverged);
+infinite: a training that diverged, `MissingExtraError` an optional package not installed, raised by the
+`needs_extra` block around its import);
 their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
 follow, every subclass defined here. A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
@@ -21,7 +22,8 @@ True
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 
 class KoldSpanError(Exception):
@@ -60,6 +62,30 @@ class OutputTargetError(ArgumentError):
 class NonFiniteError(KoldSpanError, ValueError):
     """A number that must be finite came out NaN or infinite: a loss or gradient norm in training (the run
     diverged), or a value about to be written as JSON, which has no NaN or Infinity."""
+
+
+class MissingExtraError(KoldSpanError, ImportError):
+    """An optional package is not installed; the message names the `pip install 'kold-span[extra]'` that adds it."""
+
+
+@contextmanager
+def needs_extra(extra: str) -> Iterator[None]:
+    """Around the imports of an optional package: one that is missing raises `MissingExtraError` naming `extra`.
+
+    The package's own modules are no optional package: a missing one is a bug and keeps its traceback.
+
+    >>> with needs_extra("serve"):
+    ...     import no_such_module
+    Traceback (most recent call last):
+    ...
+    kold_span.errors.MissingExtraError: no_such_module is not installed: pip install 'kold-span[serve]'
+    """
+    try:
+        yield
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.partition(".")[0] == "kold_span":
+            raise
+        raise MissingExtraError(f"{err.name} is not installed: pip install 'kold-span[{extra}]'") from err
 
 
 class UnfinishedOutputError(DataError):

@@ -38,7 +38,7 @@ def test_the_print_check_sees_calls_not_strings(tmp_path):
 
 def test_every_command_module_registers_one_subcommand():
     names = [module.__name__.rsplit(".", 1)[1].replace("_", "-") for module in COMMANDS]
-    assert names == ["train", "predict", "evaluate", "robustness", "convert", "agreement", "pretrain", "import-encoder",
+    assert names == ["train", "configs", "predict", "evaluate", "robustness", "convert", "agreement", "pretrain", "import-encoder",
                      "ablate", "serve", "export"]
     choices = build_parser()._subparsers._group_actions[0].choices
     assert list(choices) == names

@@ -17,7 +17,7 @@ from collections import Counter
 from itertools import combinations
 from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
 
-from kold_span.errors import ArgumentError
+from kold_span.errors import ArgumentError, needs_extra
 from kold_span.evaluation.metrics import char_f1
 
 Ratings = Sequence[Mapping[Hashable, Hashable]]
@@ -151,7 +151,8 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
         >>> round(fleiss_kappa([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
         0.3333
     """
-    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+    with needs_extra("agreement"):
+        from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
     items = [item for item in ratings if len(item) >= 2]
     if not items:
@@ -185,7 +186,8 @@ def krippendorff_alpha(ratings: Ratings, level: str = "nominal") -> float:
         >>> round(krippendorff_alpha(likert, "nominal"), 4), round(krippendorff_alpha(likert, "interval"), 4)
         (0.2857, 0.8333)
     """
-    import krippendorff
+    with needs_extra("agreement"):
+        import krippendorff
     import numpy as np
 
     if level not in LEVELS:

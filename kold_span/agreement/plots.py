@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Union
 
 from kold_span.agreement.coefficients import KAPPA_LEVELS
+from kold_span.errors import needs_extra
 
 CROWD = 30  # more annotators than this: plots and tables show the busiest ones only
 
@@ -22,9 +23,10 @@ def heatmap_annotators(report: Mapping[str, Any]) -> list[str]:
 def plot_kappa_heatmap(report: Mapping[str, Any], target: Union[Path, IO[bytes]]) -> None:
     """The pairwise Cohen's kappa matrix (grey: fewer than 2 shared items, or undefined), as a PNG."""
     import numpy as np
-    from matplotlib import colormaps
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with needs_extra("agreement"):
+        from matplotlib import colormaps
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     shown = heatmap_annotators(report)
     position = {a: i for i, a in enumerate(shown)}
@@ -59,8 +61,9 @@ def plot_kappa_heatmap(report: Mapping[str, Any], target: Union[Path, IO[bytes]]
 
 def plot_entropy_hist(report: Mapping[str, Any], target: Union[Path, IO[bytes]]) -> None:
     """Histogram of per-item label entropy with the hard-case threshold, as a PNG."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with needs_extra("agreement"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     entropy = report["entropy"]
     values = entropy["values"]

@@ -37,8 +37,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Train (or reuse) every run of the grid; print results.md and the files written."""
     from kold_span.cli.options import check_outputs
+    from kold_span.errors import needs_extra
     from kold_span.experiments.grid import FILES, parse_vary, run_grid
 
+    with needs_extra("plots"):  # the plot is drawn after every run has trained: refused before them
+        import matplotlib  # noqa: F401
     started = time.time()
     check_outputs({}, folders={"--out": args.out})
     vary = parse_vary(args.vary)

@@ -53,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.agreement import render, report
     from kold_span.cli.options import check_outputs
     from kold_span.config.overrides import parse_key_value
+    from kold_span.errors import needs_extra
 
+    with needs_extra("agreement"):  # refused before the reading and the bootstrap, not at the plots
+        import krippendorff  # noqa: F401
+        import matplotlib  # noqa: F401
+        import statsmodels  # noqa: F401
     check_outputs({}, folders={"--out": args.out})
     reader_options = dict(parse_key_value(o, "--option") for o in args.option or [])
     if args.skip_bad:

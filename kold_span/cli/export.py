@@ -38,8 +38,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Export the graph and print where it went."""
+    from kold_span.errors import needs_extra
     from kold_span.inference.export import export_onnx
 
+    with needs_extra("onnx"):  # torch's exporter needs onnx, the check and int8 ONNX Runtime: refused before both
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
     entry = export_onnx(args.model, quantize=args.quantize, calibrate=args.calibrate,
                         calibration_texts=args.calibration_texts)
     print(f"wrote {entry.file} ({entry.precision}) into {args.model}; predict with it: "

@@ -64,11 +64,13 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.cli.options import check_outputs
     from kold_span.config.overrides import parse_key_value
     from kold_span.data.jsonl import require_path
-    from kold_span.errors import DataError
+    from kold_span.errors import DataError, needs_extra
     from kold_span.evaluation.robustness import measure, model_predictions, render_markdown, write_report
     from kold_span.inference.ensemble import load_predictor
     from kold_span.text.perturb import parse_kinds
 
+    with needs_extra("plots"):  # the plot is drawn after every kind is scored: refused before
+        import matplotlib  # noqa: F401
     kinds = [] if args.perturb.strip() == "none" else parse_kinds(args.perturb)
     check_outputs({}, models=[args.model], folders={"--out": args.out})
     require_path(args.input, "--input")

@@ -7,14 +7,17 @@ from typing import Optional
 
 from kold_span.cli.options import add_repeatable, non_empty_path, non_negative_float, port_number, positive_int
 from kold_span.config.choices import Runtime
-from kold_span.errors import ArgumentError
+from kold_span.errors import ArgumentError, needs_extra
 from kold_span.service.requests import Limits
 from kold_span.service.server import ConnectionLimits
 
 
 def rate(text: str) -> str:
     """An argparse type: a rate such as `20/second` or `100 per minute` (the `limits` package's notation)."""
-    from limits import parse
+    try:
+        from limits import parse
+    except ModuleNotFoundError:  # `run` names the extra to install before the rate is used
+        return text
 
     try:
         parse(text)
@@ -135,8 +138,10 @@ def run(args: argparse.Namespace) -> int:
     `cli.main` to report as every command's errors are (one line, exit status 2).
     """
     from kold_span.inference.ensemble import load_predictor
-    from kold_span.service import server
-    from kold_span.service.app import Settings, create_app
+
+    with needs_extra("serve"):
+        from kold_span.service import server
+        from kold_span.service.app import Settings, create_app
 
     if args.max_comments > args.max_queue:
         raise ArgumentError(f"--max-comments {args.max_comments} is more than --max-queue {args.max_queue}: such "

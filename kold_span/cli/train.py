@@ -1,4 +1,7 @@
-"""`kold-span train CONFIG`: one training run; prints its test metrics and model directory."""
+"""`kold-span train CONFIG`: one training run; prints its test metrics and model directory.
+
+CONFIG is a YAML file or the name of a shipped experiment (`demo`, `quality/toxic_spans_minilm`: `kold-span configs`).
+"""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +19,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         (['run=demo'], True)
     """
     parser = subparsers.add_parser("train", help="train a model from a YAML experiment config")
-    add_config_options(parser, "configs/experiment/demo.yaml", "trainer.max_epochs=3")
+    add_config_options(parser, "configs/experiment/demo.yaml, or a shipped config's name (kold-span configs)",
+                       "trainer.max_epochs=3")
     parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the run's model/ folder even when it holds something else than a model "
@@ -27,10 +31,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Train; print the test metrics (when the run has a test split) and where the model went."""
     from kold_span.config.loading import load_config
+    from kold_span.config.shipped import experiment_path
     from kold_span.evaluation.task_scores import format_table
     from kold_span.training.run import train
 
-    result = train(load_config(args.config, args.set or []), resume=args.resume, overwrite=args.overwrite)
+    config = load_config(experiment_path(args.config), args.set or [])
+    result = train(config, resume=args.resume, overwrite=args.overwrite)
     if result.model_dir is None:  # not the main process of a distributed run
         return 0
     if "test" in result.metrics:

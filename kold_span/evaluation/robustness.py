@@ -24,7 +24,7 @@ from kold_span.config.choices import EvasionKind, Targets
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example, LabelValue, label_str
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.errors import DataError
+from kold_span.errors import DataError, needs_extra
 from kold_span.evaluation.prediction_files import evaluate_examples, prediction_fields
 from kold_span.text.perturb import perturb_example
 
@@ -336,8 +336,9 @@ def _percent(value: Optional[float]) -> str:
 
 def plot_drops(report: dict[str, Any], target: Union[Path, io.BytesIO]) -> None:
     """Horizontal bars: each kind's drop of the first headline metric, with the sd over seeds."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with needs_extra("plots"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     kinds = list(report["kinds"])
     metric = report["metrics"][0] if report["metrics"] else None

@@ -41,7 +41,7 @@ from kold_span.config.schema import Config
 from kold_span.config.yaml12 import yaml_load
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.jsonl import json_text
-from kold_span.errors import ArgumentError, ConfigError, DataError
+from kold_span.errors import ArgumentError, ConfigError, DataError, needs_extra
 from kold_span.training.run import run_directory, train
 
 logger = logging.getLogger(__name__)
@@ -382,8 +382,9 @@ def plot_main_metric(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], 
     `reference` draws the first entry's mean as a dashed line; `title` replaces the default one.
     """
     import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with needs_extra("plots"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     first, rest = keys[0], list(keys[1:])
     groups = list(dict.fromkeys(e["values"][first] for e in summary))

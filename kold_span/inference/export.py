@@ -25,7 +25,7 @@ from torch import nn
 from kold_span.config.choices import Quantization
 from kold_span.data.atomic import replace_directory
 from kold_span.data.jsonl import json_text
-from kold_span.errors import ArgumentError, DataError
+from kold_span.errors import ArgumentError, DataError, needs_extra
 from kold_span.inference.inputs import iter_inputs
 from kold_span.inference.predictor import Predictor
 from kold_span.models.manifest import carry_over, verify_manifest, write_manifest
@@ -183,7 +183,8 @@ def preprocess(source: Path, target: Path) -> Path:
     inference is skipped: it cannot follow the traced attention mask's shape arithmetic ("Incomplete
     symbolic shape inference"), and dynamic and MatMul-only static quantization do not need it.
     """
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    with needs_extra("onnx"):
+        from onnxruntime.quantization.shape_inference import quant_pre_process
 
     quant_pre_process(str(source), str(target), skip_symbolic_shape=True)
     return target
@@ -195,7 +196,8 @@ def quantize_dynamic_int8(source: Path, target: Path) -> None:
     Only the matrix products are quantized; the embedding tables stay float32. Quantizing their lookups
     too (onnxruntime's default) saves memory, not time, and costs quality (docs/PREDICTING.md).
     """
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with needs_extra("onnx"):
+        from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8,
                      op_types_to_quantize=["MatMul"])
@@ -207,8 +209,9 @@ def quantize_static_int8(source: Path, target: Path, feeds: list[dict[str, Any]]
     Only the matrix products are quantized: layer norms, softmax and GELU stay float32, where int8
     costs transformers most of their quality.
     """
-    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                          quantize_static)
+    with needs_extra("onnx"):
+        from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                              quantize_static)
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
@@ -239,6 +242,7 @@ def calibration_feeds(predictor: Predictor, path: Path, count: int, input_names:
 
 def _versions() -> str:
     """The exporting torch and onnxruntime versions, recorded beside the graph."""
-    import onnxruntime
+    with needs_extra("onnx"):
+        import onnxruntime
 
     return f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 
 from kold_span.config.choices import OutputFormat
 from kold_span.data.atomic import partial_path
-from kold_span.errors import ArgumentError, DataError, KoldSpanError
+from kold_span.errors import ArgumentError, DataError, KoldSpanError, needs_extra
 from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
 
 logger = logging.getLogger(__name__)
@@ -191,11 +191,8 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     Raises:
         DataError (or the worker's other `KoldSpanError`): a bad row, naming its shard and line.
     """
-    try:
+    with needs_extra("cluster"):
         import ray
-    except ImportError:
-        raise ArgumentError("--engine ray needs Ray Data: pip install 'kold-span[cluster]' "
-                            "(or 'ray[data]')") from None
     if output_dir.suffix.lower().lstrip(".") in OutputFormat.values() or output_dir.is_file():
         raise ArgumentError(f"output {output_dir}: the Ray engine writes a folder, one output shard per input shard "
                             "(choose their format with shard_format, --shard-format on the command line)")
@@ -234,7 +231,8 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
 
 def _run(ray: Any, model_dirs: Sequence[str], todo: list[tuple[Path, Path]], options: RayOptions) -> list[dict]:
     """Ray Data over the shards to do, one shard a block, through the actor pool; its rows once all are done."""
-    from ray.data import ActorPoolStrategy, DataContext
+    with needs_extra("cluster"):
+        from ray.data import ActorPoolStrategy, DataContext
 
     DataContext.get_current().enable_progress_bars = options.progress
     dataset = ray.data.from_items([{"shard": str(shard), "output": str(out)} for shard, out in todo],

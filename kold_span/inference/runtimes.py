@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from kold_span.config.choices import Precision, Quantization, Runtime
-from kold_span.errors import ArgumentError, ModelFormatError
+from kold_span.errors import ArgumentError, ModelFormatError, needs_extra
 from kold_span.inference.pipeline import autocast
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.tasks import Task
@@ -110,7 +110,8 @@ class OnnxNetwork:
     runtime = Runtime.ONNX
 
     def __init__(self, path: Path, entry: GraphEntry, tasks: Sequence[Task], threads: Optional[int] = None):
-        import onnxruntime as ort
+        with needs_extra("onnx"):
+            import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()

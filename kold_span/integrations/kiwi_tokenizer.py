@@ -14,12 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Union
 
-from spacy.language import Language
-from spacy.tokens import Doc
-from spacy.util import registry
-from spacy.vocab import Vocab
-
+from kold_span.errors import needs_extra
 from kold_span.text.morphemes import morpheme_tags
+
+with needs_extra("spacy"):
+    from spacy.language import Language
+    from spacy.tokens import Doc
+    from spacy.util import registry
+    from spacy.vocab import Vocab
 
 SPACE_TAG = "_SP"  # spaCy's tag for whitespace tokens
 

@@ -28,13 +28,14 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Sequence, Union
 
-from spacy.language import Language
-from spacy.tokens import Doc, SpanGroup
-from spacy.util import minibatch
-
 from kold_span.config.choices import TaskKind
 from kold_span.data.example import Context
-from kold_span.errors import ArgumentError
+from kold_span.errors import ArgumentError, needs_extra
+
+with needs_extra("spacy"):
+    from spacy.language import Language
+    from spacy.tokens import Doc, SpanGroup
+    from spacy.util import minibatch
 
 if TYPE_CHECKING:  # the predictor pulls in torch; spaCy imports this module whenever it builds a pipeline
     from kold_span.inference.predictor import Predictor

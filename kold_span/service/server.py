@@ -19,11 +19,12 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-import uvicorn
-from uvicorn.config import HTTP_PROTOCOLS
-from uvicorn.importer import import_from_string
+from kold_span.errors import needs_extra
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,10 @@ class _Guard:
 
 def guarded_protocol(http: str, limits: ConnectionLimits) -> type:
     """uvicorn's protocol class `http` ("auto", "h11", "httptools") with the guard mixed in."""
+    with needs_extra("serve"):
+        from uvicorn.config import HTTP_PROTOCOLS
+        from uvicorn.importer import import_from_string
+
     base = import_from_string(HTTP_PROTOCOLS[http])
     return type(f"Guarded{base.__name__}", (_Guard, base), {"limits": limits})
 
@@ -154,6 +159,9 @@ def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: s
     (`middleware.Front`), so uvicorn's, which would show query strings, stays off. `created` is
     called with the uvicorn server before it starts (tests stop it through `should_exit`).
     """
+    with needs_extra("serve"):  # imported here: `kold-span` reads ConnectionLimits for serve's options without it
+        import uvicorn
+
     config = uvicorn.Config(app, lifespan="on", access_log=False, log_level=log_level,
                             timeout_graceful_shutdown=drain_seconds, http=guarded_protocol(http, connections),
                             limit_concurrency=connections.max_connections, timeout_keep_alive=connections.keep_alive,
