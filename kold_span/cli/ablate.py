@@ -37,7 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Train (or reuse) every run of the grid; print results.md and the files written."""
     from kold_span.cli.options import check_outputs
-    from kold_span.experiments.grid import FILES, parse_vary, run_grid
+    from kold_span.experiments.grid import run_grid
+    from kold_span.experiments.plan import parse_vary
+    from kold_span.experiments.results import FILES
 
     started = time.time()
     check_outputs({}, folders={"--out": args.out})

@@ -194,7 +194,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
         The encoder directory, its metrics, the tokenizer and the model; None in the processes of
         distributed training other than the first (only that one saves).
     """
-    from kold_span.training.run import launched_worker, run_lock
+    from kold_span.training.run_folder import launched_worker, run_lock
 
     with run_lock(Path(f"{config.output}-run")):
         if not launched_worker():
