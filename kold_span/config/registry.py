@@ -1,17 +1,12 @@
 """One registry type for every plug-in point: corpus readers, task kinds, normalization steps, commands.
 
-A `Registry` maps names to the things of one role. Code registers into it (`@READERS.register("kold")`
-or `add`); a name listed in `modules` is registered by its module, imported the first time the name is
-asked for (so `kold-span --help` imports no corpus reader); and a registry with an entry-point `group`
-also holds what installed packages declare under that group, loaded on first use, so another package
-adds a corpus reader or a command without editing this one (docs/ARCHITECTURE.md, "Where to add").
-Names keep the order they were registered in.
+A `Registry` maps names to things of one role, in the order they were registered: by code (`register`,
+`add`), by a module of `modules` imported when its name is first asked for, or by an installed package's
+entry point under `group`, loaded on first use (docs/ARCHITECTURE.md, "Where to add").
 
 Example:
     >>> steps = Registry("step", "steps")
-    >>> @steps.register("upper")
-    ... def upper(text):
-    ...     return text.upper()
+    >>> upper = steps.add("upper", str.upper)
     >>> steps.get("upper")("a"), list(steps), "lower" in steps
     ('A', ['upper'], False)
     >>> steps.get("lower")
@@ -71,6 +66,3 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.names()
