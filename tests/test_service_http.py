@@ -177,7 +177,8 @@ def key_file(tmp_path, **keys):
 def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
     keys = str(key_file(tmp_path, team_a="alpha-key", team_b="beta-key"))
     body = {"comments": [{"text": "a"}]}
-    with serving(api_keys=keys, rate_limit="3/minute", daily_quota=4, access_log="text") as client, caplog.at_level(logging.DEBUG):
+    with serving(api_keys=keys, rate_limit="3/minute", daily_quota=4, access_log="text") as client, \
+            caplog.at_level(logging.DEBUG):
         none = client.post("/v1/predict", json=body)
         assert none.status_code == 401 and none.json()["error"]["status"] == "UNAUTHENTICATED"
         assert none.json()["error"]["details"] == [{"errorType": "API_KEY_MISSING"}]
@@ -423,7 +424,8 @@ HEADERS = st.dictionaries(st.sampled_from(["x-request-id", "host", "origin", "x-
 @pytest.fixture(scope="module")
 def fuzz_http(tmp_path_factory):
     keys = str(key_file(tmp_path_factory.mktemp("keys"), team="k"))
-    with serving(api_keys=keys, rate_limit="1000/second", daily_quota=10**6, max_headers=8, cors_origins=("https://mod.example",),
+    with serving(api_keys=keys, rate_limit="1000/second", daily_quota=10**6, max_headers=8,
+                 cors_origins=("https://mod.example",),
                  allowed_hosts=("testserver", "*.example"),
                  feedback_file=str(tmp_path_factory.mktemp("feedback") / "f.jsonl")) as client:
         yield client

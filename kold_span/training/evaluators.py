@@ -19,7 +19,8 @@ def dev_evaluator(tasks: Sequence[Task], examples: list[Example], meta: list[dic
 
     Example:
         >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
-        >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}), Example(id="2", text="좋아", labels={"OFF": False})]
+        >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}),
+        ...         Example(id="2", text="좋아", labels={"OFF": False})]
         >>> meta = [{"example_index": i, "offsets": [(0, 0), (0, 2), (0, 0)], "text_mask": [0, 1, 0]} for i in (0, 1)]
         >>> evaluate = dev_evaluator([off], gold, meta, "none", True)
         >>> evaluate({0: {"OFF": np.array([0.2, 0.8])}, 1: {"OFF": np.array([0.4, 0.6])}})["OFF/accuracy"]
