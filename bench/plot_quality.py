@@ -22,7 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from quality import CORPORA, row_label  # noqa: E402
 
-from kold_span.experiments.grid import mean_std, plot_main_metric  # noqa: E402
+from kold_span.experiments.plot import plot_main_metric  # noqa: E402
+from kold_span.experiments.summary import mean_std  # noqa: E402
 
 BASELINE_LABELS = {"ngram": "n-gram", "ngram_context": "n-gram + context", "majority": "majority",
                    "lexicon": "lexicon"}

@@ -32,7 +32,7 @@ corpus table says.
 The corpora (reader, shared file, experiment file, metrics, published anchors, aims) are the
 table in bench/quality_corpora.yaml. Each seed's run is planned, checked against a finished
 run's settings and trained by the experiment grid behind `kold-span ablate`
-(kold_span.experiments.grid: one cell per corpus and tag, run folders
+(kold_span.experiments.plan: one cell per corpus and tag, run folders
 `--out/runs/<experiment>/<corpus>[-<tag>]-seed<N>`).
 
 A corpus with a `joint` label (KOLD: the target type learnt beside the offensive span) is kept out
@@ -67,8 +67,8 @@ from kold_span.corpora.experiment import load_splits  # noqa: E402
 from kold_span.data import Example, label_str, write_jsonl  # noqa: E402
 from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
-from kold_span.experiments.grid import (PlannedRun, check_saved_config, finished_metrics, plan_cell,  # noqa: E402
-                                        train_planned)
+from kold_span.experiments.grid import finished_metrics, train_planned  # noqa: E402
+from kold_span.experiments.plan import PlannedRun, check_saved_config, plan_cell  # noqa: E402
 from kold_span.inference.ensemble import Ensemble  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.ngram import Companion, Probs, decode_probs, fuse_companions, gold_label  # noqa: E402

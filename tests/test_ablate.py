@@ -11,9 +11,14 @@ from kold_span.cli import main
 from kold_span.cli.main import build_parser
 from kold_span.errors import ArgumentError, ConfigError
 from kold_span.experiments import grid as ablate
-from kold_span.experiments.grid import (cell_id, check_saved_config, choose_metrics, finished_metrics, grid_cells,
-                                        mean_std, parse_vary, plan_cell, plan_grid, render_markdown, split_values,
-                                        summarize, train_planned, write_results)
+from kold_span.experiments import results
+from kold_span.experiments.grid import finished_metrics, train_planned
+from kold_span.experiments.markdown import render_markdown
+from kold_span.experiments.plan import (MAX_ID_CHARS, cell_id, check_saved_config, grid_cells, parse_vary, plan_cell,
+                                        plan_grid, split_values)
+from kold_span.experiments.plot import value_label
+from kold_span.experiments.results import write_results
+from kold_span.experiments.summary import MAX_METRIC_COLUMNS, choose_metrics, mean_std, summarize
 
 from conftest import FIXTURE, TINY
 
@@ -64,7 +69,7 @@ def test_cell_ids_are_readable_safe_and_distinct():
     assert all(c.startswith("data.train=a_b-") for c in unsafe[::2])
     assert all(set(c) <= set("abcdefghijklmnopqrstuvwxyz0123456789._=+-_") for c in unsafe)
     long = cell_id({"data.filter": "x" * 300})
-    assert len(long) == ablate.MAX_ID_CHARS and long != cell_id({"data.filter": "x" * 301})
+    assert len(long) == MAX_ID_CHARS and long != cell_id({"data.filter": "x" * 301})
 
 
 def test_grid_is_the_product_with_the_reference_first():
@@ -165,7 +170,7 @@ def test_default_metrics_are_headline_scores_capped():
     names = ["A/accuracy", "A/macro_f1", "A/weighted_f1", "A/f1", "S/char_f1", "S/char_micro_f1"]
     assert choose_metrics(names) == ["A/macro_f1", "S/char_f1", "A/f1", "A/accuracy"]
     many = [f"T{i}/macro_f1" for i in range(9)]
-    assert choose_metrics(many) == many[:ablate.MAX_METRIC_COLUMNS]
+    assert choose_metrics(many) == many[:MAX_METRIC_COLUMNS]
     assert choose_metrics(names, ["S/char_micro_f1", "A/f1"]) == ["S/char_micro_f1", "A/f1"]
     with pytest.raises(ArgumentError, match="A/f2"):
         choose_metrics(names, ["A/f2"])
@@ -216,7 +221,7 @@ def test_results_that_fail_leave_the_previous_ones_as_they_were(tmp_path, monkey
     def broken(summary, keys, metric, target, **options):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(ablate, "plot_main_metric", broken)  # the plot is the last file: the table is rendered first
+    monkeypatch.setattr(results, "plot_main_metric", broken)  # the plot is the last file: the table is rendered first
     with pytest.raises(OSError, match="no space"):
         write_results(ROWS[:1], ["context"], tmp_path, command="kold-span ablate y")
     assert [p.read_bytes() for p in paths] == before
@@ -323,4 +328,4 @@ def test_run_saved_before_a_key_existed_is_reused(tmp_path, monkeypatch, caplog)
     ("context.max_turns", "null", "context.max_turns=null"),
 ])
 def test_plot_labels_of_task_lists_name_the_heads(key, text, label):
-    assert ablate.value_label(key, text) == label
+    assert value_label(key, text) == label

@@ -383,3 +383,50 @@ def test_ctrl_c_between_the_renames_is_held_back_until_both_are_done():
             steps.append("second rename")
     assert steps == ["first rename", "second rename"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# Writes that do not go through data.atomic, and why. Anything else writing a file is a test failure.
+DIRECT_WRITES = {
+    "data/atomic.py": "the one place files are opened for writing",
+    "service/feedback.py": "an append-only JSONL, one whole line a call (os.write on O_APPEND)",
+    "service/requests.py": "an uploaded body spooled to a temporary input file",
+    "cli/predict.py": "standard input spooled to a temporary input file",
+    "models/split_zip.py:join_parts": "the parts joined into a temporary zip, read and removed",
+    "inference/outputs.py": "its options file; routed through data.atomic by the inference pass (issue 55)",
+    "inference/export.py": "its config.json; routed through data.atomic by the inference pass (issue 55)",
+}
+
+
+def direct_writes(path):
+    """The functions of a module that call `open(..., "w"/"a"/"x")`, `X.open(...)` for writing, `write_text` or
+    `write_bytes` (each call named by its innermost function)."""
+    import ast
+
+    found = []
+
+    def visit(node, function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            modes = [a.value for a in [*node.args, *(k.value for k in node.keywords if k.arg == "mode")]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if name in ("write_text", "write_bytes") or (name == "open" and any(set(m) & set("wax") for m in modes)):
+                found.append(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return found
+
+
+def test_every_file_the_package_writes_goes_through_data_atomic():
+    from conftest import PACKAGE
+
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        for function in direct_writes(path):
+            if where not in DIRECT_WRITES and f"{where}:{function}" not in DIRECT_WRITES:
+                found.setdefault(where, set()).add(function)
+    assert found == {}

@@ -113,7 +113,7 @@ def test_training_with_grouped_batches_learns(tmp_path):
                                 "trainer.group_by_length=true"])
     result = train(config, quiet=True)
     from kold_span.inference.predictor import Predictor
-    from kold_span.training.run import evaluate_predictor
+    from kold_span.training.evaluators import evaluate_predictor
 
     scores = evaluate_predictor(Predictor.from_pretrained(result.model_dir), corpora.read("kold", FIXTURE)[:16])
     assert scores["OFF/accuracy"] == 1.0

@@ -16,7 +16,8 @@ import yaml
 from kold_span import corpora
 from kold_span.config.loading import load_config
 from kold_span.inference.predictor import Predictor
-from kold_span.training.run import evaluate_predictor, train
+from kold_span.training.evaluators import evaluate_predictor
+from kold_span.training.run import train
 
 from conftest import CONFIGS, FIXTURE, ROOT, TINY, child_env
 

@@ -168,7 +168,8 @@ def test_choice_without_refit_keeps_the_train_only_ngram_and_refit_adds_the_give
 def test_training_scores_dev_with_the_train_only_ngram_and_saves_the_train_plus_dev_one(tmp_path):
     """Refitted on train + dev before dev is scored, the n-gram would make the fused dev scores perfect."""
     from kold_span.corpora.experiment import load_splits
-    from kold_span.training.run import evaluate_predictor, train
+    from kold_span.training.evaluators import evaluate_predictor
+    from kold_span.training.run import train
 
     config = load_config(TINY, [f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=leak",
                                 "data.dev_fraction=0.4", "trainer.max_epochs=2", "trainer.threads=1",

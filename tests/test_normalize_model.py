@@ -14,7 +14,8 @@ from kold_span.errors import ModelFormatError
 from kold_span.inference.predictor import Predictor, on_original
 from kold_span.models.manifest import write_manifest
 from kold_span.text.normalize import STEPS, normalize
-from kold_span.training.run import evaluate_predictor, normalized_splits, train
+from kold_span.training.evaluators import evaluate_predictor
+from kold_span.training.run import normalized_splits, train
 
 from conftest import FIXTURE, TINY, untrained_model
 

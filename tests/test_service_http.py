@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from kold_span.models.tasks import Task
 from kold_span.service import server
 from kold_span.service.app import ROUTES, Settings, create_app
-from kold_span.service.keys import KeyRing, load_keys
+from kold_span.service.keys import load_keys
 from kold_span.service.server import ConnectionLimits
 from test_service import GatedPredictor, wait_ready
 
@@ -175,10 +175,10 @@ def key_file(tmp_path, **keys):
 
 
 def test_api_keys_401_403_rate_quota_and_counters(tmp_path, caplog):
-    ring = KeyRing(load_keys(key_file(tmp_path, team_a="alpha-key", team_b="beta-key")), rate="3/minute",
-                   daily_quota=4)
+    keys = str(key_file(tmp_path, team_a="alpha-key", team_b="beta-key"))
     body = {"comments": [{"text": "a"}]}
-    with serving(keys=ring, access_log="text") as client, caplog.at_level(logging.DEBUG):
+    with serving(api_keys=keys, rate_limit="3/minute", daily_quota=4, access_log="text") as client, \
+            caplog.at_level(logging.DEBUG):
         none = client.post("/v1/predict", json=body)
         assert none.status_code == 401 and none.json()["error"]["status"] == "UNAUTHENTICATED"
         assert none.json()["error"]["details"] == [{"errorType": "API_KEY_MISSING"}]
@@ -215,8 +215,8 @@ def test_info_shows_no_path_of_the_servers_disk(tmp_path):
     attributes = tmp_path / "secret-attrs" / "attributes.yaml"
     attributes.parent.mkdir()
     attributes.write_text("attributes:\n  TOXICITY: {task: OFF, spans: OFF_span}\n", encoding="utf-8")
-    ring = KeyRing(load_keys(key_file(tmp_path, team="k")), rate="5/second", daily_quota=100)
-    with serving(fake, models=("/srv/secret-disk/run3/model",), attributes_file=str(attributes), keys=ring,
+    with serving(fake, models=("/srv/secret-disk/run3/model",), attributes_file=str(attributes),
+                 api_keys=str(key_file(tmp_path, team="k")), rate_limit="5/second", daily_quota=100,
                  feedback_file=str(tmp_path / "secret-feedback.jsonl")) as client:
         info = client.get("/info").json()
 
@@ -423,9 +423,9 @@ HEADERS = st.dictionaries(st.sampled_from(["x-request-id", "host", "origin", "x-
 
 @pytest.fixture(scope="module")
 def fuzz_http(tmp_path_factory):
-    ring = KeyRing(load_keys(key_file(tmp_path_factory.mktemp("keys"), team="k")), rate="1000/second",
-                   daily_quota=10**6)
-    with serving(keys=ring, max_headers=8, cors_origins=("https://mod.example",),
+    keys = str(key_file(tmp_path_factory.mktemp("keys"), team="k"))
+    with serving(api_keys=keys, rate_limit="1000/second", daily_quota=10**6, max_headers=8,
+                 cors_origins=("https://mod.example",),
                  allowed_hosts=("testserver", "*.example"),
                  feedback_file=str(tmp_path_factory.mktemp("feedback") / "f.jsonl")) as client:
         yield client
@@ -450,13 +450,13 @@ def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator
     from kold_span import corpora
 
     path = tmp_path / "feedback.jsonl"
-    ring = KeyRing(load_keys(key_file(tmp_path, mod_kim="kim-key")))
     suggest = "/v1alpha1/comments:suggestscore"
     body = {"comment": {"text": "너 진짜 바보냐"}, "context": {"entries": [{"text": "기사 제목"}]},
             "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1.0},
                                              "spanScores": [{"begin": 5, "end": 7, "score": {"value": 1}}]}},
             "clientToken": "fix-1"}
-    with serving(keys=ring, feedback_file=str(path), feedback_max_bytes=1500) as client:
+    with serving(api_keys=str(key_file(tmp_path, mod_kim="kim-key")), feedback_file=str(path),
+                 feedback_max_bytes=1500) as client:
         key = {"X-API-Key": "kim-key"}
         answer = client.post(suggest, json=body, headers=key)
         assert (answer.status_code, answer.json()) == (200, {"clientToken": "fix-1"})

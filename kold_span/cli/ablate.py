@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     """Train (or reuse) every run of the grid; print results.md and the files written."""
     from kold_span.cli.options import check_outputs
     from kold_span.errors import needs_extra
-    from kold_span.experiments.grid import FILES, parse_vary, run_grid
+    from kold_span.experiments.grid import run_grid
+    from kold_span.experiments.plan import parse_vary
+    from kold_span.experiments.results import FILES
 
     with needs_extra("plots"):  # the plot is drawn after every run has trained: refused before them
         import matplotlib  # noqa: F401

@@ -1,4 +1,4 @@
-"""The `kold-span` command: one module per subcommand, registered from `COMMANDS`, and what they share.
+"""The `kold-span` command: one module per subcommand, registered in `COMMANDS`, and what they share.
 
 Each command module has `add_parser(subparsers)`, which adds its subcommand and options and
 returns the subparser, and `run(args) -> int`. `main` parses the arguments, sends the
@@ -15,23 +15,29 @@ import logging
 import sys
 import warnings
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Iterator, Optional, Sequence
 
 from kold_span.cli import (ablate, agreement, configs, convert, evaluate, export, import_encoder, predict, pretrain,
                            robustness, serve, train)
 from kold_span.cli.options import Terminated
+from kold_span.config.registry import Registry
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
 DESCRIPTION = ("The `kold-span` command line: train, configs, predict, evaluate, robustness, convert, agreement, "
                "pretrain, ablate, import-encoder, serve, export.")
-# In the order `kold-span --help` lists them.
-COMMANDS = (train, configs, predict, evaluate, robustness, convert, agreement, pretrain, import_encoder, ablate, serve, export)
+# Command modules by subcommand, in the order `kold-span --help` lists them; installed packages add theirs (after
+# these) under the entry-point group `kold_span.commands` (docs/ARCHITECTURE.md, "Where to add").
+COMMANDS: Registry[ModuleType] = Registry("command", "commands", group="kold_span.commands")
+for _module in (train, configs, predict, evaluate, robustness, convert, agreement, pretrain, import_encoder, ablate,
+                serve, export):
+    COMMANDS.add(_module.__name__.rsplit(".", 1)[1].replace("_", "-"), _module)
 PACKAGE_LOGGER = logging.getLogger("kold_span")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `kold-span` parser: the global -v/-q flags and one subcommand per module of COMMANDS."""
+    """The `kold-span` parser: the global -v/-q flags and one subcommand per command of COMMANDS."""
     parser = argparse.ArgumentParser(prog="kold-span", description=DESCRIPTION)
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-v", "--verbose", dest="log_verbose", action="store_true",
@@ -39,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-q", "--quiet", dest="log_quiet", action="store_true",
                            help="log warnings and errors only")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
+    for name in COMMANDS:
+        command = COMMANDS.get(name)
         command.add_parser(subparsers).set_defaults(run=command.run)
     return parser
 

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
-from typing import Optional
+import typing
+from typing import Any, Iterator, Optional
 
-from kold_span.cli.options import add_repeatable, non_empty_path, non_negative_float, port_number, positive_int
-from kold_span.config.choices import Runtime
+from kold_span.cli.options import non_empty_path, non_negative_float, port_number, positive_int
 from kold_span.errors import ArgumentError, needs_extra
-from kold_span.service.requests import Limits
-from kold_span.service.server import ConnectionLimits
+from kold_span.service.settings import Settings
 
 
 def rate(text: str) -> str:
@@ -26,8 +26,28 @@ def rate(text: str) -> str:
     return text
 
 
+# The argparse type of an option, by its field's type or the `type` its metadata names.
+ARGUMENT_TYPES: dict[Any, Any] = {int: positive_int, float: non_negative_float, "port": port_number,
+                                  "path": non_empty_path, "rate": rate}
+
+
+def options(cls: type = Settings) -> Iterator[tuple[dataclasses.Field, Any]]:
+    """Each field of `Settings` with its type, the fields of a nested settings class in its place."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[field.name]):
+            yield from options(hints[field.name])
+        else:
+            yield field, hints[field.name]
+
+
+def flag(field: dataclasses.Field) -> str:
+    """A field's option: `--<name>` with dashes, unless its metadata names another."""
+    return field.metadata.get("flag", "--" + field.name.replace("_", "-"))
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the `serve` subcommand and its options.
+    """Add the `serve` subcommand, one option per field of `service.settings.Settings`.
 
     Example:
         >>> parser = add_parser(argparse.ArgumentParser().add_subparsers())
@@ -35,83 +55,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         >>> args.host, args.port, args.max_queue
         ('127.0.0.1', 0, 1024)
     """
-    limits, connections = Limits(), ConnectionLimits()
     p = subparsers.add_parser("serve", help="serve a model over HTTP: predict, Perspective's analyze, a web page")
-    add_repeatable(p, "--model", "DIR", "a model directory; several make an ensemble, as in predict", required=True)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    p.add_argument("--port", type=port_number, default=8080, help="0 picks a free port (printed)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--runtime", choices=Runtime.values(), default="auto",
-                   help="what runs the network: torch, onnx (the graph `kold-span export` wrote into the model "
-                        "directory, on the CPU) or auto (that graph when there is one and --device is cpu)")
-    p.add_argument("--threads", type=positive_int,
-                   help="torch's CPU threads (default: torch's choice; on a machine shared with other jobs "
-                        "1 can be much faster, see docs/SERVICE.md)")
-    p.add_argument("--attributes", metavar="FILE",
-                   help="Perspective attribute names → the model's tasks and labels (YAML or JSON; "
-                        "default: from the task names, see docs/SERVICE.md)")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=8192,
-                   help="padded tokens per forward pass (windows × the longest window)")
-    p.add_argument("--max-wait-ms", type=non_negative_float, default=5.0,
-                   help="how long the first comment of a batch waits for others")
-    p.add_argument("--max-queue", type=positive_int, default=1024,
-                   help="comments that may wait for the model; past it requests get 429")
-    p.add_argument("--max-bytes", type=positive_int, default=limits.max_bytes, help="request body size (413 past it)")
-    p.add_argument("--max-comments", type=positive_int, default=limits.max_comments,
-                   help="comments per request or uploaded file (413 past it)")
-    p.add_argument("--max-chars", type=positive_int, default=limits.max_chars,
-                   help="characters of one comment or its context (413 past it); longer comments "
-                        "are scored in windows, whole")
-    p.add_argument("--max-request-chars", type=positive_int, default=limits.max_request_chars,
-                   help="characters of a request's comments and contexts together (413 past it)")
-    p.add_argument("--max-request-tokens", type=positive_int, default=65536,
-                   help="tokens of a request's comments (each comment's windows × its longest window; "
-                        "413 past it, before any of them runs)")
-    p.add_argument("--max-comment-tokens", type=positive_int,
-                   help="tokens of one comment (its windows × its longest window; 413 past it). A comment "
-                        "runs in one forward pass: set it to --max-batch-tokens to bound how long one client's "
-                        "comment can make the others wait (default: no limit beyond --max-chars)")
-    p.add_argument("--max-context-turns", type=positive_int, default=limits.max_context_turns,
-                   help="turns of one comment's context (413 past it)")
-    p.add_argument("--max-id-chars", type=positive_int, default=limits.max_id_chars,
-                   help="characters of an id or clientToken, which are echoed back (413 past it)")
-    p.add_argument("--max-headers", type=positive_int, default=100, help="request headers (431 past it)")
-    p.add_argument("--max-header-bytes", type=positive_int, default=connections.max_header_bytes,
-                   help="bytes of the request line and headers (431 past it)")
-    p.add_argument("--header-timeout", type=non_negative_float, default=connections.header_timeout,
-                   help="seconds a connection may take to send its request line and headers (then closed)")
-    p.add_argument("--keep-alive", type=positive_int, default=connections.keep_alive,
-                   help="seconds an idle keep-alive connection stays open")
-    p.add_argument("--max-connections", type=positive_int, default=connections.max_connections,
-                   help="open connections (more are closed as they arrive; past it with requests in flight, 503)")
-    p.add_argument("--http", choices=("auto", "httptools", "h11"), default="auto",
-                   help="uvicorn's HTTP parser (auto: httptools when installed)")
-    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                   help="an origin whose pages may call the API from a browser (repeat for several; "
-                        "default none: no CORS headers)")
-    p.add_argument("--allowed-hosts", action="extend", nargs="+", default=[], metavar="HOST",
-                   help="Host header values served (e.g. api.example.com *.example.com); others get 400")
-    p.add_argument("--api-keys", metavar="FILE",
-                   help="require an API key on /v1 routes: FILE holds 'NAME SHA256' lines (docs/SERVICE.md)")
-    p.add_argument("--rate-limit", type=rate, metavar="RATE",
-                   help="requests per key, e.g. 20/second (with --api-keys; 429 past it)")
-    p.add_argument("--daily-quota", type=positive_int, metavar="N",
-                   help="comments per key and day (with --api-keys; 429 past it)")
-    p.add_argument("--feedback", metavar="FILE", type=non_empty_path,
-                   help="keep moderators' corrections (POST /v1alpha1/comments:suggestscore) as training data: "
-                        "canonical JSONL appended to FILE (default: the route is off)")
-    p.add_argument("--feedback-max-bytes", type=positive_int, default=100 * 1024 * 1024,
-                   help="the feedback file's size cap (429 past it)")
-    p.add_argument("--model-name", help="the model's name in /info and the X-Model header "
-                                        "(default: the last two parts of its directory)")
-    p.add_argument("--drain-seconds", type=non_negative_float, default=60.0,
-                   help="on SIGTERM, how long requests in flight may take to finish")
-    p.add_argument("--drain-delay", type=non_negative_float, default=2.0,
-                   help="on SIGTERM, seconds of /readyz 503 'draining' while still serving, so a load "
-                        "balancer stops sending before the listener closes (a second signal skips it)")
-    p.add_argument("--access-log", nargs="?", const="text", choices=("text", "json"),
-                   help="log every request (json: one JSON object a line); API keys are never logged")
+    for field, hint in options():
+        keywords = {k: v for k, v in field.metadata.items() if k != "flag"}
+        kind = keywords.pop("type", next((t for t in typing.get_args(hint) if t is not type(None)), hint))
+        if kind in ARGUMENT_TYPES and "action" not in keywords:
+            keywords["type"] = ARGUMENT_TYPES[kind]
+        default = list(field.default) if isinstance(field.default, tuple) else field.default
+        p.add_argument(flag(field), default=default, **keywords)
     return p
+
+
+def settings_from(args: argparse.Namespace, cls: type = Settings) -> Any:
+    """The `Settings` the options of `add_parser` hold (lists as tuples)."""
+    hints, values = typing.get_type_hints(cls), {}
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[field.name]):
+            values[field.name] = settings_from(args, hints[field.name])
+        else:
+            value = getattr(args, flag(field)[2:].replace("-", "_"))
+            values[field.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
 
 
 def configure_logging(access_log: Optional[str]) -> None:
@@ -141,52 +105,38 @@ def run(args: argparse.Namespace) -> int:
 
     with needs_extra("serve"):
         from kold_span.service import server
-        from kold_span.service.app import Settings, create_app
+        from kold_span.service.app import create_app
 
-    if args.max_comments > args.max_queue:
-        raise ArgumentError(f"--max-comments {args.max_comments} is more than --max-queue {args.max_queue}: such "
+    s = settings_from(args)
+    if s.limits.max_comments > s.max_queue:
+        raise ArgumentError(f"--max-comments {s.limits.max_comments} is more than --max-queue {s.max_queue}: such "
                             "a request could never be queued")
-    if (args.rate_limit or args.daily_quota) and not args.api_keys:
+    if (s.rate_limit or s.daily_quota) and not s.api_keys:
         raise ArgumentError("--rate-limit and --daily-quota count per API key; give --api-keys FILE")
-    if args.feedback:  # appended to while serving: a file of its own, outside the models and apart from the inputs
+    if s.feedback_file:  # appended to while serving: a file of its own, outside the models and apart from the inputs
         from kold_span.cli.options import check_outputs
 
-        check_outputs({"--feedback": args.feedback}, {"--api-keys": args.api_keys, "--attributes": args.attributes},
-                      models=args.model)
-    keys = None
-    if args.api_keys:
-        from kold_span.service.keys import KeyRing, load_keys
+        check_outputs({"--feedback": s.feedback_file}, {"--api-keys": s.api_keys, "--attributes": s.attributes_file},
+                      models=s.models)
 
-        keys = KeyRing(load_keys(args.api_keys), args.rate_limit, args.daily_quota)
-    connections = ConnectionLimits(args.max_connections, args.header_timeout, args.max_header_bytes,
-                                   args.keep_alive)
-    settings = Settings(limits=Limits(args.max_bytes, args.max_comments, args.max_chars, args.max_request_chars,
-                                      args.max_context_turns, args.max_id_chars),
-                        max_batch_tokens=args.max_batch_tokens, max_request_tokens=args.max_request_tokens,
-                        max_comment_tokens=args.max_comment_tokens,
-                        max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, max_headers=args.max_headers,
-                        connections=connections, attributes_file=args.attributes, models=tuple(args.model),
-                        model_name=args.model_name, device=args.device, cors_origins=tuple(args.cors_origin),
-                        allowed_hosts=tuple(args.allowed_hosts), keys=keys, access_log=args.access_log,
-                        feedback_file=args.feedback, feedback_max_bytes=args.feedback_max_bytes)
     def load():
-        if args.threads:
+        if s.threads:
             import torch
-            torch.set_num_threads(args.threads)
-        return load_predictor(args.model, device=args.device, runtime=args.runtime)
+            torch.set_num_threads(s.threads)
+        return load_predictor(list(s.models), device=s.device, runtime=s.runtime)
 
-    app = create_app(settings, load)
+    app = create_app(s, load)
     try:
-        sock = server.bind(args.host, args.port)
+        sock = server.bind(s.host, s.port)
     except OSError as err:
-        raise OSError(f"cannot listen on {args.host}:{args.port}: {err.strerror}") from err
+        raise OSError(f"cannot listen on {s.host}:{s.port}: {err.strerror}") from err
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    configure_logging(args.access_log)
+    configure_logging(s.access_log)
     print(f"kold-span serve: http://{shown}:{port}/ (loading the model; GET /readyz says 200 once it is warm)",
           flush=True)
-    server.run(app, sock, drain_seconds=args.drain_seconds, connections=connections, http=args.http,
-               drain_delay=args.drain_delay)
+    server.run(app, sock, drain_seconds=s.drain_seconds, connections=s.connections, http=s.http,
+               drain_delay=s.drain_delay)
     if app.state.service.failure is not None:
         raise app.state.service.failure
     print("kold-span serve: stopped", flush=True)

@@ -91,6 +91,12 @@ def field_bounds(field: dataclasses.Field) -> Optional[Bounds]:
     return field.metadata.get("bounds")
 
 
+def option(help: str, default: Any = None, **argparse: Any) -> Any:
+    """A dataclass field that is a command-line option too: its help and argparse keywords in the field's metadata
+    (`cli.serve` builds `kold-span serve`'s options from `service.settings.Settings` so)."""
+    return dataclasses.field(default=default, metadata={"help": help, **argparse})
+
+
 def _check_bounds(value: Any, bounds: Bounds, where: str, key: str) -> None:
     """A `ConfigError` naming `key` for a number (or a number in a list) outside `bounds`."""
     if isinstance(value, list):

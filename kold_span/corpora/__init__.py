@@ -6,18 +6,18 @@
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from pathlib import Path
 from typing import Any, Callable, Union
 
+from kold_span.config.registry import Registry
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError
 
 Reader = Callable[..., list[Example]]
-_READERS: dict[str, Reader] = {}
-# Reader modules register themselves on import; this lists where each name lives.
-_MODULES = {
+# Reader modules register themselves on import; this lists where each name lives. Installed packages add
+# readers under the entry-point group `kold_span.corpora` (docs/ARCHITECTURE.md, "Where to add").
+READERS: Registry[Reader] = Registry("corpus reader", "readers", group="kold_span.corpora", modules={
     "jsonl": "kold_span.corpora.jsonl",
     "kold": "kold_span.corpora.kold",
     "kold_gs": "kold_span.corpora.kold_gs",
@@ -28,29 +28,13 @@ _MODULES = {
     "kocosa": "kold_span.corpora.kocosa",
     "irosva": "kold_span.corpora.irosva",
     "multipico": "kold_span.corpora.multipico",
-}
-
-
-def register(name: str) -> Callable[[Reader], Reader]:
-    """Decorator registering a reader function under `name`."""
-    def wrap(fn: Reader) -> Reader:
-        _READERS[name] = fn
-        return fn
-    return wrap
+})
+register, get_reader = READERS.register, READERS.get
 
 
 def available() -> list[str]:
-    """Names of all known readers."""
-    return sorted(_MODULES)
-
-
-def get_reader(name: str) -> Reader:
-    """The reader registered under `name`; unknown names list the known ones."""
-    if name not in _MODULES:
-        raise ArgumentError(f"unknown corpus reader {name!r}; known readers: {', '.join(available())}")
-    if name not in _READERS:
-        importlib.import_module(_MODULES[name])
-    return _READERS[name]
+    """Names of all known readers, installed packages' included."""
+    return sorted(READERS.names())
 
 
 def read(name: str, path: Union[str, Path], **options) -> list[Example]:

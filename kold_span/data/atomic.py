@@ -1,7 +1,10 @@
 """Output files written whole or not at all: a temporary file beside the target, renamed over it on success.
 
-Every writer of the package (`write_jsonl`, `predict`'s JSONL and HTML, `evaluate --out`, the
-agreement report, the ablation results) goes through `atomic_write`. Until the block ends
+Every file the package writes goes through `atomic_write`, text always in UTF-8 (`write_jsonl`, `predict`'s
+JSONL and HTML, `evaluate --out`, the reports, a run's config.json and metrics.json, and each file of a model
+or encoder directory: its config.json, manifest, n-gram settings, import record); only what a library writes
+into a directory being built (`save_pretrained`, safetensors) and the service's append-only feedback file
+do not. Until the block ends
 without an error the target is untouched: a run that fails midway, or is killed, leaves the
 previous file as it was instead of an empty or half-written one that looks complete. The
 rename is `os.replace` on the same directory, so a reader of the target sees either the old

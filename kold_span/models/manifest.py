@@ -33,8 +33,9 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Iterator, Optional, Union
 
-from kold_span.data.jsonl import json_text
 from kold_span.config.limits import FILE_BYTES, read_bounded
+from kold_span.data.atomic import write_text_atomic
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ModelFormatError
 
 log = logging.getLogger(__name__)
@@ -111,9 +112,8 @@ def write_manifest(directory: Union[str, Path]) -> Path:
     directory = Path(directory)
     files = {name: {"sha256": file_digest(directory / name), "bytes": (directory / name).stat().st_size}
              for name in model_files(directory)}
-    path = directory / MANIFEST_NAME
-    path.write_text(json_text({"version": MANIFEST_VERSION, "files": files}, indent=1) + "\n", encoding="utf-8")
-    return path
+    return write_text_atomic(directory / MANIFEST_NAME, json_text({"version": MANIFEST_VERSION, "files": files},
+                                                                  indent=1) + "\n")
 
 
 def check_contained(directory: Union[str, Path]) -> None:

@@ -23,7 +23,7 @@ import torch
 
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.config.schema import CONTEXT_MODES, POOLINGS
-from kold_span.data.atomic import replace_directory
+from kold_span.data.atomic import replace_directory, write_text_atomic
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
@@ -151,8 +151,7 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
         for name, source in (copies or {}).items():
             shutil.copyfile(source, inside(staging, name, "copies"))
         config = {"format_version": FORMAT_VERSION, **config}
-        (staging / CONFIG_NAME).write_text(json_text(config, indent=1, what=str(directory / CONFIG_NAME)),
-                                          encoding="utf-8")
+        write_text_atomic(staging / CONFIG_NAME, json_text(config, indent=1, what=str(directory / CONFIG_NAME)))
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(staging / WEIGHTS_NAME))
         save_tokenizer(tokenizer, staging / TOKENIZER_DIR)

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kold_span.config.choices import Problem
+from kold_span.data.atomic import write_text_atomic
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, ModelFormatError
@@ -313,7 +314,7 @@ class NgramScorer:
                 "use_context": self.use_context, "labels": list(self.labels), "output": self.output,
                 "vectorizers": [{"column": v["column"], "params": v["params"], "vocabulary": v["vocabulary"]}
                                 for v in self.vectorizers], **(extra or {})}
-        path_stem.with_suffix(".json").write_text(json_text(meta), encoding="utf-8")
+        write_text_atomic(path_stem.with_suffix(".json"), json_text(meta))
         # float32 on disk halves the file (UnSmile, 11 labels: 57 MB → 28 MB); scoring casts back to float64.
         # C order: safetensors writes the buffer as is, and sklearn's coef_ can be Fortran-ordered.
         arrays = {"coef": np.ascontiguousarray(self.coef, dtype=np.float32),

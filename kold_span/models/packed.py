@@ -20,7 +20,7 @@ from typing import Union
 import numpy as np
 
 from kold_span.config.limits import FILE_BYTES, read_bounded
-from kold_span.data.atomic import replace_directory
+from kold_span.data.atomic import replace_directory, write_text_atomic
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, PackedEncoderError
 from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
@@ -290,8 +290,7 @@ def import_packed_encoder(source: str, out_dir: Union[str, Path], overwrite: boo
     with replace_directory(out, imported_encoder, IMPORTED_ENCODER, overwrite) as staging:
         model.save_pretrained(str(staging))
         build_tokenizer(packed).save_pretrained(str(staging))
-        (staging / IMPORT_RECORD).write_text(json_text({
+        write_text_atomic(staging / IMPORT_RECORD, json_text({
             "source": source, "file": str(path), "sha256": packed.sha256, "format": "E5S1 version 1",
-            "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n",
-            encoding="utf-8")
+            "note": "matrices dequantised from 4-bit Q4_0 blocks; fine-tune before use"}, indent=2) + "\n")
     return out

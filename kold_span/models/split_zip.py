@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
-from kold_span.data.atomic import replace_directory
+from kold_span.data.atomic import atomic_write, replace_directory, write_text_atomic
 from kold_span.data.jsonl import json_text
 from kold_span.errors import EncoderLoadError, SplitZipError
 from kold_span.models.backbones import (IMPORT_RECORD, IMPORTED_ENCODER, check_encoder_output, imported_encoder,
@@ -215,7 +215,7 @@ def unzip_safely(archive: zipfile.ZipFile, out: Path) -> int:
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        with archive.open(info) as src, open(target, "wb") as dst:
+        with archive.open(info) as src, atomic_write(target, "wb") as dst:
             shutil.copyfileobj(src, dst, _CHUNK)  # reading to the end checks the member's CRC
     return needed
 
@@ -258,8 +258,7 @@ def import_split_zip_encoder(source: str, out_dir: Union[str, Path], overwrite: 
         if not (unpacked / "config.json").is_file():
             raise SplitZipError(f"split zip {source!r} holds no config.json at its top (nor in one folder "
                                 f"wrapping everything): not an encoder directory")
-        (unpacked / IMPORT_RECORD).write_text(json_text({
+        write_text_atomic(unpacked / IMPORT_RECORD, json_text({
             "source": source, "parts": [str(p) for p in parts], "sha256": sha256,
-            "format": f"zip split into {len(parts)} parts", "unzipped_bytes": size}, indent=2) + "\n",
-            encoding="utf-8")
+            "format": f"zip split into {len(parts)} parts", "unzipped_bytes": size}, indent=2) + "\n")
     return out

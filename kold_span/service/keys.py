@@ -10,7 +10,8 @@ in its error's `details` (`errorType`), so a client tells a spent key from a bus
 
 Each key's request rate (`--rate-limit`, e.g. `20/second`, a moving window) and comments a day
 (`--daily-quota`, a fixed window of a day from the key's first request) are counted by the `limits` package; past
-either, a 429 with `Retry-After` in whole seconds.
+either, a 429 with `Retry-After` in whole seconds. `Access` is what the routes ask: a request's key, its
+comments charged, each refusal counted in the metrics.
 """
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ from typing import Optional, Union
 from limits import RateLimitItem, RateLimitItemPerDay, parse
 from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+from starlette.requests import Request
 
 from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.errors import ConfigError, RequestError, Throttled
+from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.middleware import KEY_NAME
 
 DIGEST = re.compile(r"[0-9a-f]{64}")
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
@@ -132,3 +136,43 @@ class KeyRing:
     def _wait(limiter: object, item: RateLimitItem, name: str, kind: str) -> int:
         reset = limiter.get_window_stats(item, kind, name).reset_time  # type: ignore[attr-defined]
         return max(1, math.ceil(reset - time.time()))
+
+
+class Access:
+    """A request's key checked and its comments charged, each refusal counted in the metrics (no ring: open)."""
+
+    def __init__(self, ring: Optional[KeyRing], metrics: ServiceMetrics):
+        self.ring, self.metrics = ring, metrics
+
+    def authorize(self, request: Request) -> Optional[ApiKey]:
+        """The caller's API key (None when the service has no keys); 401, 403 or 429 otherwise."""
+        if self.ring is None:
+            return None
+        header = request.headers.get("authorization", "")
+        presented = (header[7:].strip() if header[:7].lower() == "bearer " else None) \
+            or request.headers.get("x-api-key") or request.query_params.get("key")
+        try:
+            key = self.ring.identify(presented)
+        except RequestError as err:
+            self.metrics.rejected("unauthenticated" if err.status == 401 else "forbidden")
+            raise
+        request.scope[KEY_NAME] = key.name
+        try:
+            self.ring.admit(key)
+        except Throttled:
+            self.metrics.rejected("rate_limited")
+            self.metrics.keyed(key.name, 429)
+            raise
+        return key
+
+    def charge(self, key: Optional[ApiKey], comments: int) -> None:
+        """Count a request's comments against its key's daily quota."""
+        if key is None or self.ring is None:
+            return
+        try:
+            self.ring.charge(key, comments)
+        except Throttled:
+            self.metrics.rejected("quota")
+            self.metrics.keyed(key.name, 429)
+            raise
+        self.metrics.keyed(key.name, 200, comments)

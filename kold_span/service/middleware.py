@@ -15,7 +15,6 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Callable, Optional
 
@@ -23,6 +22,7 @@ from starlette.requests import ClientDisconnect
 
 from kold_span.data.jsonl import json_text
 from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.settings import Settings
 
 log = logging.getLogger(__name__)
 access = logging.getLogger("kold_span.access")
@@ -89,23 +89,13 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class FrontSettings:
-    """What `Front` checks and adds."""
-
-    routes: tuple[str, ...]
-    max_headers: int = 100
-    max_header_bytes: int = 16 * 1024
-    allowed_hosts: tuple[str, ...] = ()
-    access_log: Optional[str] = None  # None, "text" or "json"
-
-
 class Front:
     """The outermost ASGI middleware (see the module docstring)."""
 
-    def __init__(self, app: Any, metrics: ServiceMetrics, settings: FrontSettings,
+    def __init__(self, app: Any, metrics: ServiceMetrics, settings: Settings, routes: tuple[str, ...],
                  model_header: Callable[[], Optional[str]]):
-        self.app, self.metrics, self.settings, self.model_header = app, metrics, settings, model_header
+        self.app, self.metrics, self.settings, self.routes, self.model_header = app, metrics, settings, routes, \
+            model_header
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -150,7 +140,7 @@ class Front:
                 status = CLIENT_GONE
             seconds = time.perf_counter() - started
             path = scope.get("path", "")
-            self.metrics.answered(path if path in self.settings.routes else "other", status, seconds)
+            self.metrics.answered(path if path in self.routes else "other", status, seconds)
             if status == CLIENT_GONE:
                 log.info("%s %s: the client left before its answer", scope.get("method"), path[:200])
             self._access(scope, status, seconds, rid)
@@ -161,9 +151,9 @@ class Front:
         if len(headers) > s.max_headers:
             return 431, f"headers: {len(headers)}, over the limit of {s.max_headers} (--max-headers)", "headers"
         size = sum(len(k) + len(v) for k, v in headers)
-        if size > s.max_header_bytes:
-            return 431, f"headers: {size} bytes, over the limit of {s.max_header_bytes} (--max-header-bytes)", \
-                "headers"
+        if size > s.connections.max_header_bytes:
+            return 431, f"headers: {size} bytes, over the limit of {s.connections.max_header_bytes} " \
+                        "(--max-header-bytes)", "headers"
         if s.allowed_hosts:
             host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
             if not host_allowed(host, s.allowed_hosts):

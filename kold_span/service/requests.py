@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from kold_span.config.binding import option
 from kold_span.data.example import Context, Example, context_turns
 from kold_span.errors import DataError, RequestError
 from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
@@ -26,12 +27,14 @@ class Limits:
     request, comments and contexts together.
     """
 
-    max_bytes: int = 4 * 1024 * 1024
-    max_comments: int = 512
-    max_chars: int = 20_000
-    max_request_chars: int = 500_000
-    max_context_turns: int = 50
-    max_id_chars: int = 128
+    max_bytes: int = option("request body size (413 past it)", 4 * 1024 * 1024)
+    max_comments: int = option("comments per request or uploaded file (413 past it)", 512)
+    max_chars: int = option("characters of one comment or its context (413 past it); longer comments are scored in "
+                            "windows, whole", 20_000)
+    max_request_chars: int = option("characters of a request's comments and contexts together (413 past it)",
+                                    500_000)
+    max_context_turns: int = option("turns of one comment's context (413 past it)", 50)
+    max_id_chars: int = option("characters of an id or clientToken, which are echoed back (413 past it)", 128)
 
 
 MAX_FILENAME_CHARS = 200

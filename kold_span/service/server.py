@@ -26,6 +26,8 @@ from kold_span.errors import needs_extra
 if TYPE_CHECKING:
     import uvicorn
 
+from kold_span.config.binding import option
+
 log = logging.getLogger(__name__)
 
 
@@ -33,10 +35,12 @@ log = logging.getLogger(__name__)
 class ConnectionLimits:
     """What one connection may do before its request reaches the app (`kold-span serve` options)."""
 
-    max_connections: int = 1000
-    header_timeout: float = 10.0
-    max_header_bytes: int = 16 * 1024
-    keep_alive: int = 5
+    max_connections: int = option("open connections (more are closed as they arrive; past it with requests in "
+                                  "flight, 503)", 1000)
+    header_timeout: float = option("seconds a connection may take to send its request line and headers (then "
+                                   "closed)", 10.0)
+    max_header_bytes: int = option("bytes of the request line and headers (431 past it)", 16 * 1024)
+    keep_alive: int = option("seconds an idle keep-alive connection stays open", 5)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -74,18 +74,18 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
+from kold_span.config.registry import Registry
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
 
-STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
-         "spaced")
+Counts = dict[str, int]
+Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
+# The steps by name, registered in the order they run: the order of their functions below (`STEPS`).
+NORMALIZERS: Registry[Step] = Registry("normalization step", "steps")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
 MAX_PASSES = 3
-
-Counts = dict[str, int]
-Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def check_steps(steps: Iterable[str]) -> tuple[str, ...]:
     return tuple(s for s in STEPS if s in steps)
 
 
-def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
+def normalize(text: str, steps: Optional[Sequence[str]] = None) -> Normalized:
     """`text` normalized by `steps` (names from `STEPS`, run in that order), with its alignment and signals.
 
     `signals` holds only the kinds that made an edit.
@@ -114,7 +114,7 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
         >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
         ('idiot', {})
     """
-    steps = check_steps(steps)
+    steps = check_steps(STEPS if steps is None else steps)
     aligned = AlignedText.identity(text)
     signals: Counts = {}
     # A step can open a case for an earlier one (a joined word to read again): a text that changed
@@ -122,7 +122,7 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
     for _ in range(MAX_PASSES):
         before = aligned.text
         for name in steps + (("nfc",) if "nfc" in steps and len(steps) > 1 else ()):
-            replacements, counts = _STEPS[name](aligned)
+            replacements, counts = NORMALIZERS.get(name)(aligned)
             if replacements:
                 aligned = aligned.edit(replacements)
             for kind, count in counts.items():
@@ -137,6 +137,7 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
 _GRAPHEME = regex.compile(r"\X")
 
 
+@NORMALIZERS.register("nfc")
 def _nfc(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Each grapheme cluster that NFC changes, composed (NFC never crosses a cluster boundary)."""
     if unicodedata.is_normalized("NFC", t.text):
@@ -181,6 +182,7 @@ def _is_wide_space(char: str) -> bool:
     return char != " " and unicodedata.category(char) == "Zs" and unicodedata.normalize("NFKC", char) == " "
 
 
+@NORMALIZERS.register("width")
 def _width(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Fullwidth, halfwidth and mathematical letters and digits to plain ones; wide and no-break spaces to a space."""
     edits, spaces = [], 0
@@ -204,6 +206,7 @@ _JOINERS = "\u200c\u200d"
 _PLAIN_SCRIPT = regex.compile(r"[\p{Latin}\p{Hangul}\p{Common}\p{Inherited}\p{Han}\p{Cyrillic}\p{Greek}]")
 
 
+@NORMALIZERS.register("invisible")
 def _invisible(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Invisible and control characters removed, bidi controls counted apart; emoji sequences kept whole."""
     counts = {"invisible": 0, "bidi": 0}
@@ -280,6 +283,7 @@ def _latin_lookalike(char: str) -> Optional[str]:
     return None
 
 
+@NORMALIZERS.register("confusables")
 def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Look-alike letters folded to Latin inside words that are Latin once folded."""
     edits: list[Replacement] = []
@@ -336,6 +340,7 @@ _RUN = regex.compile(r"(\p{Latin})\1{2,}")
 _ROMAN = regex.compile(r"[IVXLCDM]+")  # XXIII is a number
 
 
+@NORMALIZERS.register("elongation")
 def _elongation(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Letters repeated three times or more squeezed to one or two, whichever spells a word, else two."""
     edits: list[Replacement] = []
@@ -368,6 +373,7 @@ _NUMBER_AND_UNIT = regex.compile(r"\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+")
 _INCLUSIVE_AT = regex.compile(r"@s?$")
 
 
+@NORMALIZERS.register("leet")
 def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Digits and symbols inside a Latin word read as letters where that spells a common word."""
     edits: list[Replacement] = []
@@ -399,24 +405,12 @@ def _leet_reading(word: str) -> Optional[str]:
     return found.group() if found else None
 
 
-# -- Hangul: jamo, keyboard ---------------------------------------------------------------
-_COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
-
-
-def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """Runs of compatibility jamo that spell whole syllables recomposed; abbreviations (ㅋㅋ, ㅅㅂ) stay."""
-    edits: list[Replacement] = []
-    for run in _COMPAT_JAMO.finditer(t.text):
-        parsed = syllables(run.group())
-        if parsed:
-            edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
-    return edits, {"jamo": len(edits)}
-
-
+# -- Hangul: keyboard, jamo ---------------------------------------------------------------
 # Not inside a URL, a path, an e-mail address or a handle (`watch?v=dowO`, `@forofa`).
 _KEYBOARD_WORD = regex.compile(r"(?<![\p{L}\p{N}/=?&#@._-])[A-Za-z]{3,}(?![\p{L}\p{N}/=&@_-])")
 
 
+@NORMALIZERS.register("keyboard")
 def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Latin words that are no English or Spanish word but Korean typed on the 2-set layout, as Hangul."""
     edits: list[Replacement] = []
@@ -433,6 +427,20 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
         edits += [(word.start() + s, word.start() + e, syllable) for s, e, syllable in parsed]
         count += 1
     return edits, {"keyboard": count}
+
+
+_COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
+
+
+@NORMALIZERS.register("jamo")
+def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Runs of compatibility jamo that spell whole syllables recomposed; abbreviations (ㅋㅋ, ㅅㅂ) stay."""
+    edits: list[Replacement] = []
+    for run in _COMPAT_JAMO.finditer(t.text):
+        parsed = syllables(run.group())
+        if parsed:
+            edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
+    return edits, {"jamo": len(edits)}
 
 
 # -- separators inside Hangul words ---------------------------------------------------------
@@ -499,6 +507,7 @@ def _latin_separators(t: AlignedText) -> list[Replacement]:
     return edits
 
 
+@NORMALIZERS.register("separators")
 def _separators(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Separators and digits between Hangul, or inside a Latin word, removed where the joined word is a common word."""
     edits = sorted(_join_pieces(t, across_space=False) + _latin_separators(t))
@@ -557,6 +566,7 @@ def _spaced_letters(t: AlignedText) -> list[Replacement]:
     return edits
 
 
+@NORMALIZERS.register("spaced")
 def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """A space between two single syllables removed where they spell a common Korean word (`씨 발`), and
     single Latin letters spaced apart joined into the words they spell (`s t u p i d`).
@@ -567,9 +577,7 @@ def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, {"spaced": len(edits)}
 
 
-_STEPS: dict[str, Step] = {"nfc": _nfc, "width": _width, "invisible": _invisible, "confusables": _confusables,
-                           "elongation": _elongation, "leet": _leet, "keyboard": _keyboard, "jamo": _jamo,
-                           "separators": _separators, "spaced": _spaced}
+STEPS = tuple(NORMALIZERS)
 
 
 # -- inputs and examples ------------------------------------------------------------------

@@ -31,7 +31,7 @@ import pytorch_lightning as pl
 import torch
 
 from kold_span.config.schema import PretrainConfig, TextSource, TrainerConfig
-from kold_span.data.atomic import check_replaceable, replace_directory
+from kold_span.data.atomic import check_replaceable, replace_directory, write_text_atomic
 from kold_span.data.jsonl import finite_or_null, json_text, require_path, utf8_lines
 from kold_span.errors import DataError
 from kold_span.training.optim import lightning_optimizers
@@ -194,7 +194,7 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
         The encoder directory, its metrics, the tokenizer and the model; None in the processes of
         distributed training other than the first (only that one saves).
     """
-    from kold_span.training.run import launched_worker, run_lock
+    from kold_span.training.run_folder import launched_worker, run_lock
 
     with run_lock(Path(f"{config.output}-run")):
         if not launched_worker():
@@ -282,7 +282,7 @@ def _pretrain(config: PretrainConfig, quiet: bool, resume: bool, overwrite: bool
     with replace_directory(directory, pretrained_encoder, PRETRAINED_ENCODER, overwrite) as staging:
         save_encoder_directory(staging, model, tokenizer, config)
         metrics["seconds"] = round(time.time() - started, 1)
-        (staging / METRICS_FILE).write_text(json_text(finite_or_null(metrics), indent=1), encoding="utf-8")
+        write_text_atomic(staging / METRICS_FILE, json_text(finite_or_null(metrics), indent=1))
     perplexity = metrics["heldout_perplexity"]
     say(f"held-out masked-token loss {heldout if heldout is None else round(heldout, 4)} "
         f"(perplexity {perplexity if perplexity is None else round(perplexity, 1)}; "
@@ -325,10 +325,10 @@ def save_encoder_directory(directory: Path, model, tokenizer, config: PretrainCo
     save_tokenizer(tokenizer, directory)
     marker = directory / TOKENIZER_MARKER
     if config.encoder.morpheme_pretokenize:
-        marker.write_text(json_text({"morpheme_pretokenize": True}) + "\n", encoding="utf-8")
+        write_text_atomic(marker, json_text({"morpheme_pretokenize": True}) + "\n")
     elif marker.exists():
         marker.unlink()
-    (directory / CONFIG_FILE).write_text(json_text(asdict(config), indent=1), encoding="utf-8")
+    write_text_atomic(directory / CONFIG_FILE, json_text(asdict(config), indent=1))
 
 
 def _features(tokenizer, texts: list[str], max_length: int) -> list[dict[str, list[int]]]:

@@ -1,9 +1,10 @@
 """`kold-span train`: build → fit → calibrate → export, one function each.
 
 `build` reads the data and makes the tokenizer, encoder, data module and Lightning module;
-`fit` trains them and loads the best checkpoint's weights; `calibrate` (`training.calibration`)
-makes the choices on dev; `export` saves the calibrated model directory, scores it and writes
-metrics.json. `train` runs the four in order.
+`fit` trains them (`trainer_for`) and loads the best checkpoint's weights; `calibrate`
+(`training.calibration`) makes the choices on dev; `export` saves the calibrated model directory,
+scores it (`training.evaluators`) and writes metrics.json. `train` runs the four in order, in the
+run's folder (`training.run_folder`).
 """
 from __future__ import annotations
 
@@ -13,28 +14,24 @@ import os
 import shutil
 import time
 import warnings
-from collections import defaultdict
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Optional, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from kold_span.config.schema import Config, TrainerConfig
-from kold_span.data.atomic import check_replaceable, output_lock, write_text_atomic
+from kold_span.data.atomic import check_replaceable, write_text_atomic
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.data.perspectives import trait_phrase
 from kold_span.errors import ConfigError, DataError, NonFiniteError
-from kold_span.evaluation.task_scores import benign_scores, score
-from kold_span.models.decoding import merge_windows
+from kold_span.evaluation.task_scores import benign_scores
 from kold_span.models.kinds import build_tasks
 from kold_span.models.model_dir import MODEL_DIRECTORY, is_model_dir
 from kold_span.models.tasks import Task
 from kold_span.text.normalize import normalize_example
 from kold_span.text.perturb import disguised, disguised_copies
 from kold_span.training.calibration import Calibration, NgramExtra, calibrate, ngram_extra
+from kold_span.training.evaluators import dev_evaluator, evaluate_predictor, scores_by_trait
+from kold_span.training.run_folder import launched_worker, run_directory, run_lock
 
 log = logging.getLogger(__name__)
 DEV_PERTURBED = "dev_perturbed"  # the disguised dev split of data.augment.evasion
@@ -110,21 +107,6 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
         calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
                                 config.trainer.eval_batch_size)
         return export(built, fitted, trained, calibration, started, overwrite)
-
-
-# What a launcher (Lightning's DDP processes, torchrun, SLURM) sets in the processes it starts beside the first.
-RANK_VARIABLES = ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID")
-
-
-def launched_worker() -> bool:
-    """Whether this process is one a launcher started beside the first of a distributed run (a rank above 0)."""
-    return any(os.environ.get(name, "0").strip() not in ("", "0") for name in RANK_VARIABLES)
-
-
-def run_lock(run_dir: Path) -> ContextManager[None]:
-    """The lock on a run folder (`data.atomic.output_lock`), held by the first process of a run; the others,
-    started by a launcher into the same folder, take none."""
-    return nullcontext() if launched_worker() else output_lock(run_dir)
 
 
 def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) -> Built:
@@ -313,8 +295,6 @@ def check_trainer_settings(tc: TrainerConfig, prefix: str = "trainer.") -> None:
     message names what it refuses; the key named first in it is the key reported, after `prefix`
     (pretraining's config has these keys at its top).
     """
-    import os
-
     import pytorch_lightning as pl
 
     settings = {key: getattr(tc, key) for key in LIGHTNING_KEYS if hasattr(tc, key)}
@@ -446,25 +426,6 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
     return RunResult(run_dir, model_dir, results)
 
 
-def run_directory(config: Config, resume: bool) -> Path:
-    """checkpoints/<experiment>/<run>; with --resume and no run name, the newest run."""
-    base = Path(config.output_dir) / config.experiment
-    if config.run:
-        last = base / config.run / "checkpoints" / "last.ckpt"
-        if resume and not last.exists():
-            raise FileNotFoundError(f"--resume: {last} does not exist (a mistyped run name, a run that never "
-                                    "finished an epoch nor reached trainer.checkpoint_every_n_steps, or one trained "
-                                    "with trainer.keep_checkpoints: false)")
-        return base / config.run
-    if resume:
-        runs = sorted((p for p in base.glob("*") if (p / "checkpoints" / "last.ckpt").exists()),
-                      key=lambda p: p.stat().st_mtime)
-        if not runs:
-            raise FileNotFoundError(f"--resume: no run with checkpoints/last.ckpt under {base}")
-        return runs[-1]
-    return base / time.strftime("%Y%m%d-%H%M%S")
-
-
 def tokenizer_texts(examples: list[Example]) -> list[str]:
     """Texts and contexts a scratch tokenizer is trained on."""
     contexts = sorted({turn for ex in examples for turn in context_turns(ex.context)})
@@ -523,36 +484,3 @@ def cpu_has_native_bf16() -> bool:
     return None in probes or any(probe() for probe in probes)
 
 
-def dev_evaluator(tasks: Sequence[Task], examples: list[Example], meta: list[dict[str, Any]],
-                  snap: str, trim: bool):
-    """A function scoring dev outputs (window index → task probabilities)."""
-    owners: dict[int, list[int]] = defaultdict(list)
-    for w, m in enumerate(meta):
-        owners[m["example_index"]].append(w)
-
-    def evaluate(outputs: dict[int, dict[str, np.ndarray]]) -> dict[str, float]:
-        merged = [merge_windows(tasks, [meta[w] for w in owners[i]], [outputs[w] for w in owners[i]])
-                  for i in range(len(examples))]
-        return score(tasks, examples, merged, snap, trim)
-    return evaluate
-
-
-def evaluate_predictor(predictor, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
-    """Score a predictor on gold examples (all tasks)."""
-    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
-    return score(predictor.tasks, examples, merged, predictor.snap, predictor.trim)
-
-
-def scores_by_trait(predictor, examples: list[Example], traits: Sequence[str],
-                    batch_size: int = 64) -> dict[str, dict[str, dict[str, float]]]:
-    """PERSEID-style breakdown: the test scores of each annotator group, per trait."""
-    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for trait in traits:
-        groups: dict[str, list[int]] = defaultdict(list)
-        for i, ex in enumerate(examples):
-            groups[str(trait_phrase(trait, ex.meta.get("traits", {}).get(trait)))].append(i)
-        out[trait] = {value: {"n": len(idx), **score(predictor.tasks, [examples[i] for i in idx],
-                                                     [merged[i] for i in idx], predictor.snap, predictor.trim)}
-                      for value, idx in sorted(groups.items())}
-    return out

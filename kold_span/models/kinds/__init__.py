@@ -8,7 +8,7 @@ configured task's labels and class weights. The kinds are `sequence`
 label problems (single, multi, soft).
 
 Adding a kind: a `TaskKind` member (`kold_span.config.choices`, with the facts the config checks),
-a module here implementing `Kind` and registered in `KINDS`, and its scorer in
+a module here implementing `Kind`, added to `KINDS` (a `config.registry.Registry`), and its scorer in
 `kold_span.evaluation.task_scores` (scores need the metrics, a layer above this one).
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from kold_span.config.choices import TaskKind
+from kold_span.config.registry import Registry
 from kold_span.config.schema import TaskConfig
 from kold_span.data.example import Example
 from kold_span.errors import ConfigError
@@ -26,7 +27,9 @@ from kold_span.models.tasks import Task
 
 log = logging.getLogger(__name__)
 
-KINDS: dict[TaskKind, Kind] = {TaskKind.SEQUENCE: SequenceKind(), TaskKind.SPAN: SpanKind()}
+KINDS: Registry[Kind] = Registry("task kind", "kinds")
+KINDS.add(TaskKind.SEQUENCE, SequenceKind())
+KINDS.add(TaskKind.SPAN, SpanKind())
 
 
 def kind_of(task: Task) -> Kind:
@@ -37,7 +40,7 @@ def kind_of(task: Task) -> Kind:
         >>> kind_of(Task("OFF_span", "span", "OFF")).token_level, kind_of(Task("OFF", "sequence", "OFF")).token_level
         (True, False)
     """
-    return KINDS[task.kind]
+    return KINDS.get(task.kind)
 
 
 def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task]:
