@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     `cli.main` to report as every command's errors are (one line, exit status 2).
     """
     from kold_span.inference.ensemble import load_predictor
+    from kold_span.inference.pipeline import RunOptions
     from kold_span.service import server
     from kold_span.service.app import Settings, create_app
 
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         if args.threads:
             import torch
             torch.set_num_threads(args.threads)
-        return load_predictor(args.model, device=args.device, runtime=args.runtime)
+        return load_predictor(args.model, RunOptions(device=args.device, runtime=args.runtime))
 
     app = create_app(settings, load)
     try:

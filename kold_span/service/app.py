@@ -211,7 +211,7 @@ class Service:
         if perspective is None:
             return
         assert self.model is not None
-        conditioned = self.model.predictor.perspective  # {"label", "traits"} of an annotator-conditioned model
+        conditioned = self.model.predictor.settings.perspective  # {"label", "traits"} of an annotator-conditioned model
         if not conditioned:
             raise RequestError(422, "perspective: this model was not trained annotator-conditioned "
                                     "(data.perspective); it cannot take a perspective", "perspective")
