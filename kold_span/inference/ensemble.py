@@ -39,9 +39,8 @@ def _signature(task: Task) -> tuple:
 class Ensemble(Predicts[tuple[Encoded, ...], list[PreparedChunk], list[list[HostProbs]]]):
     """Predictors of the same tasks whose probabilities are averaged (see the module docstring).
 
-    Each stage is each member's (its own tokenizer and context settings), in turn, and `merge` averages them; the
-    batcher measures a text by the first member's windows.
-    Spans are decoded with the first member's `align` settings (snap, trim).
+    Each stage is each member's, in turn (`merge` averages them; `window_shape` is the first member's); spans
+    are decoded with the first member's `align` settings (snap, trim).
     """
 
     def __init__(self, members: Sequence[Predictor], names: Sequence[str] = ()):
@@ -60,11 +59,15 @@ class Ensemble(Predicts[tuple[Encoded, ...], list[PreparedChunk], list[list[Host
                 if theirs != mine:
                     raise ArgumentError(f"{name} and {names[0]} differ in {what} ({theirs} vs {mine}); an ensemble's "
                                         "members need the same")
-        self.members, self.names = members, names
+        self._members, self.names = members, names
         self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
             task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
         self.settings = first.settings  # each member reads inputs by its own; perspective and normalize as checked
         self.precision = first.precision  # each member runs its network in its own
+
+    @property
+    def members(self) -> Sequence[Predictor]:
+        return self._members
 
     @property
     def identity(self) -> str:

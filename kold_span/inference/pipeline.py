@@ -44,12 +44,7 @@ CHUNK_BATCHES = 8
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The options of a prediction run, together from the command line to `load_predictor` and the `Pipeline`.
-
-    Example:
-        >>> RunOptions(batch_size=4).chunk_size
-        32
-    """
+    """The options of a prediction run, together from the command line to `load_predictor` and the `Pipeline`."""
 
     batch_size: int = 32  # windows per forward pass
     perspective: Optional[dict[str, Any]] = None  # an annotator's traits (annotator-conditioned models)

@@ -65,8 +65,7 @@ class PredictorSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snap", SnapMode.parse(self.snap, "snap"))
-        if self.normalize is not None:
-            object.__setattr__(self, "normalize", check_steps(self.normalize))
+        object.__setattr__(self, "normalize", None if self.normalize is None else check_steps(self.normalize))
 
     @classmethod
     def from_run(cls, config: Config, morpheme_pretokenize: bool) -> "PredictorSettings":
@@ -103,8 +102,12 @@ class Predicts(Stages[E, C, O], Protocol[E, C, O]):
     tasks: list[Task]
     settings: PredictorSettings
     precision: str  # the (first) network's number format: bf16, fp32, onnx-int8-dynamic, ...
-    members: Sequence["Predictor"]  # the single models it is made of: itself, or an ensemble's members
-    identity: str  # the SHA-256 of the model (a resumed `predict` compares it with the unfinished output's)
+
+    @property
+    def members(self) -> Sequence["Predictor"]: ...  # the single models it is made of: itself, or an ensemble's
+
+    @property
+    def identity(self) -> str: ...  # the SHA-256 of the model (a resumed `predict` compares it with the output's)
 
     @property
     def decoding(self) -> Decoding:
@@ -269,7 +272,7 @@ class Predictor(Predicts[Encoded, PreparedChunk, list[HostProbs]]):
         """Each text as the model reads it: normalized by its steps (text.normalize) or as given, Kiwi's morphemes
         fetched (one call), cut into windows. The one place where text enters the model (predict, serve, spaCy, Ray)."""
         steps = self.settings.normalize
-        normalized: list[Optional[Normalized]] = [None] * len(texts)
+        normalized: list[Any] = [None] * len(texts)  # each text's `Normalized`, when the model normalizes
         if steps is not None:
             normalized = [normalize(text, steps) for text in texts]
             texts, contexts = [n.aligned.text for n in normalized], [normalize_context(c, steps) for c in contexts]

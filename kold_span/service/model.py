@@ -21,8 +21,7 @@ from kold_span.service.batching import Shape
 
 @dataclass(eq=False)
 class Item:
-    """One comment for the batcher, with the annotator traits to predict for (if any), and once measured its
-    encoding (`Stages.encode`: what the forward pass runs)."""
+    """One comment for the batcher, the annotator traits to predict for (if any), and its encoding once measured."""
 
     example: Example
     perspective: Optional[dict[str, Any]] = None
