@@ -78,23 +78,23 @@ def expected_f1_inside(inside: np.ndarray, lengths: np.ndarray, p_empty: float) 
     return marked
 
 
-def expected_f1_offsets(task, tasks, merged, text: str, trim: bool, empty: str) -> set[int]:
-    """One post's predicted offsets by expected-F1 decoding; `empty`: "independent", "gate" or "never"."""
+def expected_f1_offsets(task, decoding, merged, text: str, empty: str) -> set[int]:
+    """One post's predicted offsets by expected-F1 decoding (unsnapped); `empty`: "independent", "gate" or "never"."""
     probs = merged.token_probs[task.name]
-    if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
+    if not len(probs) or (task.gate and not gate_open(task, decoding.tasks, merged)):
         return set()
     inside = probs[:, 1] + probs[:, 2]
     lengths = np.array([end - start for start, end in merged.token_offsets], float)
     if empty == "independent":
         p_empty = float(np.prod(1 - inside))
     elif empty == "gate":
-        gate = next(t for t in tasks if t.name == task.gate)
+        gate = next(t for t in decoding.tasks if t.name == task.gate)
         p_empty = float(merged.sequence_probs[gate.name][gate.labels.index("false")])
     else:
         p_empty = -1.0
     marked = expected_f1_inside(inside, lengths, p_empty)
     tags = ["O" if not m else ("B" if b >= i else "I") for m, (_, b, i) in zip(marked, probs)]
-    return spans_to_offsets(tags_to_spans(tags, merged.token_offsets, text, snap="none", trim=trim))
+    return spans_to_offsets(tags_to_spans(tags, merged.token_offsets, text, snap="none", trim=decoding.trim))
 
 
 def load_run(run: Path):
@@ -105,8 +105,8 @@ def load_run(run: Path):
     """
     config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
-    if predictor.normalize is not None:
-        splits = {name: [normalize_example(ex, predictor.normalize) for ex in examples]
+    if predictor.settings.normalize is not None:
+        splits = {name: [normalize_example(ex, predictor.settings.normalize) for ex in examples]
                   for name, examples in splits.items()}
     return config, predictor, splits
 
@@ -115,14 +115,15 @@ def expected_f1(run: Path) -> dict:
     _, predictor, splits = load_run(run)
     task = next(t for t in predictor.tasks if t.kind is TaskKind.SPAN)
     out = {"run": run.name, "threshold": list(task.thresholds)}
+    raw = dataclasses.replace(predictor.decoding, snap="none")
     for split in ("dev", "test"):
         examples = splits[split]
         merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], 64)
         golds = [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
         out[f"{split}/tuned"] = metrics.mean_char_f1(
-            predicted_offsets(task, predictor.tasks, examples, merged, "none", predictor.trim), golds)
+            predicted_offsets(task, raw, examples, merged), golds)
         for empty in ("independent", "gate", "never") if task.gate else ("independent", "never"):
-            predicted = [expected_f1_offsets(task, predictor.tasks, m, e.text, predictor.trim, empty)
+            predicted = [expected_f1_offsets(task, raw, m, e.text, empty)
                          for e, m in zip(examples, merged)]
             out[f"{split}/expected_f1/{empty}"] = metrics.mean_char_f1(predicted, golds)
             out[f"{split}/expected_f1/{empty}/no_span"] = sum(not p for p in predicted)
@@ -141,15 +142,16 @@ def snap_modes(run: Path, snaps: tuple[str, ...] = ("none", "eojeol", "word")) -
             prefetch(e.text for e in examples)  # one batched Kiwi call instead of one per text
         merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], 64)
         parts[split] = examples, merged, [spans_to_offsets(e.spans.get(task.source, [])) for e in examples]
-    out = {"run": run.name, "saved_threshold": list(task.thresholds), "saved_snap": predictor.snap.value,
+    out = {"run": run.name, "saved_threshold": list(task.thresholds), "saved_snap": predictor.settings.snap.value,
            "sizes": {split: len(part[0]) for split, part in parts.items()}}
     for snap in snaps:
         dev, dev_merged, _ = parts["dev"]
-        threshold = span_threshold(task, predictor.tasks, dev, dev_merged, snap, predictor.trim)
+        decoding = dataclasses.replace(predictor.decoding, snap=snap)
+        threshold = span_threshold(task, decoding, dev, dev_merged)
         tuned = dataclasses.replace(task, thresholds=(threshold,))
         out[snap] = {"threshold": threshold}
         for split, (examples, merged, golds) in parts.items():
-            predicted = predicted_offsets(tuned, predictor.tasks, examples, merged, snap, predictor.trim)
+            predicted = predicted_offsets(tuned, decoding, examples, merged)
             out[snap][split] = round(metrics.mean_char_f1(predicted, golds), 4)
     return out
 

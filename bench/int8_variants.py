@@ -39,9 +39,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from report import isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
 from kold_span.inference import export  # noqa: E402
-from kold_span.inference.pipeline import autocast, cpu_has_bf16  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.inference.runtimes import INPUT_NAMES  # noqa: E402
+from kold_span.inference.runtimes import INPUT_NAMES, autocast, cpu_has_bf16  # noqa: E402
 
 LABELS = {
     "torch-fp32": "torch float32 (today)",
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = torch.get_num_threads()
     dev = run_splits(args.dev)[1]["dev"][: args.texts]
     predictor = Predictor.from_pretrained(args.model, precision="fp32", runtime="torch")
-    prepared = predictor.prepare([e.text for e in dev], [e.context for e in dev], args.batch_size)
+    prepared = predictor.prepare(predictor.encode([e.text for e in dev], [e.context for e in dev]), args.batch_size)
     batches = [tuple(inputs) for _rows, inputs in prepared.batches]  # what `predict` feeds its network
     windows = sum(int(b[0].shape[0]) for b in batches)
     lengths = sorted({int(b[0].shape[1]) for b in batches})

@@ -69,7 +69,7 @@ from kold_span.data.selection import carve  # noqa: E402
 from kold_span.evaluation.baselines import label_scores, run_baselines  # noqa: E402
 from kold_span.experiments.grid import finished_metrics, train_planned  # noqa: E402
 from kold_span.experiments.plan import PlannedRun, check_saved_config, plan_cell  # noqa: E402
-from kold_span.inference.ensemble import Ensemble  # noqa: E402
+from kold_span.inference.ensemble import load_predictor  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.ngram import Companion, Probs, decode_probs, fuse_companions, gold_label  # noqa: E402
 from kold_span.training import calibrate, evaluate_predictor  # noqa: E402
@@ -345,7 +345,7 @@ def ensemble_row(spec: Corpus, planned: list[PlannedRun], test: list[Example],
     if missing:
         raise SystemExit(f"--ensemble needs every member's model directory; missing: {', '.join(missing)} "
                          "(its scores were reused from the results file: pass --retrain to train it again)")
-    ensemble = Ensemble.from_pretrained(dirs)
+    ensemble = load_predictor(dirs)
     row: dict[str, Any] = {"seeds": [run.seed for run in planned], "test": evaluate_predictor(ensemble, test)}
     if companions:
         row["members"] = [d.parent.name for d in dirs]

@@ -24,6 +24,7 @@ from report import DATA, machine_line, write_section  # noqa: E402
 from throughput import OFF, OFF_SPAN, load_comments, predictor_for  # noqa: E402
 
 from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
+from kold_span.inference.pipeline import RunOptions  # noqa: E402
 from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths  # noqa: E402
 from kold_span.models.backbones import train_tokenizer  # noqa: E402
 
@@ -79,7 +80,7 @@ def main() -> int:
             for workers in (1, 2):
                 start = time.perf_counter()
                 summary = predict_shards([str(model_dir)], shards, Path(tmp) / f"out-{workers}",
-                                         RayOptions(workers=workers, batch_size=args.batch_size))
+                                         RayOptions(workers=workers, run=RunOptions(args.batch_size)))
                 seconds[workers] = time.perf_counter() - start
                 per_worker[workers] = summary.rate_per_worker
                 assert summary.predictions == len(examples), summary

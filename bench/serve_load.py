@@ -291,10 +291,11 @@ def offline(models: list[str], examples: list, batch_size: int, threads: Optiona
     import torch
 
     from kold_span.inference.ensemble import load_predictor
+    from kold_span.inference.pipeline import RunOptions
 
     if threads:
         torch.set_num_threads(threads)
-    predictor = load_predictor(models, device=device, runtime=runtime)
+    predictor = load_predictor(models, RunOptions(device=device, runtime=runtime))
     list(predictor.predict_examples(examples, batch_size))  # warm-up, and Kiwi's cache
     started = time.perf_counter()
     n = sum(1 for _ in predictor.predict_examples(examples, batch_size))

@@ -75,8 +75,9 @@ from kold_span.config.schema import ScratchEncoderConfig  # noqa: E402
 from kold_span.data.example import Example  # noqa: E402
 from kold_span.inference.export import export_onnx  # noqa: E402
 from kold_span.inference.outputs import output_row  # noqa: E402
-from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, chunks, cpu_has_bf16  # noqa: E402
-from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.inference.pipeline import Pipeline, RunOptions, chunks  # noqa: E402
+from kold_span.inference.predictor import Predictor, PredictorSettings  # noqa: E402
+from kold_span.inference.runtimes import cpu_has_bf16  # noqa: E402
 from kold_span.models.backbones import load_pretrained, scratch_encoder, train_tokenizer  # noqa: E402
 from kold_span.models.network import MultiTaskModel  # noqa: E402
 from kold_span.models.tasks import Task  # noqa: E402
@@ -107,8 +108,8 @@ def predictor_for(tasks: list[Task], tokenizer, scratch: ScratchEncoderConfig, m
     network = load_pretrained(encoder)[1] if encoder else scratch_encoder(scratch, len(tokenizer),
                                                                              tokenizer.pad_token_id)
     model = MultiTaskModel(network, tasks)
-    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=32, snap=snap, device=device,
-                     precision=precision)
+    return Predictor(model, tokenizer, tasks, PredictorSettings(max_length=max_length, stride=32, snap=snap),
+                     device=device, precision=precision)
 
 
 @contextmanager
@@ -160,7 +161,7 @@ def timed_network(modules: list[torch.nn.Module], device: torch.device, result: 
 
 def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: int):
     """Today's way: one chunk after the other, CPU work and network in turn, JSON written after each."""
-    for chunk in chunks(examples, batch_size * CHUNK_BATCHES):
+    for chunk in chunks(examples, RunOptions(batch_size).chunk_size):
         outputs = predictor.predict([e.text for e in chunk], [e.context for e in chunk], batch_size)
         for example, output in zip(chunk, outputs):
             yield output_row(example, {"id": example.id, **output}) + "\n"
@@ -168,7 +169,8 @@ def sequential_rows(predictor: Predictor, examples: list[Example], batch_size: i
 
 def pipeline_rows(predictor: Predictor, examples: list[Example], batch_size: int):
     """The overlapped pipeline, JSON rendered in its decoding thread."""
-    for _example, line in Pipeline(predictor, batch_size).run(examples, lambda e, p: output_row(e, p) + "\n"):
+    pipeline = Pipeline(predictor, RunOptions(batch_size))
+    for _example, line in pipeline.run(examples, lambda e, p: output_row(e, p) + "\n"):
         yield line
 
 

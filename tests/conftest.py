@@ -51,7 +51,7 @@ def untrained_model(directory: Path, snap: str = "none", max_length: int = 32) -
     1-layer scratch encoder whose tokenizer learnt four Korean comments, with seeded weights. Its predictions mean
     nothing; tests of the plumbing around a model (files, resuming, errors, the pipeline) need no more."""
     from kold_span.config.schema import ScratchEncoderConfig
-    from kold_span.inference.predictor import Predictor
+    from kold_span.inference.predictor import Predictor, PredictorSettings
     from kold_span.models.backbones import scratch_encoder, train_tokenizer
     from kold_span.models.network import MultiTaskModel
     from kold_span.models.tasks import Task
@@ -65,7 +65,8 @@ def untrained_model(directory: Path, snap: str = "none", max_length: int = 32) -
     tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true")), Task("OFF_span", "span", "OFF")]
     torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), tasks)
-    return Predictor(model, tokenizer, tasks, max_length=max_length, stride=8, snap=snap).save_pretrained(directory)
+    settings = PredictorSettings(max_length=max_length, stride=8, snap=snap)
+    return Predictor(model, tokenizer, tasks, settings).save_pretrained(directory)
 
 
 # How far a probability or span score recorded on one machine may move on another: float kernels differ between

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kold_span.config import load_config
-from kold_span.models.kinds import MergedExample
+from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training import calibration
 
@@ -128,7 +128,7 @@ class GoldReadingPredictor:
 
     tasks = [Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"))]
     companions: dict = {}
-    snap, trim = "none", True
+    decoding = Decoding(tasks)
 
     def merged_outputs(self, texts, contexts, batch_size=32):
         return [MergedExample({"groups": np.array([0.62 if "a" in t else 0.2, 0.32 if "b" in t else 0.08])})

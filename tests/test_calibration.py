@@ -68,12 +68,12 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
     import numpy as np
 
     from kold_span.config.schema import TaskConfig
-    from kold_span.models.kinds import MergedExample
+    from kold_span.models.kinds import Decoding, MergedExample
 
     groups = Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"))
 
     class Flat:
-        tasks, companions, snap, trim, passes = [groups], {}, "none", True, 0
+        tasks, companions, decoding, passes = [groups], {}, Decoding([groups]), 0
 
         def merged_outputs(self, texts, contexts, batch_size=32):
             Flat.passes += 1

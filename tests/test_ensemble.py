@@ -7,7 +7,7 @@ import pytest
 from kold_span.cli import main
 from kold_span.config.loading import load_config
 from kold_span.inference.ensemble import Ensemble
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.predictor import Predictor, PredictorSettings
 from kold_span.models.kinds import MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.run import train
@@ -20,19 +20,26 @@ SPAN = Task("OFF_span", "span", "OFF")
 
 
 class Member:
-    """Stands in for a Predictor: fixed tasks and fixed merged outputs for the text "ab cd"."""
+    """Stands in for a Predictor: fixed tasks, fixed merged outputs for the text "ab cd"; its stages pass texts on."""
 
     def __init__(self, tasks, sequence=None, token_probs=None, offsets=((0, 2), (3, 5)), perspective=None):
         self.tasks = list(tasks)
-        self.tokenizer = self.encoder = None
-        self.snap, self.trim, self.morpheme_pretokenize = "none", True, False
-        self.perspective, self.device = perspective, "cpu"
+        self.settings, self.precision = PredictorSettings(snap="none", perspective=perspective), "fp32"
         self.output = MergedExample(sequence_probs={k: np.array(v) for k, v in (sequence or {}).items()},
                                     token_offsets=list(offsets),
                                     token_probs={k: np.array(v) for k, v in (token_probs or {}).items()})
 
-    def merged_outputs(self, texts, contexts, batch_size=32):
-        return [self.output for _ in texts]
+    def encode(self, texts, contexts):
+        return list(texts)
+
+    def prepare(self, encoded, batch_size):
+        return encoded
+
+    def run_network(self, prepared):
+        return None
+
+    def merge(self, prepared, outputs):
+        return [self.output for _ in prepared]
 
 
 def test_probabilities_are_averaged_and_decoded_once():

@@ -76,7 +76,7 @@ def test_cuda_pipeline_copies_once_per_batch_and_keeps_spans_under_bf16(gpu_run)
     examples = [Example(id=str(i), text=ex.text, context=ex.context)
                 for i, ex in enumerate(corpora.read("kold", FIXTURE))]
     full = Predictor.from_pretrained(gpu_run.model_dir, device="cuda", precision="fp32")
-    prepared = full.prepare([e.text for e in examples], [e.context for e in examples], 8)
+    prepared = full.prepare(full.encode([e.text for e in examples], [e.context for e in examples]), 8)
     assert all(t.is_pinned() for _rows, inputs in prepared.batches for t in inputs)
     [host, *_] = full.run_network(prepared)
     assert host.values.is_pinned() and host.ready is not None

@@ -17,7 +17,7 @@ from kold_span.errors import ConfigError
 from kold_span.evaluation.baselines import LABEL_SCORES
 from kold_span.evaluation.task_scores import SCORERS, SEQUENCE_SCORES
 from kold_span.models.decoding import merge_windows, prediction
-from kold_span.models.kinds import KINDS, MergedExample, kind_of
+from kold_span.models.kinds import KINDS, Decoding, MergedExample, kind_of
 from kold_span.models.kinds.problems import PROBLEMS, label_problem
 from kold_span.models.network import probabilities, task_loss
 from kold_span.models.tasks import Task
@@ -103,13 +103,13 @@ def test_tasks_from_an_old_style_config_dict_decode_as_before():
     merged = MergedExample(sequence_probs={"OFF": off_probs, "GRP": grp_probs}, token_offsets=[(0, 2), (3, 5)],
                            token_probs={"OFF_span": np.array([[0.1, 0.8, 0.1], [0.7, 0.2, 0.1]])})
     # GRP: a 0.5 ≥ 0.3, b 0.5 < 0.6, c 0.75 ≥ 0.5; the span: "ab" is B, "cd" O; OFF says true, the gate opens
-    assert prediction(tasks, merged, "ab cd") == {
+    assert prediction(Decoding(tasks), merged, "ab cd") == {
         "labels": {"OFF": {"label": True, "probs": {"false": 0.25, "true": 0.75}},
                    "GRP": {"label": ["a", "c"], "probs": {"a": 0.5, "b": 0.5, "c": 0.75}}},
         "spans": [{"type": "OFF", "start": 0, "end": 2, "text": "ab", "score": 0.9}]}
     closed = MergedExample(sequence_probs={"OFF": off_probs[::-1], "GRP": grp_probs},
                            token_offsets=merged.token_offsets, token_probs=merged.token_probs)
-    assert prediction(tasks, closed, "ab cd")["spans"] == []
+    assert prediction(Decoding(tasks), closed, "ab cd")["spans"] == []
 
 
 def window(offsets, text_mask):

@@ -8,6 +8,7 @@ import pytest
 from kold_span.config.loading import load_config
 from kold_span.data.example import spans_to_offsets
 from kold_span.evaluation import metrics
+from kold_span.models.kinds import Decoding
 from kold_span.models.tasks import THRESHOLD_GRID
 
 from conftest import BENCH, CONFIGS, CORPORA, untrained_model
@@ -55,7 +56,7 @@ def test_each_snap_mode_gets_its_own_dev_threshold_and_the_test_score_at_it(tmp_
 
     def dev_score(threshold, snap):
         tuned = dataclasses.replace(task, thresholds=(threshold,))
-        return metrics.mean_char_f1(predicted_offsets(tuned, predictor.tasks, dev, merged, snap, True), golds)
+        return metrics.mean_char_f1(predicted_offsets(tuned, Decoding(predictor.tasks, snap), dev, merged), golds)
 
     for snap in ("none", "eojeol"):
         assert result[snap]["dev"] == pytest.approx(max(dev_score(t, snap) for t in THRESHOLD_GRID), abs=5e-5)
@@ -82,8 +83,8 @@ def test_a_normalizing_models_run_is_probed_on_the_text_it_was_scored_on(tmp_pat
                                                                 f"data.test={data}", "data.dev_fraction=0"])
     (run / "config.json").write_text(json.dumps(config.to_dict()))
     predictor = Predictor.from_pretrained(untrained_model(tmp_path / "plain"))
-    predictor.normalize = ("separators",)
+    predictor.settings = dataclasses.replace(predictor.settings, normalize=("separators",))
     predictor.save_pretrained(run / "model")
     _, loaded, splits = decoding_probes.load_run(run)
-    assert loaded.normalize == ("separators",)
+    assert loaded.settings.normalize == ("separators",)
     assert [(e.text, e.spans) for e in splits["test"]] == [("너 씨발 진짜", {"OFF": [(2, 4)]})]

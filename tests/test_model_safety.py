@@ -511,14 +511,15 @@ def test_resume_checks_each_kept_row_before_keeping_it(model_dir, tmp_path, caps
 
 @pytest.mark.parametrize("change, option", [
     (lambda p: setattr(p, "tasks", [dataclasses.replace(t, thresholds=(0.3,)) for t in p.tasks]), "thresholds"),
-    (lambda p: setattr(p, "normalize", ("separators",)), "normalize"),
-    (lambda p: setattr(p, "trim", False), "trim"),
+    (lambda p: setattr(p, "settings", dataclasses.replace(p.settings, normalize=("separators",))), "normalize"),
+    (lambda p: setattr(p, "settings", dataclasses.replace(p.settings, trim=False)), "trim"),
 ])
 def test_resume_refuses_rows_of_the_same_model_with_other_thresholds_or_normalization(model_dir, tmp_path, change,
                                                                                       option):
     from kold_span.data.example import Example
     from kold_span.errors import DataError, UnfinishedOutputError
     from kold_span.inference.outputs import write_predictions
+    from kold_span.inference.pipeline import RunOptions
 
     rows = [Example(id=f"c{i}", text=f"좋은 기사 {i}") for i in range(40)]
     out = tmp_path / "out.jsonl"
@@ -528,10 +529,11 @@ def test_resume_refuses_rows_of_the_same_model_with_other_thresholds_or_normaliz
         raise DataError("in.jsonl:37: bad row")
 
     with pytest.raises(DataError):
-        write_predictions(Predictor.from_pretrained(model_dir), failing(), out, batch_size=BATCH)
+        write_predictions(Predictor.from_pretrained(model_dir), failing(), out, options=RunOptions(BATCH))
     other = Predictor.from_pretrained(model_dir)
     change(other)
     with pytest.raises(UnfinishedOutputError, match=f"predicted with other options \\({option}"):
-        write_predictions(other, iter(rows), out, batch_size=BATCH, resume=True)
-    done = write_predictions(Predictor.from_pretrained(model_dir), iter(rows), out, batch_size=BATCH, resume=True)
+        write_predictions(other, iter(rows), out, options=RunOptions(BATCH), resume=True)
+    done = write_predictions(Predictor.from_pretrained(model_dir), iter(rows), out, options=RunOptions(BATCH),
+                             resume=True)
     assert (done.rows, done.kept) == (40, 32)

@@ -41,7 +41,7 @@ def without_signals(output):
 
 def test_a_normalizing_model_reads_nfd_and_nfc_alike(tmp_path):
     predictor = Predictor.from_pretrained(normalizing_model(tmp_path / "m"))
-    assert predictor.normalize == STEPS
+    assert predictor.settings.normalize == STEPS
     nfc, nfd = predictor.predict([NFC_TEXT, NFD_TEXT])
     syllables = sum("가" <= c <= "힣" for c in NFC_TEXT)
     assert nfc["signals"] == {} and nfd["signals"] == {"nfc": syllables}
@@ -58,15 +58,15 @@ def test_a_normalizing_model_reads_nfd_and_nfc_alike(tmp_path):
 
 def test_the_steps_are_saved_and_a_model_without_them_reads_text_as_written(tmp_path):
     predictor = Predictor.from_pretrained(normalizing_model(tmp_path / "m", ("invisible", "nfc")))
-    assert predictor.normalize == ("nfc", "invisible")
+    assert predictor.settings.normalize == ("nfc", "invisible")
     again = Predictor.from_pretrained(predictor.save_pretrained(tmp_path / "again"))
     saved = json.loads((tmp_path / "again" / "config.json").read_text(encoding="utf-8"))
-    assert saved["normalize"] == {"steps": ["nfc", "invisible"]} and again.normalize == ("nfc", "invisible")
+    assert saved["normalize"] == {"steps": ["nfc", "invisible"]} and again.settings.normalize == ("nfc", "invisible")
     [out] = again.predict(["바\u200b보\u202e"])
     assert out["signals"] == {"invisible": 1, "bidi": 1}
 
     plain = Predictor.from_pretrained(untrained_model(tmp_path / "plain"))
-    assert plain.normalize is None
+    assert plain.settings.normalize is None
     [out] = plain.predict(["바\u200b보"])
     assert "signals" not in out
     assert "normalize" not in json.loads((tmp_path / "plain" / "config.json").read_text(encoding="utf-8"))

@@ -106,7 +106,7 @@ def test_nan_weights_are_refused_at_load_and_by_predict(model_dir, tmp_path, cap
 def test_a_tokenizer_larger_than_the_embedding_table_is_refused_at_load(model_dir, tmp_path):
     from kold_span.config.schema import ScratchEncoderConfig
     from kold_span.errors import ModelFormatError
-    from kold_span.inference.predictor import Predictor
+    from kold_span.inference.predictor import Predictor, PredictorSettings
     from kold_span.models.backbones import scratch_encoder
     from kold_span.models.network import MultiTaskModel
 
@@ -115,7 +115,7 @@ def test_a_tokenizer_larger_than_the_embedding_table_is_refused_at_load(model_di
                                                  intermediate_size=64, max_position=64), 50, 0)
     assert len(predictor.tokenizer) > 50
     mismatched = Predictor(MultiTaskModel(small, predictor.tasks), predictor.tokenizer, predictor.tasks,
-                           max_length=32, stride=8, snap="none").save_pretrained(tmp_path / "small")
+                           PredictorSettings(max_length=32, stride=8, snap="none")).save_pretrained(tmp_path / "small")
     with pytest.raises(ModelFormatError, match=r"the tokenizer has ids up to \d+, beyond the encoder's embedding "
                                                r"table of 50 rows"):
         Predictor.from_pretrained(mismatched)

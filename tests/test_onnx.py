@@ -23,7 +23,8 @@ from kold_span.config.choices import Runtime
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.inference.export import GRAPH_FILES, export_onnx
 from kold_span.inference.ensemble import load_predictor
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.pipeline import RunOptions
+from kold_span.inference.predictor import Predictor, PredictorSettings
 from kold_span.inference.runtimes import OnnxNetwork, TorchNetwork
 
 TOLERANCE = 1e-5
@@ -151,7 +152,7 @@ def test_cli_export_then_predict_runtime_onnx_gives_the_fixture_predictions(tmp_
 def test_cli_export_int8_and_an_ensemble_run_on_onnx(exported, tmp_path, capsys):
     directory = shutil.copytree(exported["torch"], tmp_path / "model")
     assert main(["export", "--model", str(directory), "--format", "onnx", "--quantize", "int8"]) == 0
-    ensemble = load_predictor([directory, exported["none"]], runtime=Runtime.ONNX)
+    ensemble = load_predictor([directory, exported["none"]], RunOptions(runtime=Runtime.ONNX))
     assert [m.precision for m in ensemble.members] == ["onnx-int8-dynamic", "onnx-fp32"]
     assert len(ensemble.predict(TEXTS, CONTEXTS)) == len(TEXTS)
 
@@ -176,10 +177,10 @@ def test_the_spacy_component_and_a_ray_worker_take_the_runtime(exported):
     assert nlp.get_pipe("kold_span").predictor.precision == "onnx-fp32"
     torch_doc = Predictor.from_pretrained(exported["none"], precision="fp32", runtime="torch").predict([doc.text])[0]
     assert_same_predictions([torch_doc], [doc._.kold_prediction])
-    worker = ShardPredictor([str(exported["int8"])], RayOptions(runtime="onnx"))
+    worker = ShardPredictor([str(exported["int8"])], RayOptions(run=RunOptions(runtime="onnx")))
     assert worker.predictor.precision == "onnx-int8-dynamic"
     with pytest.raises(KoldSpanError):
-        ShardPredictor([str(exported["torch"])], RayOptions(runtime="onnx"))
+        ShardPredictor([str(exported["torch"])], RayOptions(run=RunOptions(runtime="onnx")))
 
 
 def test_the_service_answers_what_predict_runtime_onnx_writes(exported, tmp_path):
@@ -196,7 +197,8 @@ def test_the_service_answers_what_predict_runtime_onnx_writes(exported, tmp_path
     assert main(["predict", "--model", str(exported["int8"]), "--input", str(source), "--output", str(out),
                  "--runtime", "onnx", "--quiet"]) == 0
     written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    app = create_app(Settings(models=(str(exported["int8"]),)), lambda: serve_loader([exported["int8"]], runtime="onnx"))
+    app = create_app(Settings(models=(str(exported["int8"]),)),
+                     lambda: serve_loader([exported["int8"]], RunOptions(runtime="onnx")))
     with TestClient(app) as client:
         for _ in range(3000):
             if client.get("/health").status_code == 200:
@@ -248,7 +250,8 @@ def test_a_pretrained_encoder_with_every_kind_of_head_exports_as_torch_predicts(
              Task("OFF_span", "span", "OFF"), Task("TGT_span", "span", "TGT")]
     torch.manual_seed(0)
     model = MultiTaskModel(network, tasks, pooling="mean")
-    directory = Predictor(model, tokenizer, tasks, max_length=32, stride=8, snap="none").save_pretrained(tmp_path / "m")
+    settings = PredictorSettings(max_length=32, stride=8, snap="none")
+    directory = Predictor(model, tokenizer, tasks, settings).save_pretrained(tmp_path / "m")
     expected = Predictor.from_pretrained(directory, precision="fp32", runtime="torch").predict(TEXTS, CONTEXTS)
     export_onnx(directory)
     assert_same_predictions(expected, Predictor.from_pretrained(directory, runtime="onnx").predict(TEXTS, CONTEXTS))

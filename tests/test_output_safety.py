@@ -13,6 +13,7 @@ import pytest
 from kold_span.cli import main
 from kold_span.data.example import Example
 from kold_span.inference.outputs import write_predictions
+from kold_span.inference.pipeline import RunOptions
 from kold_span.inference.predictor import Predictor
 
 from conftest import FIXTURE, child_env, untrained_model
@@ -54,7 +55,7 @@ def test_a_second_run_on_an_output_being_written_is_refused_and_the_first_finish
 
     def first_run():
         examples = (Example(id=r["id"], text=r["text"], context=r["title"]) for r in rows)
-        done.append(write_predictions(Predictor.from_pretrained(model), examples, out, batch_size=BATCH,
+        done.append(write_predictions(Predictor.from_pretrained(model), examples, out, options=RunOptions(BATCH),
                                       on_row=first_row_waits))
 
     first = threading.Thread(target=first_run)

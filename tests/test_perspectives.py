@@ -88,7 +88,7 @@ def test_annotator_conditioned_training_and_predict(toy_file, tmp_path):
     assert metrics["sizes"]["test"] == 6 * 4  # 6 held-out items × 4 annotators
     assert set(metrics["test_by_trait"]["gender"]) == {"gender female", "gender male"}
     predictor = Predictor.from_pretrained(result.model_dir)
-    assert predictor.perspective == {"label": "irony", "traits": ["gender"]}
+    assert predictor.settings.perspective == {"label": "irony", "traits": ["gender"]}
     # The context the training replies had: without it the input is unlike anything trained on,
     # and the probability there is arbitrary (with the tokenizer trained reproducibly, this toy
     # model gave 0.0002 for both genders on the bare text, and 0.9996 against 0.0002 with it).

@@ -7,9 +7,9 @@ import torch
 
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError
-from kold_span.inference.pipeline import (Pipeline, ahead, autocast, chunks, cpu_has_bf16, resolve_precision,
-                                          to_host)
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.pipeline import Pipeline, RunOptions, ahead, chunks, to_host
+from kold_span.inference.predictor import Predictor, PredictorSettings
+from kold_span.inference.runtimes import autocast, cpu_has_bf16, resolve_precision
 from kold_span.models.tasks import Task
 
 from conftest import untrained_model
@@ -70,10 +70,10 @@ def test_precision_auto_is_fp32_on_every_cpu_and_bf16_is_asked_for(monkeypatch, 
     """bf16 changes labels and spans (docs/PREDICTING.md), so a CPU's bf16 instructions never choose it."""
     assert cpu_has_bf16("fpu avx2 amx_bf16") and not cpu_has_bf16("fpu avx2 avx512f")
     for has_bf16 in (False, True):
-        monkeypatch.setattr("kold_span.inference.pipeline.cpu_has_bf16", lambda: has_bf16)
+        monkeypatch.setattr("kold_span.inference.runtimes.cpu_has_bf16", lambda: has_bf16)
         assert resolve_precision("auto", torch.device("cpu")) == "fp32"
         assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
-    monkeypatch.setattr("kold_span.inference.pipeline.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("kold_span.inference.runtimes.cpu_has_bf16", lambda: False)
     with caplog.at_level("WARNING"):
         resolve_precision("bf16", torch.device("cpu"))
     assert "emulated" in caplog.text
@@ -99,7 +99,10 @@ class Stages:
     def contexts_for(self, contexts, perspective):
         return list(contexts)
 
-    def prepare(self, texts, contexts, batch_size):
+    def encode(self, texts, contexts):
+        return list(texts)
+
+    def prepare(self, texts, batch_size):
         with self.changed:
             self.log.append(("prepare", texts[0]))
             self.changed.notify_all()
@@ -126,12 +129,12 @@ class Stages:
 def test_the_next_chunk_is_prepared_while_the_network_runs_and_outputs_keep_input_order():
     stages = Stages()
     examples = [Example(id=str(i), text="x" * (i + 1)) for i in range(8)]
-    out = list(Pipeline(stages, batch_size=1).run(examples, lambda e, p: (e.id, p["length"])))
+    out = list(Pipeline(stages, RunOptions(1)).run(examples, lambda e, p: (e.id, p["length"])))
     assert [row for _e, row in out] == [(str(i), i + 1) for i in range(8)]
     # chunks of CHUNK_BATCHES (8) examples: one chunk here; with batch_size=1 and 2 examples a chunk, four
     stages = Stages(chunks=4)
     examples = [Example(id=str(i), text=f"t{i}") for i in range(4 * 8)]
-    list(Pipeline(stages, batch_size=1).run(examples))
+    list(Pipeline(stages, RunOptions(1)).run(examples))
     network_at = [i for i, (stage, _) in enumerate(stages.log) if stage == "network"]
     prepared_before = [sum(1 for stage, _ in stages.log[:i] if stage == "prepare") for i in network_at]
     assert prepared_before[:3] == [2, 3, 4]  # by the second network call, the third chunk is being prepared
@@ -145,7 +148,7 @@ def test_a_bad_row_is_raised_after_the_chunks_before_it_are_yielded():
 
     seen = []
     with pytest.raises(DataError, match="in.jsonl:21"):
-        for example, _prediction in Pipeline(Stages(), batch_size=1).run(examples()):
+        for example, _prediction in Pipeline(Stages(), RunOptions(1)).run(examples()):
             seen.append(example.id)
     assert seen == [str(i) for i in range(16)]  # two whole chunks of 8; the third never reached the network
 
@@ -177,11 +180,10 @@ def test_the_pipeline_gives_what_predict_gives_byte_for_byte(predictor, batch_si
 
 
 def test_bf16_autocast_keeps_probabilities_close_and_spans(predictor):
-    reduced = Predictor(predictor.model, predictor.tokenizer, predictor.tasks, max_length=16, stride=8,
-                        snap="morpheme", precision="bf16")
+    settings = PredictorSettings(max_length=16, stride=8, snap="morpheme")
+    reduced = Predictor(predictor.model, predictor.tokenizer, predictor.tasks, settings, precision="bf16")
     assert reduced.precision == "bf16" and predictor.precision in ("fp32", "bf16")
-    full = Predictor(predictor.model, predictor.tokenizer, predictor.tasks, max_length=16, stride=8,
-                     snap="morpheme", precision="fp32")
+    full = Predictor(predictor.model, predictor.tokenizer, predictor.tasks, settings, precision="fp32")
     for a, b in zip(full.predict(TEXTS[:6]), reduced.predict(TEXTS[:6])):
         for label, p in a["labels"]["OFF"]["probs"].items():
             assert abs(p - b["labels"]["OFF"]["probs"][label]) < 1e-2

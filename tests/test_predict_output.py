@@ -16,7 +16,7 @@ from kold_span.cli import main
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.outputs import complete_rows, run_options, write_predictions
-from kold_span.inference.pipeline import CHUNK_BATCHES
+from kold_span.inference.pipeline import CHUNK_BATCHES, RunOptions
 from kold_span.inference.predictor import Predictor
 
 from conftest import child_env, untrained_model
@@ -146,7 +146,7 @@ def test_resume_refuses_the_unfinished_output_of_another_input(model, tmp_path, 
     # with the options a run killed at its end would have left beside it
     from kold_span.inference.inputs import ReadOptions
 
-    options = run_options(Predictor.from_pretrained(model), BATCH, None, ReadOptions())  # as predict reads it
+    options = run_options(Predictor.from_pretrained(model), RunOptions(BATCH), ReadOptions())  # as predict reads it
     (tmp_path / "out.jsonl.partial.json").write_text(json.dumps(options), encoding="utf-8")
     before = partial.read_bytes()
     other = comments(40)
@@ -241,13 +241,13 @@ def test_write_predictions_reports_rows_and_kept_rows(model, tmp_path):
     predictor = Predictor.from_pretrained(model)
     examples = [Example(id=str(i), text=f"댓글 {i}") for i in range(5)]
     out = tmp_path / "p.jsonl"
-    assert write_predictions(predictor, examples, out, batch_size=1).rows == 5
+    assert write_predictions(predictor, examples, out, options=RunOptions(1)).rows == 5
     assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == list("01234")
     with pytest.raises(DataError, match="boom"):
         def failing():
             yield from examples
             raise DataError("in.jsonl:6: boom")
-        write_predictions(predictor, failing(), out, batch_size=1)
+        write_predictions(predictor, failing(), out, options=RunOptions(1))
     assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == list("01234")
 
 

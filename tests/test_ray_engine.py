@@ -8,6 +8,7 @@ import pytest
 from kold_span.cli import main
 from kold_span.errors import ArgumentError, DataError
 from kold_span.inference.outputs import run_options
+from kold_span.inference.pipeline import RunOptions
 from kold_span.inference.predictor import Predictor
 from kold_span.inference.ray_engine import RayOptions, output_shards, predict_shard, predict_shards, shard_paths
 
@@ -71,7 +72,7 @@ def test_ray_shards_are_byte_identical_to_the_single_process_command(cluster, mo
 def test_a_rerun_redoes_only_the_shard_whose_output_is_missing(cluster, model_dir, tmp_path):
     shards = shard_paths([str(write_shards(tmp_path / "shards") / "*")])
     out = tmp_path / "out"
-    options = RayOptions(workers=2, batch_size=4)
+    options = RayOptions(workers=2, run=RunOptions(4))
     first = predict_shards([str(model_dir)], shards, out, options)
     assert (first.done, first.skipped, first.predictions) == (4, 0, 21)
     kept = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
@@ -106,7 +107,7 @@ def test_a_bad_row_names_its_shard_and_line_and_leaves_no_partial_output(cluster
 def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_path):
     shards = write_shards(tmp_path / "shards")
     predictor = Predictor.from_pretrained(model_dir)
-    options = RayOptions(batch_size=1)  # chunks of 8 rows: the 6 + 6 rows of a.txt and b.jsonl are 2 chunks
+    options = RayOptions(run=RunOptions(1))  # chunks of 8 rows: the 6 + 6 rows of a.txt and b.jsonl are 2 chunks
     whole = tmp_path / "whole.jsonl"
     big = shards / "ab.jsonl"
     big.write_text("".join(json.dumps({"id": f"r{i}", "text": c}, ensure_ascii=False) + "\n"
@@ -121,7 +122,7 @@ def test_a_half_done_shard_continues_after_its_last_whole_chunk(model_dir, tmp_p
     marked = json.dumps(first, ensure_ascii=False).encode() + b"\n"
     (out.parent / "ab.jsonl.partial").write_bytes(marked + b"".join(lines[1:10]) + lines[10][:7])  # killed in row 11
     # and the options it was predicted with, which the killed run wrote first
-    (out.parent / "ab.jsonl.partial.json").write_text(json.dumps(run_options(predictor, 1, None, options.read)),
+    (out.parent / "ab.jsonl.partial.json").write_text(json.dumps(run_options(predictor, RunOptions(1), options.read)),
                                                         encoding="utf-8")
     assert predict_shard(predictor, big, out, options) == (12, [])
     assert out.read_bytes() == marked + b"".join(lines[1:])  # rows 1-8 kept, 9-12 predicted again

@@ -1,12 +1,13 @@
 """`kold-span serve` over HTTP: the same answers as `predict`, Perspective's format, limits, load shedding,
 health, metrics, a fuzzed body never being a 500, and a clean drain on SIGTERM."""
+import gc
 import json
 import re
 import signal
 import socket
 import threading
 import time
-from types import SimpleNamespace
+import types
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from kold_span.cli import main
 from kold_span.inference.ensemble import load_predictor
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.predictor import Predictor, PredictorSettings
 from kold_span.models.tasks import Task
 from kold_span.service.app import Settings, create_app
 from kold_span.service.requests import Limits
@@ -203,6 +204,38 @@ def test_limits_are_413_naming_the_limit(model_dir):
         client.__exit__(None, None, None)
 
 
+def windows_held(root) -> int:
+    """How many token windows (a window is a dict with input_ids and text_mask) `root` still reaches, by walking its
+    references (not into modules, classes or functions: a window held is held by an object)."""
+    seen, todo, found = set(), [root], 0
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType, str, bytes)):
+            continue
+        seen.add(id(obj))
+        found += isinstance(obj, dict) and "input_ids" in obj and "text_mask" in obj
+        todo += gc.get_referents(obj)
+    return found
+
+
+def test_refused_and_failed_requests_leave_no_windows_behind(model_dir):
+    """Comments measured and then refused (413), and comments whose batch fails, keep no window in the service."""
+    predictor = load_predictor([model_dir])
+    client = serving(lambda: predictor, max_request_tokens=640, max_comment_tokens=320)
+    service = client.app.state.service
+    try:
+        long = "오늘 경기 정말 재밌었어요 " * 40
+        assert client.post("/v1/predict", json={"comments": [{"text": long}]}).status_code == 413
+        many = [{"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다"}] * 40
+        assert client.post("/v1/predict", json={"comments": many}).status_code == 413
+        predictor.run_network = lambda prepared: 1 / 0  # every batch fails from now on
+        with pytest.raises(ZeroDivisionError):  # a 500 to the client; the test client raises the server's error
+            client.post("/v1/predict", json={"comments": [{"text": "꺼져라 진짜"}]})
+        assert windows_held(service) == 0
+    finally:
+        client.__exit__(None, None, None)
+
+
 def test_an_uploaded_file_gives_predicts_jsonl_and_predicts_errors(client, model_dir, tmp_path, capsys):
     source = tmp_path / "comments.csv"
     source.write_text("guid,title,comment\ng1,예능 출연자 막말 논란,미친놈 아니냐 이거 방송에서 저런 말을 하네\n"
@@ -227,24 +260,34 @@ def test_an_uploaded_file_gives_predicts_jsonl_and_predicts_errors(client, model
 
 
 class GatedPredictor:
-    """A model stand-in that answers only while its gate is open, so requests pile up in the queue."""
+    """A model stand-in that answers only while its gate is open, so requests pile up in the queue; a comment is
+    one window of 8 tokens."""
 
     tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true"))]
-    perspective = None
-    snap = "none"
+    settings = PredictorSettings(snap="none")
 
     def __init__(self):
         self.gate = threading.Event()
         self.gate.set()
         self.running = threading.Event()
-        self.encoder = SimpleNamespace(tokenizer=None,
-                                       encode_many=lambda texts, contexts: [[{"input_ids": [0] * 8}] for _ in texts])
+        self.members = [self]
 
-    def predict(self, texts, contexts, batch_size, perspective=None):
+    def contexts_for(self, contexts, perspective):
+        return list(contexts)
+
+    def encode(self, texts, contexts):
+        return list(texts)
+
+    def window_shape(self, encoded):
+        return 1, 8
+
+    def run_encoded(self, encoded, batch_size):
         self.running.set()
         assert self.gate.wait(60)
-        return [{"labels": {"OFF": {"label": False, "probs": {"false": 1.0, "true": 0.0}}}, "spans": []}
-                for _ in texts]
+        return [None for _ in encoded]
+
+    def format(self, text, merged):
+        return {"labels": {"OFF": {"label": False, "probs": {"false": 1.0, "true": 0.0}}}, "spans": []}
 
 
 def test_a_full_queue_is_429_with_retry_after_and_health_stays_200():

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kold_span.inference.predictor import PredictorSettings
 from kold_span.models.tasks import Task
 from kold_span.service import server
 from kold_span.service.app import ROUTES, Settings, create_app
@@ -35,8 +36,8 @@ class Fake(GatedPredictor):
     def __init__(self):
         super().__init__()
         self.model = SimpleNamespace(encoder=SimpleNamespace(config=SimpleNamespace(model_type="fake")))
-        self.encoder.max_length, self.encoder.stride = 64, 16
-        self.precision, self.normalize = "fp32", None  # what /info reports of the network and the inputs
+        self.settings = PredictorSettings(max_length=64, stride=16, snap="none")
+        self.precision = "fp32"  # what /info reports of the network (and, in `settings`, of the inputs)
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from spacy import displacy
 from kold_span import corpora
 from kold_span.config.schema import ScratchEncoderConfig
 from kold_span.errors import ArgumentError
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.predictor import Predictor, PredictorSettings
 from kold_span.integrations.kiwi_tokenizer import create_kiwi_tokenizer, morpheme_words
 from kold_span.integrations.spacy_component import cats_of, make_kold_span, span_groups, span_keys_for
 from kold_span.models.backbones import scratch_encoder, train_tokenizer
@@ -55,7 +55,8 @@ def model_dir(tmp_path_factory, examples):
     tokenizer = train_tokenizer([e.text for e in examples] + [e.context for e in examples if e.context], scratch)
     torch.manual_seed(0)
     model = MultiTaskModel(scratch_encoder(scratch, len(tokenizer), tokenizer.pad_token_id), TASKS)
-    predictor = Predictor(model, tokenizer, TASKS, max_length=64, stride=16, context_mode="title", snap="morpheme")
+    settings = PredictorSettings(max_length=64, stride=16, context_mode="title", snap="morpheme")
+    predictor = Predictor(model, tokenizer, TASKS, settings)
     return predictor.save_pretrained(tmp_path_factory.mktemp("model") / "model")
 
 

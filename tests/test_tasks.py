@@ -12,7 +12,7 @@ from kold_span.data.jsonl import write_jsonl
 from kold_span.errors import ConfigError
 from kold_span.evaluation.task_scores import score, span_threshold
 from kold_span.inference.predictor import Predictor
-from kold_span.models.kinds import MergedExample, build_tasks
+from kold_span.models.kinds import Decoding, MergedExample, build_tasks
 from kold_span.models.kinds.problems import balanced_weights, positive_weights
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
@@ -188,7 +188,8 @@ def test_tune_span_threshold_maximises_mean_char_f1():
     # gold "cd"; inside = 0.35, 0.45, 0.10. t=0.3: "ab" and "cd" → P 1/2, R 1 → F1 2/3;
     # t=0.4: "cd" → F1 1; t=0.5: nothing → 0.
     m = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
-    assert span_threshold(span_task(), [span_task()], [example_with([(3, 5)])], [m], grid=(0.3, 0.4, 0.5)) == 0.4
+    tuned = span_threshold(span_task(), Decoding([span_task()]), [example_with([(3, 5)])], [m], grid=(0.3, 0.4, 0.5))
+    assert tuned == 0.4
 
 
 def test_tune_span_threshold_counts_empty_gold_and_breaks_ties_towards_half():
@@ -197,10 +198,10 @@ def test_tune_span_threshold_counts_empty_gold_and_breaks_ties_towards_half():
     first = merged([0.65, 0.35, 0.0], [0.55, 0.45, 0.0], [0.9, 0.1, 0.0])
     second = merged([0.55, 0.45, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0])
     exs = [example_with([(3, 5)]), example_with([])]
-    assert span_threshold(span_task(), [span_task()], exs, [first, second], grid=(0.3, 0.4, 0.5)) == 0.5
+    assert span_threshold(span_task(), Decoding([span_task()]), exs, [first, second], grid=(0.3, 0.4, 0.5)) == 0.5
     # the scores the model reports follow the task's threshold
-    assert score([span_task(0.4)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(0.5)
-    assert score([span_task(0.3)], exs, [first, second], snap="none")["s/char_f1"] == pytest.approx(1 / 3)
+    assert score(Decoding([span_task(0.4)]), exs, [first, second])["s/char_f1"] == pytest.approx(0.5)
+    assert score(Decoding([span_task(0.3)]), exs, [first, second])["s/char_f1"] == pytest.approx(1 / 3)
 
 
 def test_fixed_span_threshold_is_set_at_build_time():

@@ -111,7 +111,6 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
 
     from kold_span.cli.options import check_outputs
     from kold_span.data.atomic import add_note, partial_path
-    from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.outputs import write_predictions
 
@@ -121,15 +120,13 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     read = read_options(args)
     examples, report = read.open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None
-    perspective = parse_perspective(args.perspective) if args.perspective else None
-    predictor = load_predictor(args.model, device=args.device, precision=args.precision, runtime=args.runtime,
-                               verify=args.verify)
+    options = run_options(args)
+    predictor = load_predictor(args.model, options)
     quiet = args.quiet or not logging.getLogger("kold_span").isEnabledFor(logging.INFO)
     try:
         with sigterm_as_interrupt(), tqdm(desc="predict", unit=" comments", disable=quiet) as bar:
-            done = write_predictions(predictor, examples, output, html=html, batch_size=args.batch_size,
-                                     perspective=perspective, resume=args.resume, on_row=lambda: bar.update(1),
-                                     read=read)
+            done = write_predictions(predictor, examples, output, html=html, options=options, resume=args.resume,
+                                     on_row=lambda: bar.update(1), read=read)
     except (KeyboardInterrupt, KoldSpanError, OSError) as err:
         if partial_path(output).exists() and not isinstance(err, (UnfinishedOutputError, OutputInUseError)):
             add_note(err, "kold-span predict --resume with the same input and options continues from it")
@@ -139,6 +136,15 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     if report.count:
         print(report.summary(limit=None), file=sys.stderr)
     return 0
+
+
+def run_options(args: argparse.Namespace):
+    """The model's and the pipeline's options of the command line (`RunOptions`)."""
+    from kold_span.data.perspectives import parse_perspective
+    from kold_span.inference.pipeline import RunOptions
+
+    return RunOptions(args.batch_size, parse_perspective(args.perspective) if args.perspective else None, args.device,
+                      args.precision, args.runtime, args.verify)
 
 
 def read_options(args: argparse.Namespace):
@@ -152,7 +158,6 @@ def read_options(args: argparse.Namespace):
 def run_on_ray(args: argparse.Namespace) -> int:
     """`--engine ray`: every input shard into its output shard on a pool of Ray workers."""
     from kold_span.cli.options import check_outputs
-    from kold_span.data.perspectives import parse_perspective
     from kold_span.inference.ray_engine import RayOptions, predict_shards, shard_paths
 
     if args.html:
@@ -160,9 +165,7 @@ def run_on_ray(args: argparse.Namespace) -> int:
     check_outputs({}, models=args.model, folders={"--output": args.output})
     options = RayOptions(workers=args.workers, cpus_per_worker=args.cpus_per_worker,
                          gpus_per_worker=args.gpus_per_worker, address=args.address,
-                         shard_format=OutputFormat(args.shard_format), precision=args.precision,
-                         runtime=args.runtime, batch_size=args.batch_size,
-                         perspective=parse_perspective(args.perspective) if args.perspective else None,
+                         shard_format=OutputFormat(args.shard_format), run=run_options(args),
                          read=read_options(args), progress=not args.quiet)
     summary = predict_shards(args.model, shard_paths([args.input]), Path(args.output), options)
     print(f"wrote {summary.predictions} predictions to {summary.done} shard(s) in {args.output}"

@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.errors import DataError, needs_extra
     from kold_span.evaluation.robustness import measure, model_predictions, render_markdown, write_report
     from kold_span.inference.ensemble import load_predictor
+    from kold_span.inference.pipeline import RunOptions
     from kold_span.text.perturb import parse_kinds
 
     with needs_extra("plots"):  # the plot is drawn after every kind is scored: refused before
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         require_path(args.twins, "--twins")
         twins = corpora.read(args.reader, args.twins,
                              **dict(parse_key_value(o, "--twins-option") for o in args.twins_option or []))
-    model = load_predictor([args.model], device=args.device, precision=args.precision)
+    model = load_predictor([args.model], RunOptions(device=args.device, precision=args.precision))
     report = measure(gold, model_predictions(model, args.batch_size), kinds, seeds=args.seeds,
                      word_probability=args.word_probability, targets=args.targets, policy=args.policy,
                      negative=args.negative or ["false"], twins=twins, twins_name=args.twins_name)

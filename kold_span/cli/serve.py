@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     `cli.main` to report as every command's errors are (one line, exit status 2).
     """
     from kold_span.inference.ensemble import load_predictor
+    from kold_span.inference.pipeline import RunOptions
 
     with needs_extra("serve"):
         from kold_span.service import server
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         if s.threads:
             import torch
             torch.set_num_threads(s.threads)
-        return load_predictor(list(s.models), device=s.device, runtime=s.runtime)
+        return load_predictor(list(s.models), RunOptions(device=s.device, runtime=s.runtime))
 
     app = create_app(s, load)
     try:

@@ -15,7 +15,7 @@ import numpy as np
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.data.example import Example, label_set, label_str, spans_to_offsets
 from kold_span.evaluation import metrics
-from kold_span.models.kinds import MergedExample
+from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.kinds.problems import soft_distribution
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
@@ -26,58 +26,54 @@ from kold_span.text.align import spans_to_tags
 class TaskScorer(Protocol):
     """How one kind of task is scored, and its thresholds tuned, on gold examples."""
 
-    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+    def scores(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence[MergedExample]) -> dict[str, float]:
         """The task's metrics as `task/metric` → value."""
 
-    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                       merged: Sequence[MergedExample], snap: SnapMode,
-                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
+    def task_thresholds(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
         """The task's thresholds that score best on these (dev) examples, and them by name for a report."""
 
 
-def score(tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
-          snap: str = SnapMode.MORPHEME, trim: bool = True) -> dict[str, float]:
-    """Every task's metrics as a flat dict `task/metric` → value.
+def score(decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, float]:
+    """Every task's metrics (`decoding.tasks`, spans decoded as `decoding` says) as a flat dict `task/metric` → value.
 
     Example:
         >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
         >>> gold = [Example(id="1", text="바보냐", labels={"OFF": True}),
         ...         Example(id="2", text="좋네", labels={"OFF": False})]
         >>> merged = [MergedExample({"OFF": np.array([0.2, 0.8])}), MergedExample({"OFF": np.array([0.3, 0.7])})]
-        >>> scores = score([off], gold, merged)  # both predicted true
+        >>> scores = score(Decoding([off]), gold, merged)  # both predicted true
         >>> scores["OFF/accuracy"], scores["OFF/precision"], scores["OFF/recall"]
         (0.5, 0.5, 1.0)
     """
-    snap = SnapMode.parse(snap, "snap")
     out: dict[str, float] = {}
-    for task in tasks:
-        out.update(SCORERS[task.kind].scores(task, tasks, examples, merged, snap, trim))
+    for task in decoding.tasks:
+        out.update(SCORERS[task.kind].scores(task, decoding, examples, merged))
     return out
 
 
-def task_thresholds(task: Task, tasks: Sequence[Task], examples: Sequence[Example], merged: Sequence[MergedExample],
-                   snap: str = SnapMode.NONE, trim: bool = True) -> tuple[tuple[float, ...], dict[str, float]]:
+def task_thresholds(task: Task, decoding: Decoding, examples: Sequence[Example],
+                    merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
     """The thresholds of one task chosen on held-out examples, and them by name for a report.
 
     A multi-label task gets each label's F1-best threshold (`label_thresholds`), reported by label;
     a span task the P(B) + P(I) threshold with the best mean char-F1 (`span_threshold`),
     reported as "inside".
     """
-    return SCORERS[task.kind].task_thresholds(task, tasks, examples, merged, SnapMode.parse(snap, "snap"), trim)
+    return SCORERS[task.kind].task_thresholds(task, decoding, examples, merged)
 
 
 class SequenceScorer:
     """A sequence task's scores, by its problem (`SEQUENCE_SCORES`)."""
 
-    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+    def scores(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence[MergedExample]) -> dict[str, float]:
         pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
         return SEQUENCE_SCORES[task.problem](task, pairs)
 
-    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                       merged: Sequence[MergedExample], snap: SnapMode,
-                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
+    def task_thresholds(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
         labelled = [(ex, m) for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
         golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
         thresholds = label_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
@@ -87,14 +83,14 @@ class SequenceScorer:
 class SpanScorer:
     """A span task's character F1 (mean, snapped, micro) and seqeval F1 of its tags."""
 
-    def scores(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-               merged: Sequence[MergedExample], snap: SnapMode, trim: bool) -> dict[str, float]:
+    def scores(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence[MergedExample]) -> dict[str, float]:
         golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
-        raw = predicted_offsets(task, tasks, examples, merged, SnapMode.NONE, trim)
+        raw = predicted_offsets(task, dataclasses.replace(decoding, snap=SnapMode.NONE), examples, merged)
         out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
-        if snap is not SnapMode.NONE:
-            out[f"{task.name}/char_f1_{snap.value}"] = metrics.mean_char_f1(
-                predicted_offsets(task, tasks, examples, merged, snap, trim), golds)
+        if decoding.snap is not SnapMode.NONE:
+            out[f"{task.name}/char_f1_{decoding.snap.value}"] = metrics.mean_char_f1(
+                predicted_offsets(task, decoding, examples, merged), golds)
         out[f"{task.name}/char_micro_f1"] = metrics.micro_char_prf(raw, golds)["f1"]
         true_tags, pred_tags = [], []
         for ex, m in zip(examples, merged):
@@ -106,10 +102,9 @@ class SpanScorer:
             out[f"{task.name}/seqeval_f1"] = metrics.seqeval_prf(true_tags, pred_tags)["f1"]
         return out
 
-    def task_thresholds(self, task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                       merged: Sequence[MergedExample], snap: SnapMode,
-                       trim: bool) -> tuple[tuple[float, ...], dict[str, float]]:
-        threshold = span_threshold(task, tasks, examples, merged, snap, trim)
+    def task_thresholds(self, task: Task, decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
+        threshold = span_threshold(task, decoding, examples, merged)
         return (threshold,), {"inside": threshold}
 
 
@@ -202,26 +197,25 @@ SEQUENCE_SCORES: dict[Problem, Callable[[Task, Pairs], dict[str, float]]] = {
     Problem.SINGLE: single_label_scores, Problem.MULTI: multi_label_scores, Problem.SOFT: soft_label_scores}
 
 
-def predicted_offsets(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                      merged: Sequence[MergedExample], snap: str, trim: bool) -> list[set[int]]:
+def predicted_offsets(task: Task, decoding: Decoding, examples: Sequence[Example],
+                      merged: Sequence[MergedExample]) -> list[set[int]]:
     """The character offsets of each example's predicted spans of one span task."""
-    return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, snap, trim, tasks))
+    return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, decoding))
             for ex, m in zip(examples, merged)]
 
 
-def span_threshold(task: Task, tasks: Sequence[Task], examples: Sequence[Example],
-                   merged: Sequence[MergedExample], snap: str = "none", trim: bool = True,
+def span_threshold(task: Task, decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample],
                    grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
     """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.
 
-    Spans are decoded as `Predictor` outputs them (`snap`, `trim`, the task's gate); ties go to
-    the threshold nearest 0.5.
+    Spans are decoded as `Predictor` outputs them (`decoding`: snapping, trimming, the task's gate);
+    ties go to the threshold nearest 0.5.
     """
     golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
 
     def mean_f1(threshold: float) -> float:
         trial = dataclasses.replace(task, thresholds=(threshold,))
-        return metrics.mean_char_f1(predicted_offsets(trial, tasks, examples, merged, snap, trim), golds)
+        return metrics.mean_char_f1(predicted_offsets(trial, decoding, examples, merged), golds)
 
     return max(grid, key=lambda t: (mean_f1(t), -abs(t - 0.5)))
 

@@ -3,8 +3,8 @@
 On corpora of a few thousand examples, models that differ only in their seed disagree by several
 points of F1; averaging their probabilities removes much of that variance. Usage::
 
-    from kold_span.inference.ensemble import Ensemble
-    ensemble = Ensemble.from_pretrained(["runs/seed13/model", "runs/seed14/model", "runs/seed15/model"])
+    from kold_span.inference.ensemble import load_predictor
+    ensemble = load_predictor(["runs/seed13/model", "runs/seed14/model", "runs/seed15/model"])
     ensemble.predict(["..."])
 
 or `kold-span predict --model DIR1 DIR2 DIR3 ...`. Each member predicts as it would alone (its own
@@ -17,6 +17,7 @@ tokenizer: seeds of one configuration, or fine-tunings of one pretrained encoder
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Sequence, Union
 
@@ -24,7 +25,8 @@ import numpy as np
 
 from kold_span.data.example import Context
 from kold_span.errors import ArgumentError
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.pipeline import Encoded, HostProbs, PreparedChunk, RunOptions
+from kold_span.inference.predictor import Predictor, Predicts
 from kold_span.models.kinds import MergedExample, kind_of
 from kold_span.models.tasks import Task
 
@@ -34,10 +36,11 @@ def _signature(task: Task) -> tuple:
     return task.name, task.kind, task.source, task.problem, task.labels, task.gate
 
 
-class Ensemble(Predictor):
+class Ensemble(Predicts[tuple[Encoded, ...], list[PreparedChunk], list[list[HostProbs]]]):
     """Predictors of the same tasks whose probabilities are averaged (see the module docstring).
 
-    Spans are decoded with the first member's `align` settings (snap, trim).
+    Each stage is each member's, in turn (`merge` averages them; `window_shape` is the first member's); spans
+    are decoded with the first member's `align` settings (snap, trim).
     """
 
     def __init__(self, members: Sequence[Predictor], names: Sequence[str] = ()):
@@ -51,61 +54,41 @@ class Ensemble(Predictor):
                 raise ArgumentError(f"{name} predicts other tasks than {names[0]}: "
                                     f"{[t.name for t in member.tasks]} vs {[t.name for t in first.tasks]} "
                                     "(an ensemble's members need the same tasks, sources and label sets)")
-            if member.perspective != first.perspective:
-                raise ArgumentError(f"{name} and {names[0]} differ in data.perspective; "
-                                    "an ensemble's members need the same one")
-            steps, first_steps = getattr(member, "normalize", None), getattr(first, "normalize", None)
-            if steps != first_steps:
-                raise ArgumentError(f"{name} and {names[0]} normalize differently ({steps} vs {first_steps}); "
-                                    "an ensemble's members need the same normalize steps")
-        self.members, self.names = members, names
+            for what, theirs, mine in (("data.perspective", member.settings.perspective, first.settings.perspective),
+                                       ("normalize steps", member.settings.normalize, first.settings.normalize)):
+                if theirs != mine:
+                    raise ArgumentError(f"{name} and {names[0]} differ in {what} ({theirs} vs {mine}); an ensemble's "
+                                        "members need the same")
+        self._members, self.names = members, names
         self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
             task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
-        self.tokenizer = first.tokenizer
-        self.encoder = first.encoder
-        self.snap, self.trim = first.snap, first.trim
-        self.morpheme_pretokenize = first.morpheme_pretokenize
-        self.perspective = first.perspective
-        self.normalize = getattr(first, "normalize", None)  # each member normalizes its own inputs, all alike
-        self.companions = {}  # each member fuses its own
-        self.device = first.device
-        self.precision = getattr(first, "precision", "fp32")  # each member runs its network in its own
-
-    @classmethod
-    def from_pretrained(cls, directories: Sequence[Union[str, Path]], device: str = "cpu",  # type: ignore[override]
-                        precision: str = "auto", runtime: str = "auto", verify: bool = True) -> "Ensemble":
-        """Load each model directory (`Predictor.from_pretrained`, its manifest checked unless `verify=False`)."""
-        return cls([Predictor.from_pretrained(d, device=device, precision=precision, runtime=runtime, verify=verify)
-                    for d in directories], [str(d) for d in directories])
+        self.settings = first.settings  # each member reads inputs by its own; perspective and normalize as checked
+        self.precision = first.precision  # each member runs its network in its own
 
     @property
-    def identity(self) -> str:  # type: ignore[override]
-        """The SHA-256 of the members' identities, in order (`Predictor.identity`)."""
-        import hashlib
+    def members(self) -> Sequence[Predictor]:
+        return self._members
 
+    @property
+    def identity(self) -> str:
+        """The SHA-256 of the members' identities, in order (`Predictor.identity`)."""
         return hashlib.sha256("\n".join(m.identity for m in self.members).encode()).hexdigest()
 
-    def save_pretrained(self, directory: Union[str, Path], overwrite: bool = False) -> Path:
-        raise NotImplementedError("an ensemble is its members' model directories: keep them and load them "
-                                  "together (Ensemble.from_pretrained, or kold-span predict --model DIR1 DIR2 ...)")
+    def encode(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[tuple[Encoded, ...]]:
+        return list(zip(*(member.encode(texts, contexts) for member in self.members)))
 
-    def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> list:  # type: ignore[override]
-        """Each member's CPU work before its network (its own tokenizer and context settings)."""
-        return [member.prepare(texts, contexts, batch_size) for member in self.members]
+    def window_shape(self, encoded: tuple[Encoded, ...]) -> tuple[int, int]:
+        return self.members[0].window_shape(encoded[0])
 
-    def run_network(self, prepared: list) -> list:  # type: ignore[override]
-        """Each member's network over its prepared chunk."""
+    def prepare(self, encoded: Sequence[tuple[Encoded, ...]], batch_size: int = 32) -> list[PreparedChunk]:
+        return [member.prepare([e[i] for e in encoded], batch_size) for i, member in enumerate(self.members)]
+
+    def run_network(self, prepared: list[PreparedChunk]) -> list[list[HostProbs]]:
         return [member.run_network(p) for member, p in zip(self.members, prepared, strict=True)]
 
-    def merge(self, prepared: list, outputs: list) -> list[MergedExample]:  # type: ignore[override]
-        """Each member's merged outputs, averaged per example."""
+    def merge(self, prepared: list[PreparedChunk], outputs: list[list[HostProbs]]) -> list[MergedExample]:
         return self._average([member.merge(p, o) for member, p, o in zip(self.members, prepared, outputs,
                                                                           strict=True)])
-
-    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
-                       batch_size: int = 32) -> list[MergedExample]:
-        """Each member's merged outputs, averaged per example."""
-        return self._average([member.merged_outputs(texts, contexts, batch_size) for member in self.members])
 
     def _average(self, outputs: Sequence[Sequence[MergedExample]]) -> list[MergedExample]:
         """Per example, the mean of the members' probabilities (span tasks: members must share tokens)."""
@@ -153,12 +136,11 @@ def _mean_thresholds(task: Task, versions: Sequence[Task], names: Sequence[str])
     return tuple(float(x) for x in np.mean(rows, axis=0))
 
 
-def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu", precision: str = "auto",
-                   runtime: str = "auto", verify: bool = True) -> Predictor:
+def load_predictor(directories: Sequence[Union[str, Path]], options: RunOptions = RunOptions()) -> Predicts:
     """One model directory as a `Predictor`, several as an `Ensemble` (what `--model DIR [DIR ...]` loads).
 
-    `precision` and `runtime` are each network's (`Predictor.from_pretrained`); each manifest is
-    checked unless `verify=False`. `predict`, `serve`, `robustness`, the Ray workers and the
+    `options` gives each network's device, precision and runtime (`Predictor.from_pretrained`), and
+    whether each manifest is checked. `predict`, `serve`, `robustness`, the Ray workers and the
     benches load their models through this.
 
     Example:
@@ -167,8 +149,6 @@ def load_predictor(directories: Sequence[Union[str, Path]], device: str = "cpu",
         ...
         FileNotFoundError: model directory no/such/model does not exist
     """
-    if len(directories) > 1:
-        return Ensemble.from_pretrained(directories, device=device, precision=precision, runtime=runtime,
-                                        verify=verify)
-    return Predictor.from_pretrained(directories[0], device=device, precision=precision, runtime=runtime,
-                                     verify=verify)
+    members = [Predictor.from_pretrained(d, device=options.device, precision=options.precision,
+                                         runtime=options.runtime, verify=options.verify) for d in directories]
+    return Ensemble(members, [str(d) for d in directories]) if len(members) > 1 else members[0]

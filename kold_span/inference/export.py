@@ -147,8 +147,7 @@ def _batch(predictor: Predictor, texts: tuple[str, ...]) -> tuple[torch.Tensor, 
     One batch of all windows: the short text's window and the long one's full windows differ in
     length, so the batch is padded whatever the model's window length.
     """
-    prepared = predictor.prepare(list(texts), [None] * len(texts), batch_size=10_000)
-    return tuple(prepared.batches[0][1])
+    return tuple(predictor.prepare(predictor.encode(list(texts), [None] * len(texts)), 10_000).batches[0][1])
 
 
 def check_agreement(predictor: Predictor, path: Path) -> OnnxNetwork:
@@ -235,9 +234,9 @@ def calibration_feeds(predictor: Predictor, path: Path, count: int, input_names:
     examples = list(islice(iter_inputs(path), count))
     if not examples:
         raise DataError(f"{path}: no texts to calibrate on")
-    prepared = predictor.prepare([e.text for e in examples], [e.context for e in examples], batch_size)
+    encoded = predictor.encode([e.text for e in examples], [e.context for e in examples])
     return [{name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs) if name in input_names}
-            for _rows, inputs in prepared.batches]
+            for _rows, inputs in predictor.prepare(encoded, batch_size).batches]
 
 
 def _versions() -> str:

@@ -37,8 +37,8 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
 from kold_span.inference.inputs import ReadOptions, prediction_record
-from kold_span.inference.pipeline import CHUNK_BATCHES, Pipeline, check_batch_size
-from kold_span.inference.predictor import Predictor
+from kold_span.inference.pipeline import Pipeline, RunOptions
+from kold_span.inference.predictor import Predicts
 from kold_span.models.kinds import kind_of
 from kold_span.models.tasks import Task
 
@@ -187,9 +187,8 @@ def complete_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield end, row
 
 
-def write_predictions(predictor: Predictor, examples: Iterable[Example], output: Path, *,
-                      html: Optional[Path] = None, batch_size: int = 32,
-                      perspective: Optional[dict[str, Any]] = None, resume: bool = False,
+def write_predictions(predictor: Predicts, examples: Iterable[Example], output: Path, *,
+                      html: Optional[Path] = None, options: RunOptions = RunOptions(), resume: bool = False,
                       on_row: Callable[[], None] = lambda: None, read: Optional[ReadOptions] = None) -> PredictionRun:
     """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
@@ -198,8 +197,7 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
         examples: the input rows, in order (`iter_inputs`).
         output: the .jsonl or .parquet file; replaced only when every row is written.
         html: the HTML page to write too; replaced only on success as well.
-        batch_size: texts per forward pass.
-        perspective: the annotator traits of an annotator-conditioned model.
+        options: the batch size and the annotator traits of an annotator-conditioned model.
         resume: continue the unfinished output of an earlier run with the same input and options
             (see the module docstring); without it an unfinished `.partial` file is started over.
         on_row: called after each row is written (a progress bar).
@@ -221,75 +219,80 @@ def write_predictions(predictor: Predictor, examples: Iterable[Example], output:
     """
     # A link is followed: its target gets the rows, and the partial and options files go beside the target.
     output, html = output_target(output), output_target(html) if html else None
-    check_batch_size(batch_size)
     # Held from before the resume point is read to after the rename: a second run on this output is refused
     # before it reads, moves or deletes anything of the first's (its partial file, its options).
     with output_lock(output), (output_lock(html) if html else nullcontext()):
-        return _predict_locked(predictor, examples, output, html, batch_size, perspective, resume, on_row, read)
+        return PredictionWriter(predictor, output, html, options, on_row, read).write(examples, resume)
 
 
-def _predict_locked(predictor: Predictor, examples: Iterable[Example], output: Path, html: Optional[Path],
-                    batch_size: int, perspective: Optional[dict[str, Any]], resume: bool,
-                    on_row: Callable[[], None], read: Optional[ReadOptions]) -> PredictionRun:
-    """`write_predictions` once it holds the locks on its outputs."""
-    kind = output_kind(output)
-    partial = partial_path(output)
-    chunk = batch_size * CHUNK_BATCHES
-    # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
-    options, options_file = run_options(predictor, batch_size, perspective, read), partial_options_path(output)
-    check_companion(partial, output)
-    check_companion(options_file, output)
-    if resume and partial.exists():
-        _check_same_options(options_file, options, partial)
-    kept, end = _resume_point(output, partial, chunk) if resume else (0, 0)
-    if not resume and partial.exists():
-        log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
-    examples = iter(examples)
-    try:
-        rows = _write(predictor, examples, output, kind, partial, kept, end, html, batch_size, perspective, on_row,
-                      options, options_file)
-    except BaseException:
-        if not partial.exists():
-            options_file.unlink(missing_ok=True)  # nothing to resume: no file left behind
-        raise
-    options_file.unlink(missing_ok=True)
-    return PredictionRun(rows, kept)
+@dataclass
+class PredictionWriter:
+    """One `write_predictions` run once it holds the locks on its outputs: where its rows go, and how."""
 
+    predictor: Predicts
+    output: Path
+    html: Optional[Path]
+    options: RunOptions
+    on_row: Callable[[], None]
+    read: Optional[ReadOptions]
 
-def _write(predictor: Predictor, examples: Iterator[Example], output: Path, kind: OutputFormat, partial: Path,
-           kept: int, end: int, html: Optional[Path], batch_size: int, perspective: Optional[dict[str, Any]],
-           on_row: Callable[[], None], options: dict[str, Any], options_file: Path) -> int:
-    """The rows and page of `write_predictions`, after its resume point is found; returns the rows in the output."""
-    chunk = batch_size * CHUNK_BATCHES
-    with ExitStack() as stack:
-        mode = "a" if kept else "w"
-        # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
-        out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind is OutputFormat.JSONL))
-        if not kept:
-            options_file.write_text(json_text(options) + "\n", encoding="utf-8")
-        # The model's span types fix the page's colours and legend, whichever types the rows hold.
-        span_types = list(dict.fromkeys(task.source for task in predictor.tasks if task.kind is TaskKind.SPAN))
-        page = stack.enter_context(html_page(html, span_types)) if html else None
-        if kept:
-            _check_kept_rows(partial, kept, examples, page, on_row, predictor.tasks)
-            out.truncate(end)  # the rows after the last whole chunk are predicted again
-        rows = kept
-        pipeline = Pipeline(predictor, batch_size, perspective)
-        for example, (prediction, line) in pipeline.run(examples, lambda e, p: (p, output_row(e, p) + "\n")):
-            out.write(line)
-            if page:
-                page.add(example, prediction)
-            rows += 1
-            if rows % chunk == 0:
-                out.flush()  # a whole chunk is in the file: a run killed now resumes after it
-            on_row()
+    def __post_init__(self) -> None:
+        self.kind, self.partial = output_kind(self.output), partial_path(self.output)
+        # Kept beside the unfinished output, so that a resume with other options is refused, not quietly different.
+        self.options_file = partial_options_path(self.output)
+        self.recorded = run_options(self.predictor, self.options, self.read)
+
+    def write(self, examples: Iterable[Example], resume: bool) -> PredictionRun:
+        """Find the resume point (none without `resume`), then write the rows and the page."""
+        partial, chunk = self.partial, self.options.chunk_size
+        check_companion(partial, self.output)
+        check_companion(self.options_file, self.output)
+        if resume and partial.exists():
+            _check_same_options(self.options_file, self.recorded, partial)
+        kept, end = _resume_point(self.output, partial, chunk) if resume else (0, 0)
+        if not resume and partial.exists():
+            log.warning("%s: starting over; the unfinished output of an earlier run in it is discarded", partial)
+        try:
+            rows = self._rows(iter(examples), kept, end)
+        except BaseException:
+            if not partial.exists():
+                self.options_file.unlink(missing_ok=True)  # nothing to resume: no file left behind
+            raise
+        self.options_file.unlink(missing_ok=True)
+        return PredictionRun(rows, kept)
+
+    def _rows(self, examples: Iterator[Example], kept: int, end: int) -> int:
+        """The rows and page after the resume point (`kept` rows, `end` bytes); returns the rows in the output."""
+        output, partial, kind, tasks = self.output, self.partial, self.kind, self.predictor.tasks
+        with ExitStack() as stack:
+            mode = "a" if kept else "w"
+            # A Parquet output keeps its rows in the partial file, converted to Parquet once they are all there.
+            out = stack.enter_context(atomic_write(output, mode, partial=partial, rename=kind is OutputFormat.JSONL))
+            if not kept:
+                self.options_file.write_text(json_text(self.recorded) + "\n", encoding="utf-8")
+            # The model's span types fix the page's colours and legend, whichever types the rows hold.
+            span_types = list(dict.fromkeys(task.source for task in tasks if task.kind is TaskKind.SPAN))
+            page = stack.enter_context(html_page(self.html, span_types)) if self.html else None
+            if kept:
+                _check_kept_rows(partial, kept, examples, page, self.on_row, tasks)
+                out.truncate(end)  # the rows after the last whole chunk are predicted again
+            rows = kept
+            pipeline = Pipeline(self.predictor, self.options)
+            for example, (prediction, line) in pipeline.run(examples, lambda e, p: (p, output_row(e, p) + "\n")):
+                out.write(line)
+                if page:
+                    page.add(example, prediction)
+                rows += 1
+                if rows % self.options.chunk_size == 0:
+                    out.flush()  # a whole chunk is in the file: a run killed now resumes after it
+                self.on_row()
+            if kind is OutputFormat.PARQUET:
+                out.flush()  # every row is in the partial file, which stays until the Parquet file is in place
+                with atomic_write(output, "wb") as target:
+                    write_parquet(target, (row for _, row in complete_rows(partial)))
         if kind is OutputFormat.PARQUET:
-            out.flush()  # every row is in the partial file, which stays until the Parquet file is in place
-            with atomic_write(output, "wb") as target:
-                write_parquet(target, (row for _, row in complete_rows(partial)))
-    if kind is OutputFormat.PARQUET:
-        partial.unlink()
-    return rows
+            partial.unlink()
+        return rows
 
 
 def partial_options_path(output: Path) -> Path:
@@ -303,8 +306,7 @@ def partial_options_path(output: Path) -> Path:
     return partial.with_name(partial.name + OPTIONS_SUFFIX)
 
 
-def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dict[str, Any]],
-                read: Optional[ReadOptions] = None) -> dict[str, Any]:
+def run_options(predictor: Predicts, options: RunOptions, read: Optional[ReadOptions] = None) -> dict[str, Any]:
     """Everything a resumed run must share with the run it continues to write the same rows.
 
     The model (`Predictor.identity`: the SHA-256 of its files, config.json's thresholds and
@@ -312,28 +314,16 @@ def run_options(predictor: Predictor, batch_size: int, perspective: Optional[dic
     and at which precision, the thresholds and normalization in use, snapping, trimming and windows,
     the annotator perspective, and how the input file is read (its text, context and id columns).
     """
-    members = getattr(predictor, "members", [predictor])  # an ensemble's networks run each in its own way
-    return {"batch_size": batch_size, "precision": getattr(predictor, "precision", "fp32"),
-            "runtime": [f"{_runtime(member)} {getattr(member, 'precision', 'fp32')}" for member in members],
-            "perspective": perspective, "tasks": [task.name for task in predictor.tasks],
+    settings, members = predictor.settings, predictor.members  # an ensemble's networks run each in its own way
+    return {"batch_size": options.batch_size, "precision": predictor.precision,
+            "runtime": [f"{m.network.runtime} {m.precision}" for m in members],
+            "perspective": options.perspective, "tasks": [task.name for task in predictor.tasks],
             "thresholds": {task.name: list(task.thresholds) for task in predictor.tasks},
-            "normalize": list(predictor.normalize) if getattr(predictor, "normalize", None) is not None else None,
-            "snap": str(getattr(predictor, "snap", "")), "trim": getattr(predictor, "trim", True),
-            "windows": [_windows(member) for member in members],
-            "input": dataclasses.asdict(read) if read is not None else None,
-            "model": getattr(predictor, "identity", None)}
-
-
-def _runtime(predictor: Any) -> str:
-    """What runs a predictor's network ("torch" or "onnx")."""
-    return str(getattr(getattr(predictor, "network", None), "runtime", "torch"))
-
-
-def _windows(predictor: Any) -> list[Any]:
-    """How a predictor cuts texts into windows: length, stride, context mode and turns."""
-    encoder = getattr(predictor, "encoder", None)
-    return [getattr(encoder, "max_length", None), getattr(encoder, "stride", None),
-            str(getattr(encoder, "context_mode", "")), getattr(encoder, "max_turns", None)]
+            "normalize": list(settings.normalize) if settings.normalize is not None else None,
+            "snap": str(settings.snap), "trim": settings.trim,
+            "windows": [[m.settings.max_length, m.settings.stride, str(m.settings.context_mode), m.settings.max_turns]
+                        for m in members],
+            "input": dataclasses.asdict(read) if read is not None else None, "model": predictor.identity}
 
 
 def _check_same_options(options_file: Path, options: dict[str, Any], partial: Path) -> None:

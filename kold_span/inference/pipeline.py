@@ -1,49 +1,100 @@
-"""Prediction as three overlapped stages: CPU preparation ahead of the network, decoding behind it.
+"""Prediction as stages, each a public, typed call of a predictor (`Stages`), and their overlap (`Pipeline`).
 
-A stream of examples is cut into chunks (`CHUNK_BATCHES` batches each). For every chunk a
-predictor does three things, each a method of it (`Predictor.prepare`, `run_network`, `merge`):
-
-1. prepare (CPU): Kiwi morphemes in one batched call, tokenization, windows, length-sorted
-   batches collated into tensors (pinned on a CUDA device);
-2. run the network: every batch under autocast (`precision`), each batch's probabilities of all
+The stages, which `Pipeline`, the service's batcher, the spaCy component and Ray all call:
+1. encode (CPU, per text): normalization, Kiwi morphemes in one batched call, tokenization,
+   windows (`Encoded`: a batcher measures texts by their windows before it cuts a batch);
+2. prepare (CPU): the windows in length-sorted batches collated into tensors (pinned on CUDA);
+3. run the network: every batch under autocast (`runtimes`), each batch's probabilities of all
    tasks gathered into one tensor and copied to the host once;
-3. merge and decode (CPU): windows merged, n-gram companions fused, labels and spans decoded,
+4. merge (CPU): windows merged, n-gram companions fused; then format: labels and spans decoded,
    and what the caller renders from each prediction (a JSON line, say).
 
-`Pipeline.run` prepares the next chunk in a background thread while the network runs the current
-one, and decodes the previous chunk in another: the network never waits for a chunk that could
-have been prepared. Chunks and their order are those of the sequential path, so the outputs are
-the same, byte for byte in float32; at most four chunks are held at a time, so memory stays flat
-on any input size.
+`Pipeline.run` cuts a stream of examples into chunks (`CHUNK_BATCHES` batches each), prepares the
+next chunk in a background thread while the network runs the current one, and decodes the previous
+chunk in another: the network never waits for a chunk that could have been prepared. Chunks and
+their order are those of the sequential path, so the outputs are the same, byte for byte in
+float32; at most four chunks are held at a time, so memory stays flat on any input size.
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, Sequence, TypeVar
 
 import numpy as np
 import torch
 
-from kold_span.config.choices import Precision
 from kold_span.data.example import Context, Example, context_problem, text_problem
 from kold_span.errors import ArgumentError
+from kold_span.models.kinds import MergedExample
 from kold_span.models.network import probabilities
 from kold_span.models.tasks import Task
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+E = TypeVar("E")  # one text encoded: an `Encoded` (an ensemble's: one per member)
+C = TypeVar("C")  # one chunk prepared: a `PreparedChunk` (an ensemble's: one per member)
+O = TypeVar("O")  # one chunk's network outputs: a `HostProbs` per batch (an ensemble's: per member)
 # A chunk is this many batches of examples: few enough to keep memory flat. A resumed `kold-span predict`
 # restarts at a chunk boundary, so that every text is padded with the same neighbours as in an uninterrupted run.
 CHUNK_BATCHES = 8
-CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with bf16 instructions
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a prediction run, together from the command line to `load_predictor` and the `Pipeline`."""
+
+    batch_size: int = 32  # windows per forward pass
+    perspective: Optional[dict[str, Any]] = None  # an annotator's traits (annotator-conditioned models)
+    device: str = "cpu"
+    precision: str = "auto"  # the network's (`runtimes.resolve_precision`)
+    runtime: str = "auto"  # what runs it: torch, onnx or auto (`runtimes.choose_runtime`)
+    verify: bool = True  # check each model file against its manifest at load
+
+    def __post_init__(self) -> None:
+        check_batch_size(self.batch_size)
+
+    @property
+    def chunk_size(self) -> int:
+        """Examples per chunk: what the pipeline prepares at a time, and where a resumed output restarts."""
+        return self.batch_size * CHUNK_BATCHES
+
+
+@dataclass(eq=False)
+class Encoded:
+    """One text as a model reads it: normalized (`normalized`, when the model normalizes) and cut into windows."""
+
+    text: str  # the text the model reads (normalized, when it normalizes)
+    context: Context
+    normalized: Any  # the text's `text.normalize.Normalized`, or None
+    windows: list[dict[str, Any]]  # as `models.windows.InputEncoder` makes them
+
+
+class Stages(Protocol[E, C, O]):
+    """A predictor's stages (see the module docstring), what `Pipeline` and the service's batcher call."""
+
+    def contexts_for(self, contexts: Sequence[Context], perspective: Optional[dict[str, Any]]) -> list[Context]:
+        """The contexts with an annotator's traits added (annotator-conditioned models), else as given."""
+
+    def encode(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[E]:
+        """Each text encoded (CPU): normalized, its morphemes fetched, cut into windows."""
+
+    def window_shape(self, encoded: E) -> tuple[int, int]:
+        """One encoded text's windows and the longest one's tokens: what it adds to a forward pass."""
+
+    def prepare(self, encoded: Sequence[E], batch_size: int) -> C:
+        """Encoded texts as length-sorted, collated batches of at most `batch_size` windows (CPU)."""
+
+    def run_network(self, prepared: C) -> O:
+        """Every batch of a prepared chunk through the network."""
+
+    def merge(self, prepared: C, outputs: O) -> list[MergedExample]:
+        """Per text of the chunk: its windows' outputs merged (CPU)."""
+
+    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
+        """One text's labels and spans, on `text` as given."""
 
 
 def check_batch_size(batch_size: Any) -> None:
@@ -74,64 +125,6 @@ def check_example(example: Any) -> None:
         raise ArgumentError(f"example {example.id!r}: text {problem}")
     if problem := context_problem(example.context):
         raise ArgumentError(f"example {example.id!r}: context {problem}")
-
-
-def cpu_has_bf16(flags: Optional[str] = None) -> bool:
-    """Whether this CPU (or the /proc/cpuinfo `flags` line given) has bf16 instructions (AVX512-BF16, AMX).
-
-    Example:
-        >>> cpu_has_bf16("fpu sse2 avx2 avx512f avx512_bf16"), cpu_has_bf16("fpu sse2 fma avx2")
-        (True, False)
-    """
-    if flags is None:
-        try:
-            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-        flags = next((line.partition(":")[2] for line in text.splitlines() if line.startswith("flags")), "")
-    return any(flag in flags.split() for flag in CPU_BF16_FLAGS)
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision ("bf16", "fp16" or "fp32") the network runs in on `device`: `precision`, or for "auto" its default.
-
-    "auto" gives bf16 on a CUDA device that supports it (fp16 on older ones) and fp32 on every CPU, so
-    that one model gives the same labels and spans on every machine of a kind: bf16 on a CPU with
-    bf16 instructions is faster but changes labels and spans (docs/PREDICTING.md), so it is the
-    user's choice ("bf16"), never a default. On a CPU without bf16 instructions it is emulated and
-    many times slower, and a warning says so.
-
-    Example:
-        >>> resolve_precision("fp32", torch.device("cuda")), resolve_precision("bf16", torch.device("cpu"))
-        ('fp32', 'bf16')
-        >>> resolve_precision("auto", torch.device("cpu"))
-        'fp32'
-        >>> resolve_precision("half", torch.device("cpu"))
-        Traceback (most recent call last):
-        ...
-        kold_span.errors.ArgumentError: precision must be one of ('auto', 'bf16', 'fp16', 'fp32'), got 'half'
-    """
-    if Precision.parse(precision, "precision") is not Precision.AUTO:
-        if device.type == "cpu" and precision != "fp32" and not cpu_has_bf16():
-            log.warning("precision %s on a CPU without bf16 instructions: emulated, and usually slower than fp32",
-                        precision)
-        return str(Precision(precision))
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "fp32"
-
-
-def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """The autocast context of a resolved precision (none for fp32).
-
-    Example:
-        >>> with autocast(torch.device("cpu"), "bf16"):
-        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
-        torch.bfloat16
-    """
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
 
 @dataclass
@@ -189,14 +182,12 @@ def to_host(tasks: Sequence[Task], logits: dict[str, torch.Tensor]) -> HostProbs
 
 @dataclass
 class PreparedChunk:
-    """One chunk after the CPU work before the network: its windows and their collated batches."""
+    """One chunk after the CPU work before the network: its texts encoded, their windows in collated batches."""
 
-    texts: list[str]
-    contexts: list[Context]
+    encoded: list[Encoded]
     windows: list[dict[str, Any]] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)  # the text of each window
     batches: list[tuple[list[int], tuple[torch.Tensor, ...]]] = field(default_factory=list)  # (windows, inputs)
-    normalized: Optional[list[Any]] = None  # each text's `Normalized` when the model normalizes; texts are its text
 
 
 _END = object()
@@ -265,23 +256,12 @@ class Pipeline:
     """A predictor's stages overlapped over a stream of examples (see the module docstring).
 
     Args:
-        predictor: a `Predictor` (or an `Ensemble`): anything with `prepare`, `run_network`,
-            `merge` and `format`, and `contexts_for` for an annotator's perspective.
-        batch_size: windows per forward pass.
-        perspective: an annotator's traits, for annotator-conditioned models.
-
-    Example:
-        >>> Pipeline(predictor=None, batch_size=0)
-        Traceback (most recent call last):
-        ...
-        kold_span.errors.ArgumentError: batch_size must be a whole number of at least 1, got 0
+        predictor: a `Predictor` or an `Ensemble` (any `Stages`).
+        options: its batch size and the annotator's traits (annotator-conditioned models).
     """
 
-    def __init__(self, predictor: Any, batch_size: int = 32, perspective: Optional[dict[str, Any]] = None):
-        check_batch_size(batch_size)
-        self.predictor = predictor
-        self.batch_size = batch_size
-        self.perspective = perspective
+    def __init__(self, predictor: Stages[Any, Any, Any], options: RunOptions = RunOptions()):
+        self.predictor, self.options = predictor, options
 
     def run(self, examples: Iterable[Example],
             render: Optional[Callable[[Example, dict[str, Any]], Any]] = None) -> Iterator[tuple[Example, Any]]:
@@ -291,7 +271,7 @@ class Pipeline:
         A bad input row's error is raised after the predictions of every chunk before it.
         """
         render = render or (lambda _example, prediction: prediction)
-        prepared = ahead(self._prepare(chunks(examples, self.batch_size * CHUNK_BATCHES)))
+        prepared = ahead(self._prepare(chunks(examples, self.options.chunk_size)))
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kold-span-decode") as decoder:
             pending: Optional[Future] = None
             try:
@@ -310,13 +290,14 @@ class Pipeline:
             if pending is not None:
                 yield from pending.result()
 
-    def _prepare(self, stream: Iterator[list[Example]]) -> Iterator[tuple[list[Example], PreparedChunk]]:
+    def _prepare(self, stream: Iterator[list[Example]]) -> Iterator[tuple[list[Example], Any]]:
         """Each chunk with its CPU work done (run ahead of the network by `ahead`)."""
+        stages = self.predictor
         for chunk in stream:
             for example in chunk:
                 check_example(example)
-            contexts = self.predictor.contexts_for([e.context for e in chunk], self.perspective)
-            yield chunk, self.predictor.prepare([e.text for e in chunk], contexts, self.batch_size)
+            contexts = stages.contexts_for([e.context for e in chunk], self.options.perspective)
+            yield chunk, stages.prepare(stages.encode([e.text for e in chunk], contexts), self.options.batch_size)
 
     def _decode(self, chunk: list[Example], prepared: Any, outputs: Any,
                 render: Callable[[Example, dict[str, Any]], Any]) -> list[tuple[Example, Any]]:

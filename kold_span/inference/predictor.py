@@ -9,18 +9,22 @@ A trained model is a directory (`models.model_dir`: config.json, safetensors wei
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import torch
 
 from kold_span.config.choices import Runtime, SnapMode
+from kold_span.config.schema import Config
 from kold_span.data.example import Context, Example, context_problem, context_turns, text_problem
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError
 from kold_span.models.decoding import merge_windows, prediction
-from kold_span.models.kinds import MergedExample
+from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.manifest import directory_identity, inside
 from kold_span.models.model_dir import CONFIG_NAME, read_model_dir, write_model_dir
 from kold_span.models.network import MultiTaskModel
@@ -29,39 +33,169 @@ from kold_span.models.tasks import Task
 from kold_span.models.windows import InputEncoder, collate
 from kold_span.text.morphemes import prefetch_for
 from kold_span.text.normalize import Normalized, check_steps, normalize, normalize_context
-from kold_span.inference.pipeline import (HostProbs, Pipeline, PreparedChunk, check_batch_size,
-                                         resolve_precision, to_host)
-from kold_span.inference.runtimes import ONNX_KEY, OnnxNetwork, TorchNetwork, choose_runtime, graph_entry
+from kold_span.inference.pipeline import (C, E, O, Encoded, HostProbs, Pipeline, PreparedChunk, RunOptions, Stages,
+                                         check_batch_size, to_host)
+from kold_span.inference.runtimes import (ONNX_KEY, Network, OnnxNetwork, TorchNetwork, choose_runtime, graph_entry,
+                                          resolve_precision)
 
 
-class Predictor:
+@dataclass(frozen=True)
+class PredictorSettings:
+    """How a trained model reads its inputs and decodes its outputs: what config.json holds besides tasks and weights.
+
+    The one mapping between a run's config (`from_run`), a predictor and its model directory's
+    config.json (`to_config`, `from_config`).
+
+    Example:
+        >>> settings = PredictorSettings(max_length=64, snap="word", normalize=("nfc",))
+        >>> config = settings.to_config(tasks=[], pooling="cls", ngram=[], encoder={})
+        >>> PredictorSettings.from_config(config) == settings, config["align"], list(config)[:3]
+        (True, {'snap': 'word', 'trim': True}, ['tasks', 'context', 'align'])
+    """
+
+    max_length: int = 128
+    stride: int = 32
+    context_mode: str = "auto"
+    max_turns: Optional[int] = None
+    snap: SnapMode = SnapMode.MORPHEME
+    trim: bool = True
+    morpheme_pretokenize: bool = False
+    perspective: Optional[dict[str, Any]] = None  # {"label", "traits"} of an annotator-conditioned model
+    normalize: Optional[tuple[str, ...]] = None  # the steps every input goes through (text.normalize), or as written
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "snap", SnapMode.parse(self.snap, "snap"))
+        object.__setattr__(self, "normalize", None if self.normalize is None else check_steps(self.normalize))
+
+    @classmethod
+    def from_run(cls, config: Config, morpheme_pretokenize: bool) -> "PredictorSettings":
+        """The settings a training run's model reads and decodes with."""
+        perspective = config.data.perspective
+        return cls(config.model.max_length, config.model.stride, config.context.mode, config.context.max_turns,
+                   config.align.snap, config.align.trim, morpheme_pretokenize,
+                   dataclasses.asdict(perspective) if perspective else None, config.normalize.steps())
+
+    def to_config(self, *, tasks: list[dict[str, Any]], pooling: str, ngram: list[str],
+                  encoder: dict[str, Any]) -> dict[str, Any]:
+        """config.json's keys, the network's given: in the order of every model directory written so far (the same
+        model, the same bytes); `normalize` only for a model that normalizes (absent: as before the key)."""
+        config = {"tasks": tasks, "context": {"mode": self.context_mode, "max_turns": self.max_turns},
+                  "align": {"snap": self.snap.value, "trim": self.trim}, "max_length": self.max_length,
+                  "stride": self.stride, "pooling": pooling, "morpheme_pretokenize": self.morpheme_pretokenize,
+                  "perspective": self.perspective, "ngram": ngram, "encoder": encoder}
+        return config if self.normalize is None else {**config, "normalize": {"steps": list(self.normalize)}}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "PredictorSettings":
+        """The settings of a config.json that `models.model_dir` checked."""
+        return cls(config["max_length"], config["stride"], config["context"]["mode"], config["context"]["max_turns"],
+                   config["align"]["snap"], config["align"]["trim"], bool(config.get("morpheme_pretokenize")),
+                   config.get("perspective"), (config.get("normalize") or {}).get("steps"))
+
+
+class Predicts(Stages[E, C, O], Protocol[E, C, O]):
+    """What predicts: a `Predictor` (its network run by torch or ONNX Runtime) or an `Ensemble` of them.
+
+    An implementation writes the stages (`pipeline.Stages`); the ways to predict built on them are these, once.
+    """
+
+    tasks: list[Task]
+    settings: PredictorSettings
+    precision: str  # the (first) network's number format: bf16, fp32, onnx-int8-dynamic, ...
+
+    @property
+    def members(self) -> Sequence["Predictor"]: ...  # the single models it is made of: itself, or an ensemble's
+
+    @property
+    def identity(self) -> str: ...  # the SHA-256 of the model (a resumed `predict` compares it with the output's)
+
+    @property
+    def decoding(self) -> Decoding:
+        """How its outputs become predictions: its tasks (their thresholds and gates), snapping and trimming."""
+        return Decoding(self.tasks, self.settings.snap, self.settings.trim)
+
+    def contexts_for(self, contexts: Sequence[Context], perspective: Optional[dict[str, Any]]) -> list[Context]:
+        """The contexts with an annotator's verbalised traits added (annotator-conditioned models), else as given."""
+        if perspective is None:
+            return list(contexts)
+        conditioned = self.settings.perspective
+        if not conditioned:
+            raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
+                                "it cannot take a perspective")
+        check_perspective(perspective, conditioned["traits"])
+        segment = verbalise(perspective, conditioned["traits"])
+        return [with_perspective(c, segment) for c in contexts]
+
+    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
+        """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.
+
+        A normalizing model decodes spans on the normalized text and maps them back to `text`
+        (`AlignedText.to_original`: removed characters inside a span are in it, grapheme clusters
+        stay whole), and adds `signals`: what normalization removed or folded, by kind.
+        """
+        if merged.normalized is None:
+            return prediction(self.decoding, merged, text)
+        return on_original(prediction(self.decoding, merged, merged.normalized.aligned.text), merged.normalized)
+
+    def run_encoded(self, encoded: Sequence[E], batch_size: int) -> list[MergedExample]:
+        """Per encoded text, its merged outputs: prepare, run the network, merge, in turn."""
+        prepared = self.prepare(encoded, batch_size)
+        return self.merge(prepared, self.run_network(prepared))
+
+    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
+                       batch_size: int = 32) -> list[MergedExample]:
+        """Per-example outputs with long texts' windows merged (the stages in turn)."""
+        return self.run_encoded(self.encode(texts, contexts), batch_size)
+
+    def predict(self, texts: Iterable[str], contexts: Optional[Iterable[Context]] = None,
+                batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+        """Predict labels and spans for texts (with optional contexts).
+
+        `texts` is any iterable of strings ("" too: its labels come from the context alone, and it
+        has no spans); `contexts`, when given, holds one context per text (None, a string or a
+        list of strings). `perspective` (annotator-conditioned models only) gives the annotator's
+        traits, e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
+        A bad argument is an `ArgumentError` naming it and the index of the bad item.
+        """
+        texts = checked_texts(texts)
+        contexts = self.contexts_for(checked_contexts(contexts, len(texts)), perspective)
+        check_batch_size(batch_size)
+        merged = self.merged_outputs(texts, contexts, batch_size)
+        return [self.format(text, m) for text, m in zip(texts, merged)]
+
+    def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
+                         perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
+        """Predict examples in chunks, CPU work overlapped with the network (`Pipeline`); yields {id, labels, spans}.
+
+        Memory stays flat on any input size; the predictions are those of `predict`, in input order.
+        """
+        for _example, row in Pipeline(self, RunOptions(batch_size, perspective)).run(examples):
+            yield row
+
+
+class Predictor(Predicts[Encoded, PreparedChunk, list[HostProbs]]):
     """Runs a trained multi-task model on texts and returns labels and character spans."""
 
-    def __init__(self, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task], *,
-                 max_length: int = 128, stride: int = 32, context_mode: str = "auto",
-                 max_turns: Optional[int] = None, snap: str = "morpheme", trim: bool = True,
-                 morpheme_pretokenize: bool = False, perspective: Optional[dict[str, Any]] = None,
+    def __init__(self, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task],
+                 settings: PredictorSettings = PredictorSettings(), *,
                  companions: Optional[dict[str, Companion]] = None, device: Union[str, torch.device] = "cpu",
-                 precision: str = "auto", normalize: Optional[Sequence[str]] = None,
-                 network: Optional[OnnxNetwork] = None):
-        device = checked_device(device)
+                 precision: str = "auto", network: Optional[Network] = None):
+        self.device = device = checked_device(device)
         self.model = model.to(device).eval()
-        self.tokenizer = tokenizer
-        self.tasks = list(tasks)
-        self.encoder = InputEncoder(tokenizer, max_length, stride, context_mode, max_turns)
-        self.snap, self.trim = SnapMode.parse(snap, "snap"), trim
-        self.morpheme_pretokenize = morpheme_pretokenize
-        self.perspective = perspective  # {"label", "traits"} of an annotator-conditioned model
+        self.tokenizer, self.tasks, self.settings = tokenizer, list(tasks), settings
+        self.encoder = InputEncoder(tokenizer, settings.max_length, settings.stride, settings.context_mode,
+                                    settings.max_turns)
         self.companions = dict(companions or {})  # task → n-gram model fused into its probabilities
-        self.device = torch.device(device)
         # What runs the network (`runtimes`): the torch model under autocast, or an exported ONNX graph.
         self.network = network or TorchNetwork(self.model, self.device, resolve_precision(precision, self.device))
-        self.precision = self.network.precision  # bf16, fp16 or fp32 (torch); onnx-fp32, onnx-int8-dynamic, ...
-        # The normalization steps every input goes through (text.normalize), or None: read as written.
-        self.normalize = None if normalize is None else check_steps(normalize)
+        self.precision = self.network.precision
         self.source: Optional[Path] = None  # the model directory it was loaded from
         self._digests: Optional[dict[str, str]] = None  # its files' SHA-256, when the manifest was checked
         self._identity: Optional[str] = None
+
+    @property
+    def members(self) -> Sequence["Predictor"]:
+        return (self,)
 
     @property
     def identity(self) -> str:
@@ -73,8 +207,6 @@ class Predictor:
             if self.source is not None:
                 self._identity = directory_identity(self.source, self._digests)
             else:
-                import hashlib
-
                 digest = hashlib.sha256()
                 for name, tensor in sorted(self.model.state_dict().items()):
                     digest.update(name.encode())
@@ -89,19 +221,8 @@ class Predictor:
         The directory is replaced whole, never edited in place; a non-empty `directory` that is no model
         directory is refused (an `OutputTargetError`) unless `overwrite`.
         """
-        enc = self.encoder
-        config = {
-            "tasks": [t.to_dict() for t in self.tasks],
-            "context": {"mode": enc.context_mode, "max_turns": enc.max_turns},
-            "align": {"snap": self.snap.value, "trim": self.trim},
-            "max_length": enc.max_length, "stride": enc.stride, "pooling": self.model.pooling,
-            "morpheme_pretokenize": self.morpheme_pretokenize,
-            "perspective": self.perspective,
-            "ngram": sorted(self.companions),
-            "encoder": self.model.encoder.config.to_dict(),
-        }
-        if self.normalize is not None:  # absent: a model that reads text as written, as before the key
-            config["normalize"] = {"steps": list(self.normalize)}
+        config = self.settings.to_config(tasks=[t.to_dict() for t in self.tasks], pooling=self.model.pooling,
+                                         ngram=sorted(self.companions), encoder=self.model.encoder.config.to_dict())
         copies = {}
         if isinstance(self.network, OnnxNetwork):  # the graph it runs goes along (a spaCy pipeline's copy, say)
             copies[self.network.entry.file] = self.network.path
@@ -141,38 +262,34 @@ class Predictor:
         chosen = choose_runtime(runtime, entry, directory, device, precision)
         model, tokenizer = saved.load_network()
         network = OnnxNetwork(directory / entry.file, entry, saved.tasks) if chosen is Runtime.ONNX and entry else None
-        predictor = cls(model, tokenizer, saved.tasks, max_length=config["max_length"], stride=config["stride"],
-                        context_mode=config["context"]["mode"], max_turns=config["context"]["max_turns"],
-                        snap=config["align"]["snap"], trim=config["align"]["trim"],
-                        morpheme_pretokenize=bool(config.get("morpheme_pretokenize")),
-                        perspective=config.get("perspective"), companions=saved.companions(), device=device,
-                        precision=precision, normalize=saved.normalize_steps(), network=network)
+        predictor = cls(model, tokenizer, saved.tasks, PredictorSettings.from_config(config),
+                        companions=saved.companions(), device=device, precision=precision, network=network)
         predictor.source, predictor._digests = directory, saved.digests
         return predictor
 
-    # -- prediction: prepare (CPU) → run_network → merge, overlapped by `Pipeline` ---------
-    def normalized(self, texts: Sequence[str], contexts: Sequence[Context]
-                   ) -> tuple[Optional[list[Normalized]], Sequence[str], Sequence[Context]]:
-        """The inputs as the model reads them: normalized by its steps (text.normalize), or as given.
-
-        The one place where text enters the model, for predict, serve, the spaCy component and Ray.
-        """
-        if self.normalize is None:
-            return None, texts, contexts
-        normalized = [normalize(text, self.normalize) for text in texts]
-        return (normalized, [n.aligned.text for n in normalized],
-                [normalize_context(c, self.normalize) for c in contexts])
-
-    def prepare(self, texts: Sequence[str], contexts: Sequence[Context], batch_size: int = 32) -> PreparedChunk:
-        """The CPU work before the network: normalization, morphemes, windows, and length-sorted batches."""
-        normalized, texts, contexts = self.normalized(texts, contexts)
+    # -- the stages (`pipeline.Stages`): encode, prepare (CPU) → run_network → merge, overlapped by `Pipeline` --
+    def encode(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[Encoded]:
+        """Each text as the model reads it: normalized by its steps (text.normalize) or as given, Kiwi's morphemes
+        fetched (one call), cut into windows. The one place where text enters the model (predict, serve, spaCy, Ray)."""
+        steps = self.settings.normalize
+        normalized: list[Any] = [None] * len(texts)  # each text's `Normalized`, when the model normalizes
+        if steps is not None:
+            normalized = [normalize(text, steps) for text in texts]
+            texts, contexts = [n.aligned.text for n in normalized], [normalize_context(c, steps) for c in contexts]
         prefetch_for(self.tokenizer, list(texts) + [turn for c in contexts for turn in context_turns(c)],
-                     snap=self.snap.uses_morphemes)
-        prepared = PreparedChunk(list(texts), list(contexts), normalized=normalized)
-        for i, example_windows in enumerate(self.encoder.encode_many(texts, contexts)):
-            for window in example_windows:
-                prepared.windows.append(window)
-                prepared.owners.append(i)
+                     snap=self.settings.snap.uses_morphemes)
+        return [Encoded(text, context, n, windows) for text, context, n, windows in zip(
+            texts, contexts, normalized, self.encoder.encode_many(texts, contexts))]
+
+    def window_shape(self, encoded: Encoded) -> tuple[int, int]:
+        return len(encoded.windows), max(len(w["input_ids"]) for w in encoded.windows)
+
+    def prepare(self, encoded: Sequence[Encoded], batch_size: int = 32) -> PreparedChunk:
+        """Encoded texts' windows in length-sorted, collated batches (pinned on a CUDA device)."""
+        prepared = PreparedChunk(list(encoded))
+        for i, e in enumerate(encoded):
+            prepared.windows += e.windows
+            prepared.owners += [i] * len(e.windows)
         windows = prepared.windows
         order = sorted(range(len(windows)), key=lambda j: len(windows[j]["input_ids"]))
         pad_id = self.tokenizer.pad_token_id or 0
@@ -195,69 +312,16 @@ class Predictor:
         for (rows, _inputs), host in zip(prepared.batches, outputs, strict=True):
             for j, row in zip(rows, host.rows()):
                 probs[j] = row
-        grouped: list[list[int]] = [[] for _ in prepared.texts]
+        grouped: list[list[int]] = [[] for _ in prepared.encoded]
         for j, owner in enumerate(prepared.owners):
             grouped[owner].append(j)
         windows = prepared.windows
         merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
-        fuse_companions(self.companions, self.tasks, prepared.texts, prepared.contexts, merged)
-        for m, n in zip(merged, prepared.normalized or ()):
-            m.normalized = n
+        fuse_companions(self.companions, self.tasks, [e.text for e in prepared.encoded],
+                        [e.context for e in prepared.encoded], merged)
+        for m, e in zip(merged, prepared.encoded):
+            m.normalized = e.normalized
         return merged
-
-    def merged_outputs(self, texts: Sequence[str], contexts: Sequence[Context],
-                       batch_size: int = 32) -> list[MergedExample]:
-        """Per-example outputs with long texts' windows merged (the three stages in turn)."""
-        prepared = self.prepare(texts, contexts, batch_size)
-        return self.merge(prepared, self.run_network(prepared))
-
-    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
-        """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.
-
-        A normalizing model decodes spans on the normalized text and maps them back to `text`
-        (`AlignedText.to_original`: removed characters inside a span are in it, grapheme clusters
-        stay whole), and adds `signals`: what normalization removed or folded, by kind.
-        """
-        if merged.normalized is None:
-            return prediction(self.tasks, merged, text, self.snap, self.trim)
-        return on_original(prediction(self.tasks, merged, merged.normalized.aligned.text, self.snap, self.trim),
-                           merged.normalized)
-
-    def predict(self, texts: Iterable[str], contexts: Optional[Iterable[Context]] = None,
-                batch_size: int = 32, perspective: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
-        """Predict labels and spans for texts (with optional contexts).
-
-        `texts` is any iterable of strings ("" too: its labels come from the context alone, and it
-        has no spans); `contexts`, when given, holds one context per text (None, a string or a
-        list of strings). `perspective` (annotator-conditioned models only) gives the annotator's
-        traits, e.g. {"gender": "Female", "age": 23}; the prediction is for such an annotator.
-        A bad argument is an `ArgumentError` naming it and the index of the bad item.
-        """
-        texts = checked_texts(texts)
-        contexts = self.contexts_for(checked_contexts(contexts, len(texts)), perspective)
-        check_batch_size(batch_size)
-        merged = self.merged_outputs(texts, contexts, batch_size)
-        return [self.format(text, m) for text, m in zip(texts, merged)]
-
-    def contexts_for(self, contexts: Sequence[Context], perspective: Optional[dict[str, Any]]) -> list[Context]:
-        """The contexts with an annotator's verbalised traits added (annotator-conditioned models), else as given."""
-        if perspective is None:
-            return list(contexts)
-        if not self.perspective:
-            raise ArgumentError("this model was not trained annotator-conditioned (data.perspective); "
-                                "it cannot take a perspective")
-        check_perspective(perspective, self.perspective["traits"])
-        segment = verbalise(perspective, self.perspective["traits"])
-        return [with_perspective(c, segment) for c in contexts]
-
-    def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
-                         perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:
-        """Predict examples in chunks, CPU work overlapped with the network (`Pipeline`); yields {id, labels, spans}.
-
-        Memory stays flat on any input size; the predictions are those of `predict`, in input order.
-        """
-        for _example, row in Pipeline(self, batch_size, perspective).run(examples):
-            yield row
 
 
 def on_original(predicted: dict[str, Any], normalized: Normalized) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import glob
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -28,6 +28,7 @@ from kold_span.config.choices import OutputFormat
 from kold_span.data.atomic import partial_path
 from kold_span.errors import ArgumentError, DataError, KoldSpanError, needs_extra
 from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
+from kold_span.inference.pipeline import RunOptions
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class RayOptions:
     """How shards are spread over Ray: the worker pool, the cluster, and what each worker does per shard.
 
     Example:
-        >>> str(RayOptions(workers=2).shard_format), RayOptions(gpus_per_worker=0.25).device
+        >>> str(RayOptions(workers=2).shard_format), RayOptions(gpus_per_worker=0.25).run.device
         ('jsonl', 'cuda')
     """
 
@@ -46,17 +47,12 @@ class RayOptions:
     gpus_per_worker: float = 0.0
     address: Optional[str] = None  # an existing cluster ("auto", "ray://head:10001"); None starts a local one
     shard_format: OutputFormat = OutputFormat.JSONL
-    precision: str = "auto"
-    runtime: str = "auto"  # what runs each worker's network: torch, onnx (the exported graph) or auto
-    batch_size: int = 32
-    perspective: Optional[dict[str, Any]] = None
+    run: RunOptions = RunOptions()  # each worker's model and pipeline; its device is the GPU Ray gives it, or the CPU
     read: ReadOptions = ReadOptions()
     progress: bool = False
 
-    @property
-    def device(self) -> str:
-        """Where each worker's network runs: the GPU Ray gives it, or the CPU."""
-        return "cuda" if self.gpus_per_worker > 0 else "cpu"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run", replace(self.run, device="cuda" if self.gpus_per_worker > 0 else "cpu"))
 
 
 @dataclass
@@ -133,8 +129,8 @@ def predict_shard(predictor: Any, shard: Path, output: Path, options: RayOptions
     from kold_span.inference.outputs import write_predictions
 
     examples, report = options.read.open(shard)
-    done = write_predictions(predictor, examples, output, batch_size=options.batch_size,
-                             perspective=options.perspective, resume=partial_path(output).exists(), read=options.read)
+    done = write_predictions(predictor, examples, output, options=options.run, resume=partial_path(output).exists(),
+                             read=options.read)
     return done.rows, list(report.reasons)
 
 
@@ -150,8 +146,7 @@ class ShardPredictor:
         torch.set_num_threads(options.cpus_per_worker)
         morphemes.KIWI_THREADS = options.cpus_per_worker  # not every core of a node its workers share
         self.options = options
-        self.predictor = load_predictor(list(model_dirs), device=options.device, precision=options.precision,
-                                        runtime=options.runtime)
+        self.predictor = load_predictor(list(model_dirs), options.run)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         """Predict each shard of the batch; a user's error (a bad row) is returned, by class name and message."""

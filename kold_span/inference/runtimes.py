@@ -1,8 +1,9 @@
-"""What runs a predictor's network: torch, or ONNX Runtime over the graph `kold-span export` wrote.
+"""What runs a predictor's network: torch, or ONNX Runtime over the graph `kold-span export` wrote; and in what
+number format (the precision, autocast, and whether the CPU has bf16 instructions: here only, training asks too).
 
-The network is the only part that changes with the runtime. A runtime takes one batch's collated
-inputs (`input_ids`, `attention_mask`, `token_type_ids`, as `Predictor.prepare` makes them) and
-returns each task's logits, as `MultiTaskModel` does; windows, Kiwi, merging, decoding and spans
+The network is the only part that changes with the runtime. A runtime (`Network`) takes one batch's
+collated inputs (`input_ids`, `attention_mask`, `token_type_ids`, as `Predictor.prepare` makes them)
+and returns each task's logits, as `MultiTaskModel` does; windows, Kiwi, merging, decoding and spans
 stay the predictor's, the same code for both.
 
 A model directory holds at most one ONNX graph, named in its config.json under "onnx"
@@ -11,22 +12,84 @@ there is one, the precision is left at auto and the network runs on the CPU; tor
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import torch
 
 from kold_span.config.choices import Precision, Quantization, Runtime
 from kold_span.errors import ArgumentError, ModelFormatError, needs_extra
-from kold_span.inference.pipeline import autocast
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.tasks import Task
 
 log = logging.getLogger(__name__)
 ONNX_KEY = "onnx"  # the key of config.json that names the exported graph
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")  # the order of a collated batch's tensors
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with bf16 instructions
+
+
+def cpu_has_bf16(flags: Optional[str] = None) -> bool:
+    """Whether this CPU (or the /proc/cpuinfo `flags` line given) has bf16 instructions (AVX512-BF16, AMX).
+
+    The operating system's word, not torch's private probes; False where it cannot be read (not Linux).
+
+    Example:
+        >>> cpu_has_bf16("fpu sse2 avx2 avx512f avx512_bf16"), cpu_has_bf16("fpu sse2 fma avx2")
+        (True, False)
+    """
+    if flags is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        flags = next((line.partition(":")[2] for line in text.splitlines() if line.startswith("flags")), "")
+    return any(flag in flags.split() for flag in CPU_BF16_FLAGS)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """The precision ("bf16", "fp16" or "fp32") the network runs in on `device`: `precision`, or for "auto" its default.
+
+    "auto" gives bf16 on a CUDA device that supports it (fp16 on older ones) and fp32 on every CPU, so
+    that one model gives the same labels and spans on every machine of a kind: bf16 on a CPU with
+    bf16 instructions is faster but changes labels and spans (docs/PREDICTING.md), so it is the
+    user's choice ("bf16"), never a default. On a CPU without bf16 instructions it is emulated and
+    many times slower, and a warning says so.
+
+    Example:
+        >>> resolve_precision("fp32", torch.device("cuda")), resolve_precision("bf16", torch.device("cpu"))
+        ('fp32', 'bf16')
+        >>> resolve_precision("auto", torch.device("cpu"))
+        'fp32'
+        >>> resolve_precision("half", torch.device("cpu"))
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: precision must be one of ('auto', 'bf16', 'fp16', 'fp32'), got 'half'
+    """
+    if Precision.parse(precision, "precision") is not Precision.AUTO:
+        if device.type == "cpu" and precision != "fp32" and not cpu_has_bf16():
+            log.warning("precision %s on a CPU without bf16 instructions: emulated, and usually slower than fp32",
+                        precision)
+        return str(Precision(precision))
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "fp32"
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """The autocast context of a resolved precision (none for fp32).
+
+    Example:
+        >>> with autocast(torch.device("cpu"), "bf16"):
+        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        torch.bfloat16
+    """
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
 
 @dataclass(frozen=True)
@@ -84,6 +147,17 @@ class GraphEntry:
         return cls(file=name, quantize=entry["quantize"], calibration=entry["calibration"],
                    outputs=tuple(entry.get("outputs", ())), opset=int(entry.get("opset", 0)),
                    made_with=str(entry.get("made_with", "")))
+
+
+class Network(Protocol):
+    """What runs a predictor's network: one collated batch in, each task's logits out."""
+
+    runtime: Runtime
+    precision: str  # bf16, fp16 or fp32 (torch); onnx-fp32, onnx-int8-dynamic, ... (a graph)
+    device: torch.device
+
+    def __call__(self, inputs: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Each task's logits of one batch."""
 
 
 class TorchNetwork:

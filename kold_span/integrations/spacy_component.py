@@ -165,16 +165,14 @@ class KoldSpanComponent:
 
     def __init__(self, name: str, model: str, span_keys: Optional[dict[str, str]] = None,
                  alignment_mode: str = "expand", batch_size: int = 32, device: str = "cpu", runtime: str = "auto"):
+        from kold_span.inference.pipeline import RunOptions
+
         check_alignment_mode(alignment_mode)
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ArgumentError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
         self.name = name
         self.model = model
         self.span_keys = dict(span_keys or {})
         self.alignment_mode = alignment_mode
-        self.batch_size = batch_size
-        self.device = device
-        self.runtime = runtime
+        self.options = RunOptions(batch_size, device=device, runtime=runtime)  # the model's and each call's
         self._predictor: Optional["Predictor"] = None
         self._keys: dict[str, str] = {}
 
@@ -190,7 +188,7 @@ class KoldSpanComponent:
         """Load the model directory and fix the span keys for its span types."""
         from kold_span.inference.predictor import Predictor
 
-        predictor = Predictor.from_pretrained(directory, device=self.device, runtime=self.runtime)
+        predictor = Predictor.from_pretrained(directory, device=self.options.device, runtime=self.options.runtime)
         self._keys = span_keys_for(predictor.tasks, self.span_keys, f"the model {directory}")
         self._predictor = predictor
 
@@ -201,7 +199,7 @@ class KoldSpanComponent:
         """Annotate docs `batch_size` at a time (spaCy's meaning: docs read ahead), one predict call each.
 
         The predictor sorts each call's texts by length and runs them through the network
-        `self.batch_size` windows at a time.
+        `batch_size` windows (the component's setting) at a time.
         """
         for docs in minibatch(stream, size=batch_size):
             yield from self.annotate(docs)
@@ -209,7 +207,7 @@ class KoldSpanComponent:
     def annotate(self, docs: list[Doc]) -> list[Doc]:
         """Predict labels and spans for the docs' texts (with their contexts) and set them on the docs."""
         contexts = [doc_context(doc) for doc in docs]
-        predictions = self.predictor.predict([doc.text for doc in docs], contexts, batch_size=self.batch_size)
+        predictions = self.predictor.predict([doc.text for doc in docs], contexts, self.options.batch_size)
         for doc, context, prediction in zip(docs, contexts, predictions):
             setattr(doc._, CONTEXT_ATTR, context)
             setattr(doc._, PREDICTION_ATTR, prediction)

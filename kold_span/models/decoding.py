@@ -10,7 +10,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kold_span.config.choices import SnapMode
 from kold_span.models.kinds import Decoding, MergedExample, kind_of
 from kold_span.models.tasks import Task
 
@@ -48,8 +47,7 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
     return merged
 
 
-def prediction(tasks: Sequence[Task], merged: MergedExample, text: str, snap: str = SnapMode.NONE,
-               trim: bool = True) -> dict[str, Any]:
+def prediction(decoding: Decoding, merged: MergedExample, text: str) -> dict[str, Any]:
     """One example's labels with probabilities, and its spans `{type, start, end, text, score}` in text order.
 
     Example:
@@ -57,12 +55,11 @@ def prediction(tasks: Sequence[Task], merged: MergedExample, text: str, snap: st
         >>> merged = MergedExample(token_offsets=[(0, 2), (3, 6), (7, 9)],
         ...                        token_probs={"OFF_span": np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1],
         ...                                                           [0.3, 0.1, 0.6]])})
-        >>> prediction([span], merged, "너는 바보다 정말")["spans"]
+        >>> prediction(Decoding([span]), merged, "너는 바보다 정말")["spans"]
         [{'type': 'OFF', 'start': 3, 'end': 9, 'text': '바보다 정말', 'score': 0.8}]
     """
     out: dict[str, Any] = {"labels": {}, "spans": []}
-    decoding = Decoding(tasks, SnapMode.parse(snap, "snap"), trim)
-    for task in tasks:
+    for task in decoding.tasks:
         kind_of(task).add_prediction(task, merged, text, decoding, out)
     out["spans"].sort(key=lambda s: (s["start"], s["type"]))
     return out

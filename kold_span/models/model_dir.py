@@ -2,7 +2,7 @@
 
 `read_model_dir` checks what costs little first (`format_version`, keys and values, no link out, the
 manifest: `models.manifest`), `ModelDir.load_network` builds the network, `write_model_dir` writes a
-directory. How a predictor's settings are named in config.json is `Predictor`'s (`from_pretrained`).
+directory. How a predictor's settings are named in config.json is `inference.predictor.PredictorSettings`'s.
 
 Example:
     >>> read_model_dir("no/such/model")
@@ -95,20 +95,6 @@ class ModelDir:
         for name in names:
             inside(self.path, f"ngram/{name}", f"{self.path / CONFIG_NAME}: key 'ngram'")
         return {name: Companion.load(self.path, name) for name in names}
-
-    def normalize_steps(self) -> Optional[tuple[str, ...]]:
-        """The normalization steps config.json names (key `normalize.steps`), None without the key."""
-        section = self.config.get("normalize")
-        if section is None:
-            return None
-        steps = section.get("steps") if isinstance(section, dict) else None
-        if not isinstance(steps, list):
-            raise ModelFormatError(f"{self.path / CONFIG_NAME}: key 'normalize' must be an object with a list "
-                                   f"'steps', got {section!r}")
-        try:
-            return check_steps(steps)
-        except ValueError as err:
-            raise ModelFormatError(f"{self.path / CONFIG_NAME}: key 'normalize.steps': {err}") from None
 
 
 def read_model_dir(directory: Union[str, Path], verify: bool = True) -> ModelDir:
@@ -267,6 +253,13 @@ def _check_values(config: dict[str, Any], path: Path) -> None:
     ngram = config.get("ngram", [])
     need(isinstance(ngram, list) and all(isinstance(name, str) for name in ngram), "ngram", "a list of task names")
     need(isinstance(config["encoder"], dict), "encoder", "an object (an encoder's config)")
+    section = config.get("normalize")  # absent or null: a model that reads text as written
+    steps = section.get("steps") if isinstance(section, dict) else None
+    need(section is None or isinstance(steps, list), "normalize", "an object with a list 'steps'")
+    try:
+        check_steps(steps or ())
+    except ValueError as err:
+        raise ModelFormatError(f"{path}: key 'normalize.steps': {err}") from None
     if "auto_map" in config["encoder"]:
         raise ModelFormatError(f"{path}: key 'encoder' names custom code ('auto_map'); a kold-span model "
                                "directory is data and never runs code from it")

@@ -62,7 +62,7 @@ def check_perspective_for(service: Service, perspective: Optional[dict[str, Any]
     if perspective is None:
         return
     assert service.model is not None
-    conditioned = service.model.predictor.perspective  # {"label", "traits"} of an annotator-conditioned model
+    conditioned = service.model.predictor.settings.perspective  # {"label", "traits"} of an annotator-conditioned model
     if not conditioned:
         raise RequestError(422, "perspective: this model was not trained annotator-conditioned "
                                 "(data.perspective); it cannot take a perspective", "perspective")

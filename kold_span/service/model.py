@@ -1,9 +1,9 @@
 """The predictor as the batcher uses it: comments measured in tokens, batches run, the model described.
 
-The batcher must know each comment's windows before it cuts a batch; `RememberedWindows` keeps
-the windows it measured so that the forward pass does not tokenize the comment a second time
-(for the demo model, tokenizing is about a seventh of a comment's time). Everything here runs on
-the batcher's thread, the only one that touches the model and its tokenizer.
+The batcher must know each comment's windows before it cuts a batch: `shapes` encodes comments and
+keeps each one's encoding on its `Item`, which the forward pass runs (`Predicts.run_encoded`): a comment
+is tokenized once (for the demo model, a seventh of its time), and a comment refused or failed takes its
+windows with it. Everything here runs on the batcher's thread, the only one that touches the model.
 """
 from __future__ import annotations
 
@@ -12,74 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from kold_span.config.choices import SnapMode, TaskKind
-from kold_span.data.example import Context, Example, context_turns
+from kold_span.config.choices import TaskKind
+from kold_span.data.example import Example, context_turns
 from kold_span.inference.inputs import prediction_record
+from kold_span.inference.predictor import Predicts
 from kold_span.service.batching import Shape
-from kold_span.text.morphemes import prefetch_for
 
 
-@dataclass
+@dataclass(eq=False)
 class Item:
-    """One comment for the batcher, with the annotator traits to predict for (if any)."""
+    """One comment for the batcher, the annotator traits to predict for (if any), and its encoding once measured."""
 
     example: Example
     perspective: Optional[dict[str, Any]] = None
-    windows: int = 1
-
-
-def window_key(text: str, context: Context) -> tuple:
-    """A hashable key of one (text, context) input.
-
-    Example:
-        >>> window_key("바보", ["A", "B"]) == window_key("바보", ("A", "B"))
-        True
-    """
-    return text, tuple(context) if isinstance(context, (list, tuple)) else context
-
-
-class RememberedWindows:
-    """A model's `InputEncoder` that hands back the windows measured for the batcher instead of re-encoding.
-
-    Example:
-        >>> class Counting:
-        ...     calls = 0
-        ...     def encode_many(self, texts, contexts):
-        ...         Counting.calls += 1
-        ...         return [[{"input_ids": [0] * len(t)}] for t in texts]
-        >>> encoder = RememberedWindows(Counting())
-        >>> encoder.measure(["가나", "다"], [None, None]) == encoder.encode_many(["다", "가나"], [None, None])[::-1]
-        True
-        >>> Counting.calls
-        1
-    """
-
-    def __init__(self, encoder: Any):
-        self.encoder = encoder
-        self.kept: dict[tuple, list[dict[str, Any]]] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.encoder, name)
-
-    def measure(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[list[dict[str, Any]]]:
-        """Encode and keep the windows (until `forget`)."""
-        windows = self.encoder.encode_many(texts, contexts)
-        for text, context, w in zip(texts, contexts, windows):
-            self.kept[window_key(text, context)] = w
-        return windows
-
-    def encode_many(self, texts: Sequence[str], contexts: Sequence[Context]) -> list[list[dict[str, Any]]]:
-        """The kept windows of measured inputs, fresh ones of the others."""
-        keys = [window_key(t, c) for t, c in zip(texts, contexts, strict=True)]
-        todo = [i for i, key in enumerate(keys) if key not in self.kept]
-        fresh = dict(zip(todo, self.encoder.encode_many([texts[i] for i in todo], [contexts[i] for i in todo]))
-                     ) if todo else {}
-        return [fresh[i] if i in fresh else self.kept[key] for i, key in enumerate(keys)]
-
-    def forget(self, texts: Sequence[str], contexts: Sequence[Context]) -> None:
-        """Drop the windows kept for these inputs."""
-        for text, context in zip(texts, contexts):
-            self.kept.pop(window_key(text, context), None)
+    encoded: Any = None
 
 
 @dataclass(frozen=True)
@@ -138,25 +84,16 @@ def decision(task: Any) -> dict[str, Any]:
 class ServedModel:
     """A `Predictor` (or `Ensemble`) behind the batcher: `shapes` and `run` are its two callables."""
 
-    def __init__(self, predictor: Any):
+    def __init__(self, predictor: Predicts):
         self.predictor = predictor
-        self.windows = RememberedWindows(predictor.encoder)
-        predictor.encoder = self.windows
-        members = getattr(predictor, "members", None)
-        if members:  # an ensemble encodes through its members; the first shares the batcher's tokenizer
-            members[0].encoder = self.windows
 
     def shapes(self, items: list[Item]) -> list[Shape]:
-        """Each comment's windows and longest window, in one tokenizer call (and one Kiwi call)."""
-        texts = [i.example.text for i in items]
-        contexts = [i.example.context for i in items]
-        prefetch_for(self.windows.tokenizer, texts + [turn for c in contexts for turn in context_turns(c)],
-                     snap=SnapMode(self.predictor.snap).uses_morphemes)
-        shapes = []
-        for item, windows in zip(items, self.windows.measure(texts, contexts)):
-            item.windows = len(windows)
-            shapes.append(Shape(len(windows), max(len(w["input_ids"]) for w in windows)))
-        return shapes
+        """Each comment's windows and longest window, in one tokenizer call (and one Kiwi call) per annotator."""
+        for chosen in by_perspective(items):
+            contexts = self.predictor.contexts_for([c.example.context for c in chosen], chosen[0].perspective)
+            for item, encoded in zip(chosen, self.predictor.encode([c.example.text for c in chosen], contexts)):
+                item.encoded = encoded
+        return [Shape(*self.predictor.window_shape(item.encoded)) for item in items]
 
     @staticmethod
     def size(item: Item) -> int:
@@ -165,39 +102,37 @@ class ServedModel:
 
     def run(self, items: list[Item]) -> list[dict[str, Any]]:
         """Prediction records in order; comments for different annotators go through in separate passes."""
-        groups: dict[str, list[int]] = {}
-        for i, item in enumerate(items):
-            groups.setdefault(json.dumps(item.perspective, sort_keys=True), []).append(i)
-        records: list[Any] = [None] * len(items)
-        try:
-            for indices in groups.values():
-                chosen = [items[i] for i in indices]
-                # one forward pass: the batcher already bounded its padded tokens
-                outputs = self.predictor.predict([c.example.text for c in chosen],
-                                                 [c.example.context for c in chosen],
-                                                 batch_size=sum(c.windows for c in chosen),
-                                                 perspective=chosen[0].perspective)
-                for i, item, output in zip(indices, chosen, outputs):
-                    records[i] = prediction_record(item.example, output)
-        finally:
-            self.windows.forget([i.example.text for i in items], [i.example.context for i in items])
-        return records
+        records: dict[int, dict[str, Any]] = {}
+        for chosen in by_perspective(items):
+            # one forward pass: the batcher already bounded its padded tokens
+            merged = self.predictor.run_encoded([c.encoded for c in chosen],
+                                                sum(self.predictor.window_shape(c.encoded)[0] for c in chosen))
+            for item, m in zip(chosen, merged):
+                records[id(item)] = prediction_record(item.example, self.predictor.format(item.example.text, m))
+        return [records[id(item)] for item in items]
 
     def describe(self) -> dict[str, Any]:
         """Tasks and how each decides, perspective, encoder, what runs the network, how inputs are normalized."""
-        predictor = self.predictor
-        members = getattr(predictor, "members", [predictor])
-        config = members[0].model.encoder.config
+        predictor, members = self.predictor, self.predictor.members
+        config, settings = members[0].model.encoder.config, members[0].settings
         return {
             "tasks": [{"name": t.name, "kind": t.kind, "source": t.source, "problem": t.problem,
                        "labels": list(t.labels), "gate": t.gate, "decision": decision(t)} for t in predictor.tasks],
-            "perspective": predictor.perspective,
+            "perspective": predictor.settings.perspective,
             "encoder": {"model_type": config.model_type, "hidden_size": getattr(config, "hidden_size", None),
                         "layers": getattr(config, "num_hidden_layers", None),
-                        "max_length": self.windows.max_length, "stride": self.windows.stride,
+                        "max_length": settings.max_length, "stride": settings.stride,
                         "ensemble_members": len(members)},
             # fp32 or bf16 (torch), onnx-fp32 or onnx-int8-dynamic/static: whether int8 is live
             "runtime": [m.precision for m in members],
             # the normalization steps every comment goes through (text.normalize), null: read as written
-            "normalize": [list(m.normalize) if m.normalize is not None else None for m in members],
+            "normalize": [list(m.settings.normalize) if m.settings.normalize is not None else None for m in members],
         }
+
+
+def by_perspective(items: Sequence[Item]) -> list[list[Item]]:
+    """The items grouped by the annotator they are predicted for, in order of first appearance."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        groups.setdefault(json.dumps(item.perspective, sort_keys=True), []).append(item)
+    return list(groups.values())

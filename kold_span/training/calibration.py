@@ -130,13 +130,13 @@ def dev_thresholds(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Seque
     """The thresholds of every task configured with `threshold: dev`, chosen on `predictor`'s `merged` dev outputs.
 
     A multi-label task gets each label's F1-best threshold; a span task the P(B) + P(I) threshold
-    with the best mean char-F1 of the spans the predictor outputs (its snap and trim). Returns
+    with the best mean char-F1 of the spans the predictor outputs (its `decoding`). Returns
     {task: {label: threshold}}, with the single key "inside" for a span task (the dev scores
     reported afterwards use these thresholds, so they are optimistic; test is untouched by the choice).
     """
     wanted = {t.name for t in tasks if t.threshold == "dev"}
     # The other tasks matter only as a span task's gates, single-label tasks with no thresholds to tune.
-    return {task.name: task_thresholds(task, predictor.tasks, dev, merged, predictor.snap, predictor.trim)[1]
+    return {task.name: task_thresholds(task, predictor.decoding, dev, merged)[1]
             for task in predictor.tasks if task.name in wanted}
 
 

@@ -8,7 +8,6 @@ run's folder (`training.run_folder`).
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import shutil
@@ -24,7 +23,7 @@ from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import ConfigError, DataError, NonFiniteError
 from kold_span.evaluation.task_scores import benign_scores
-from kold_span.models.kinds import build_tasks
+from kold_span.models.kinds import Decoding, build_tasks
 from kold_span.models.model_dir import MODEL_DIRECTORY, is_model_dir
 from kold_span.models.tasks import Task
 from kold_span.text.normalize import normalize_example
@@ -120,13 +119,14 @@ def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) 
     import torch
 
     from kold_span.corpora.experiment import load_splits
+    from kold_span.inference.runtimes import cpu_has_bf16
     from kold_span.models.network import MultiTaskModel
     from kold_span.models.windows import InputEncoder
     from kold_span.training.datamodule import WindowsDataModule
     from kold_span.training.module import MultiTaskModule
 
     check_trainer_settings(config.trainer)
-    slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_native_bf16())
+    slow = emulated_bf16_warning(config.trainer, torch.cuda.is_available(), cpu_has_bf16())
     if slow:
         warnings.warn(slow, stacklevel=3)
     if config.trainer.threads:
@@ -151,8 +151,8 @@ def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) 
                                    group_by_length=tc.group_by_length, seed=config.seed,
                                    val_splits=("dev", DEV_PERTURBED))
     datamodule.setup()
-    evaluators = {split: dev_evaluator(tasks, splits[split], datamodule.window_meta(split), config.align.snap,
-                                       config.align.trim)
+    evaluators = {split: dev_evaluator(Decoding(tasks, config.align.snap, config.align.trim), splits[split],
+                                       datamodule.window_meta(split))
                   for split in ("dev", DEV_PERTURBED) if splits.get(split)}
     model = MultiTaskModel(encoder, tasks, config.model.dropout, config.model.pooling)
     return Built(config, run_dir, splits, extra, tasks, tokenizer, datamodule,
@@ -371,15 +371,10 @@ def trainer_for(tc: TrainerConfig, run_dir: Path, quiet: bool = False, callbacks
 
 def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: Sequence[Task]) -> Predictor:
     """The trained model as an uncalibrated `Predictor` on the CPU, reading inputs as the run did."""
-    from kold_span.inference.predictor import Predictor
+    from kold_span.inference.predictor import Predictor, PredictorSettings
 
-    perspective = dataclasses.asdict(config.data.perspective) if config.data.perspective else None
-    return Predictor(model.cpu(), tokenizer, tasks, max_length=config.model.max_length,
-                     stride=config.model.stride, context_mode=config.context.mode,
-                     max_turns=config.context.max_turns, snap=config.align.snap, trim=config.align.trim,
-                     morpheme_pretokenize=getattr(tokenizer, "kold_morphemes", False), perspective=perspective,
-                     precision="fp32",  # dev scores and thresholds the same on every CPU
-                     normalize=config.normalize.steps())
+    settings = PredictorSettings.from_run(config, getattr(tokenizer, "kold_morphemes", False))
+    return Predictor(model.cpu(), tokenizer, tasks, settings, precision="fp32")  # dev scored alike on every CPU
 
 
 def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
@@ -474,13 +469,5 @@ def emulated_bf16_warning(trainer: TrainerConfig, cuda_available: bool, native_b
     return (f"trainer.precision={trainer.precision} on a CPU without bf16 instructions (AVX512-BF16 or AMX): "
             "bf16 is emulated there and training runs many times slower than in float32 (docs/BENCHMARKS.md); "
             "--set trainer.precision=32-true trains in float32 instead")
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU has bf16 instructions torch uses (AVX512-BF16, or AMX); True when torch cannot tell."""
-    import torch
-
-    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return None in probes or any(probe() for probe in probes)
 
 

@@ -21,13 +21,16 @@ class Decoding:
     """How outputs become a prediction: the model's tasks (a span task's gate is one of them) and `align`.
 
     Example:
-        >>> Decoding(tasks=[]).snap, Decoding(tasks=[], snap=SnapMode.MORPHEME).snap.value
+        >>> Decoding(tasks=[]).snap, Decoding(tasks=[], snap="morpheme").snap.value
         (<SnapMode.NONE: 'none'>, 'morpheme')
     """
 
     tasks: Sequence["Task"]
     snap: SnapMode = SnapMode.NONE
     trim: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "snap", SnapMode.parse(self.snap, "snap"))
 
 
 @dataclass

@@ -78,7 +78,7 @@ class SpanKind:
 
     def add_prediction(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
                        prediction: dict[str, Any]) -> None:
-        prediction["spans"] += task_spans(task, merged, text, decoding.snap, decoding.trim, decoding.tasks)
+        prediction["spans"] += task_spans(task, merged, text, decoding)
 
 
 def span_targets(task: "Task", example: Example, window: dict[str, Any]) -> list[int]:
@@ -117,13 +117,13 @@ def span_tags(task: "Task", probs: np.ndarray) -> list[str]:
     return ["O" if b + i < threshold else ("B" if b >= i else "I") for _, b, i in probs]
 
 
-def task_spans(task: "Task", merged: "MergedExample", text: str, snap: str = "none",
-               trim: bool = True, tasks: Sequence["Task"] = ()) -> list[dict[str, Any]]:
-    """Character spans of one span task with a confidence score each (none when gated off)."""
+def task_spans(task: "Task", merged: "MergedExample", text: str,
+               decoding: Decoding = Decoding(tasks=())) -> list[dict[str, Any]]:
+    """Character spans of one span task with a confidence score each (none when gated off by `decoding.tasks`)."""
     probs = merged.token_probs[task.name]
-    if not len(probs) or (task.gate and not gate_open(task, tasks, merged)):
+    if not len(probs) or (task.gate and not gate_open(task, decoding.tasks, merged)):
         return []
-    spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=snap, trim=trim)
+    spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=decoding.snap, trim=decoding.trim)
     inside = 1.0 - probs[:, 0]
     index = OverlapIndex(merged.token_offsets)
     out = []
