@@ -17,16 +17,17 @@ import warnings
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
-from kold_span.cli import (ablate, agreement, convert, evaluate, export, import_encoder, predict, pretrain, robustness,
-                           serve, train)
+from kold_span.cli import (ablate, agreement, convert, evaluate, export, functional, import_encoder, predict, pretrain,
+                           robustness, serve, train)
 from kold_span.cli.options import Terminated
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
-DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, robustness, convert, agreement, pretrain, "
-               "ablate, import-encoder, serve, export.")
+DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, robustness, functional, convert, agreement, "
+               "pretrain, ablate, import-encoder, serve, export.")
 # In the order `kold-span --help` lists them.
-COMMANDS = (train, predict, evaluate, robustness, convert, agreement, pretrain, import_encoder, ablate, serve, export)
+COMMANDS = (train, predict, evaluate, robustness, functional, convert, agreement, pretrain, import_encoder, ablate, serve,
+            export)
 PACKAGE_LOGGER = logging.getLogger("kold_span")
 
 

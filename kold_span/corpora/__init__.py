@@ -2,7 +2,7 @@
 
 >>> from kold_span import corpora
 >>> sorted(corpora.available())[:2]
-['beep', 'irosva']
+['beep', 'functional']
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ _MODULES = {
     "kocosa": "kold_span.corpora.kocosa",
     "irosva": "kold_span.corpora.irosva",
     "multipico": "kold_span.corpora.multipico",
+    "functional": "kold_span.corpora.functional",
 }
 
 
