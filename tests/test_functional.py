@@ -253,3 +253,23 @@ def test_functional_command_names_a_bad_language(tmp_path, capsys):
     status = main(["functional", "--model", str(tmp_path / "none"), "--lang", "fr", "--out", str(tmp_path / "out")])
     assert status == 2
     assert "lang must be one of ['en', 'ko'] or 'all', got 'fr'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_writes_its_section_with_both_commands_and_the_machine(tmp_path, monkeypatch):
+    import sys
+
+    from conftest import BENCH
+    sys.path.insert(0, str(BENCH))
+    bench = pytest.importorskip("functional")
+    model = untrained_model(tmp_path / "model")
+    page = tmp_path / "functional.md"
+    monkeypatch.setattr(bench, "PAGE", page)
+    monkeypatch.chdir(tmp_path)  # main() works from the checkout; the original directory comes back after
+    monkeypatch.setattr(sys, "argv", ["bench/functional.py", "--model", str(model), "--lang", "ko", "--name", "demo",
+                                      "--note", "An untrained model.", "--out", str(tmp_path / "out")])
+    assert bench.main() == 0
+    text = page.read_text(encoding="utf-8")
+    assert "<!-- begin functional-demo -->" in text and "An untrained model." in text
+    assert "# which ran:\nkold-span functional --model" in text and "CPU flags:" in text
+    assert "| **all hateful** | hateful |" in text and (tmp_path / "out" / "demo" / "cases.jsonl").exists()
