@@ -273,3 +273,29 @@ def test_bench_writes_its_section_with_both_commands_and_the_machine(tmp_path, m
     assert "<!-- begin functional-demo -->" in text and "An untrained model." in text
     assert "# which ran:\nkold-span functional --model" in text and "CPU flags:" in text
     assert "| **all hateful** | hateful |" in text and (tmp_path / "out" / "demo" / "cases.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_a_run_trains_on_the_suite_and_scores_its_gate_on_a_dev_with_both_classes(tmp_path):
+    """The suite's benign train cases as negatives, its hateful ones as positives with spans, a share of each in
+    dev: dev then holds benign texts, so the gate's balanced accuracy is scored there."""
+    from kold_span.config import load_config
+    from kold_span.training import train
+
+    from conftest import FIXTURE, TINY
+
+    source = (f"{{reader: functional, path: {SUITE}, reader_options: {{lang: ko, part: train}}, limit: 48, "
+              "dev_fraction: 0.5")
+    config = load_config(TINY, [
+        f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r", "trainer.max_epochs=1",
+        "tasks=[{name: OFF, kind: sequence, source: OFF, class_weight: balanced}, "
+        "{name: OFF_span, kind: span, source: OFF, gate: OFF}]",
+        f"data.negatives=[{source}, filter: {{hateful: false}}, labels: {{OFF: false}}, holdout_fraction: 0.25}}, "
+        f"{source}, filter: {{hateful: true}}, labels: {{OFF: true}}, keep_spans: true, holdout_fraction: 0.0}}]"])
+    result = train(config, quiet=True)
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    # 48 cases of each side: 4 families of 12, carved by family. Benign: held out round(4 × 0.25) = 1 family, then
+    # dev round(3 × 0.5 / 0.75) = 2 of the other 3; hateful: dev round(4 × 0.5) = 2 families. Dev: 4 × 12 cases.
+    assert metrics["sizes"]["benign"] == 12 and metrics["sizes"]["dev"] == 24 + 24
+    assert metrics["benign"]["examples"] == 12
+    assert 0.0 <= metrics["dev"]["OFF/balanced_accuracy"] <= 1.0 and "OFF_span/char_f1" in metrics["dev"]
