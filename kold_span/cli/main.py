@@ -26,8 +26,8 @@ from kold_span.errors import KoldSpanError
 DESCRIPTION = ("The `kold-span` command line: train, predict, evaluate, robustness, functional, convert, agreement, "
                "pretrain, ablate, import-encoder, serve, export.")
 # In the order `kold-span --help` lists them.
-COMMANDS = (train, predict, evaluate, robustness, functional, convert, agreement, pretrain, import_encoder, ablate, serve,
-            export)
+COMMANDS = (train, predict, evaluate, robustness, functional, convert, agreement, pretrain, import_encoder, ablate,
+            serve, export)
 PACKAGE_LOGGER = logging.getLogger("kold_span")
 
 

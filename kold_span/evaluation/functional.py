@@ -51,7 +51,8 @@ def offensive_task(tasks: Sequence[Task]) -> Optional[Task]:
 
     Example:
         >>> tasks = [Task("TGT", "sequence", "TGT", labels=("group", "individual")),
-        ...          Task("OFF", "sequence", "OFF", labels=("false", "true")), Task("OFF_span", "span", "OFF", gate="OFF")]
+        ...          Task("OFF", "sequence", "OFF", labels=("false", "true")),
+        ...          Task("OFF_span", "span", "OFF", gate="OFF")]
         >>> offensive_task(tasks).name, offensive_task(tasks[:1]), offensive_task(tasks[1:2]).name
         ('OFF', None, 'OFF')
     """
@@ -159,7 +160,8 @@ def render_markdown(report: dict[str, Any], command: str = "") -> str:
 
     Example:
         >>> report = {"cases": 2, "languages": ["en"], "flagged_rule": "f", "score_rule": "s",
-        ...           "functionalities": {"negated_abuse": {"hateful": False, "templates": 1, "cases": 2, "flagged": 0.5}},
+        ...           "functionalities": {"negated_abuse": {"hateful": False, "templates": 1, "cases": 2,
+        ...                                                 "flagged": 0.5}},
         ...           "groups": {}, "bias": {"terms": {}, "overall_auc": None, "mean_subgroup_auc": None,
         ...                                  "mean_bpsn_auc": None, "mean_bnsp_auc": None, "final": None}}
         >>> "| negated_abuse | not hateful | 1 | 2 | 50.0% |" in render_markdown(report)

@@ -371,7 +371,8 @@ def bpsn_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Seque
     Low when non-toxic texts that mention the identity score above toxic texts that do not (false positives
     driven by the identity term).
     """
-    return roc_auc(*_subset(labels, scores, [(s and not y) or (not s and bool(y)) for y, s in zip(labels, in_subgroup)]))
+    keep = [(s and not y) or (not s and bool(y)) for y, s in zip(labels, in_subgroup)]
+    return roc_auc(*_subset(labels, scores, keep))
 
 
 def bnsp_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Sequence[bool]) -> Optional[float]:
@@ -379,7 +380,8 @@ def bnsp_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Seque
 
     Low when toxic texts that mention the identity score below non-toxic texts that do not.
     """
-    return roc_auc(*_subset(labels, scores, [(s and bool(y)) or (not s and not y) for y, s in zip(labels, in_subgroup)]))
+    keep = [(s and bool(y)) or (not s and not y) for y, s in zip(labels, in_subgroup)]
+    return roc_auc(*_subset(labels, scores, keep))
 
 
 def _subset(labels: Sequence[bool], scores: Sequence[float],
@@ -428,8 +430,8 @@ def bias_aucs(labels: Sequence[bool], scores: Sequence[float],
     return out
 
 
-def bias_summary(labels: Sequence[bool], scores: Sequence[float],
-                 per_term: Mapping[str, Mapping[str, Optional[float]]], power: float = -5) -> dict[str, Optional[float]]:
+def bias_summary(labels: Sequence[bool], scores: Sequence[float], per_term: Mapping[str, Mapping[str, Optional[float]]],
+                 power: float = -5) -> dict[str, Optional[float]]:
     """The benchmark's summary: the overall AUC, each bias AUC's generalized mean over the terms, and the final
     score 0.25 · overall + 0.25 · each of the three means (None when a part is missing).
 
