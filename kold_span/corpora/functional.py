@@ -28,12 +28,15 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from kold_span.config.yaml12 import read_yaml
+import yaml
+
+from kold_span.config.limits import CONFIG_BYTES, read_bounded
+from kold_span.config.yaml12 import YamlTooLargeError, yaml_load
 from kold_span.corpora import register
 from kold_span.corpora._common import reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example, Span
-from kold_span.errors import ArgumentError, ConfigError, DataError
+from kold_span.errors import ArgumentError, DataError
 
 SUITE = Path(__file__).with_name("functional.yaml")
 PARTS = ("train", "held_out", "all")
@@ -156,70 +159,118 @@ def held_out_families(families: list[str], seed: int, share: float) -> set[str]:
 
 
 def load_suite(path: Path = SUITE) -> dict[str, Any]:
-    """The suite file, its shape checked: a `DataError` naming what is missing."""
-    try:
-        suite = read_yaml(Path(path))
-    except ConfigError as err:
-        raise DataError(str(err)) from None
-    split = suite.get("split")
-    if not isinstance(split, dict) or not isinstance(split.get("seed"), int) \
-            or not isinstance(split.get("held_out"), (int, float)) or not 0 < split["held_out"] < 1:
-        raise DataError(f"{path}: `split` needs an integer `seed` and a share `held_out` in (0, 1)")
-    languages = suite.get("languages")
+    """The suite file, its shape checked and its values as strings: a `DataError` naming the file and the record.
+
+    Returns:
+        `{"seed": int, "held_out": float, "languages": {lang: {"fillers": {slot: [str]},
+        "families": {functionality: [{"benign", "hateful", "hateful_as"}]}}}}`.
+    """
+    document = _read_document(Path(path))
+    if document is None:
+        raise DataError(f"{path}: empty file")
+    if not isinstance(document, dict):
+        raise _bad(path, "(the document)", "expected a mapping of `split` and `languages`")
+    split = document.get("split")
+    if not isinstance(split, dict) or not _is_number(split.get("seed"), whole=True) \
+            or not _is_number(split.get("held_out")) or not 0 < split["held_out"] < 1:
+        raise _bad(path, "split", "needs a whole-number `seed` and a share `held_out` in (0, 1)")
+    languages = document.get("languages")
     if not isinstance(languages, dict) or not languages:
-        raise DataError(f"{path}: `languages` must map a language code to its fillers and families")
+        raise _bad(path, "languages", "must map a language code to its fillers and families")
+    out: dict[str, Any] = {"seed": split["seed"], "held_out": float(split["held_out"]), "languages": {}}
     for lang, spec in languages.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("fillers"), dict) \
+        where = f"languages.{lang}"
+        if not isinstance(lang, str) or not isinstance(spec, dict) or not isinstance(spec.get("fillers"), dict) \
                 or not isinstance(spec.get("families"), dict):
-            raise DataError(f"{path}: language {lang!r} needs `fillers` and `families` mappings")
-        if not spec["fillers"].get(IDENTITY_SLOT):
-            raise DataError(f"{path}: language {lang!r} has no `{IDENTITY_SLOT}` fillers (the identity groups)")
+            raise _bad(path, where, "a language code with `fillers` and `families` mappings")
+        fillers: dict[str, list[str]] = {}
+        for slot, values in spec["fillers"].items():
+            if not isinstance(slot, str) or not isinstance(values, list) or not values \
+                    or not all(isinstance(v, str) and v for v in values):
+                raise _bad(path, f"{where}.fillers.{slot}", "a slot name and a list of non-empty strings")
+            fillers[slot] = values
+        if IDENTITY_SLOT not in fillers:
+            raise _bad(path, f"{where}.fillers", f"no `{IDENTITY_SLOT}` fillers (the identity groups)")
+        families: dict[str, list[dict[str, str]]] = {}
         for functionality, pairs in spec["families"].items():
-            for k, pair in enumerate(pairs or [], 1):
+            if not isinstance(functionality, str) or not isinstance(pairs, list) or not pairs:
+                raise _bad(path, f"{where}.families.{functionality}", "a functionality and a list of template pairs")
+            for k, pair in enumerate(pairs, 1):
                 if not isinstance(pair, dict) or not all(isinstance(pair.get(key), str)
                                                          for key in ("benign", "hateful", "hateful_as")):
-                    raise DataError(f"{path}: {lang}.{functionality}.{k} needs `benign`, `hateful` and `hateful_as`")
-    return suite
+                    raise _bad(path, f"{lang}.{functionality}.{k}", "needs `benign`, `hateful` and `hateful_as`")
+            families[functionality] = pairs
+        out["languages"][lang] = {"fillers": fillers, "families": families}
+    return out
+
+
+def _read_document(path: Path) -> Any:
+    """The YAML document of the suite file (bounded as config files are); its faults as `DataError`s with a line."""
+    raw = read_bounded(path, CONFIG_BYTES, DataError)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    try:
+        return yaml_load(text)
+    except YamlTooLargeError as err:
+        raise DataError(f"{path}: a YAML document too large: {err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        lines = re.findall(r"line (\d+)", str(err))  # a key written twice names its lines
+        line = mark.line + 1 if mark is not None else int(lines[-1]) if lines else 1
+        problem = str(getattr(err, "problem", None) or err).splitlines()[0]
+        raise DataError(f"{path}:{line}: invalid YAML: {problem}") from None
+
+
+def _is_number(value: Any, whole: bool = False) -> bool:
+    return isinstance(value, int if whole else (int, float)) and not isinstance(value, bool)
+
+
+def _bad(path: Path, where: str, problem: str) -> DataError:
+    """A fault of one record of the suite file (a key path or a template id)."""
+    return DataError(f"{path}: record {where}: {problem}")
 
 
 def generate(path: Path = SUITE) -> list[Example]:
     """Every case of the suite, in file order (language, functionality, family, benign then hateful, case)."""
     suite = load_suite(path)
-    seed, share = suite["split"]["seed"], suite["split"]["held_out"]
     cases: list[Example] = []
     for lang, spec in suite["languages"].items():
-        fillers = {slot: [str(v) for v in values] for slot, values in spec["fillers"].items()}
         for functionality, pairs in spec["families"].items():
             families = [f"{lang}.{functionality}.{k}" for k in range(1, len(pairs) + 1)]
-            held_out = held_out_families(families, seed, share)
+            held_out = held_out_families(families, suite["seed"], suite["held_out"])
             for k, (family, pair) in enumerate(zip(families, pairs)):
                 part = "held_out" if family in held_out else "train"
                 for side, hateful, kind in (("benign", False, functionality), ("hateful", True, pair["hateful_as"])):
                     meta = {"lang": lang, "functionality": kind, "template": f"{family}.{side}", "group": family,
                             "part": part}
-                    cases += _template_cases(pair[side], fillers, k, hateful, lang, meta)
+                    try:
+                        cases += _template_cases(pair[side], spec["fillers"], k, hateful, lang, meta)
+                    except DataError as err:
+                        raise _bad(path, meta["template"], str(err)) from None
     return cases
 
 
 def _template_cases(template: str, fillers: dict[str, list[str]], offset: int, hateful: bool, lang: str,
                     meta: dict[str, Any]) -> list[Example]:
-    """The cases of one template, each text once; a `DataError` names the template when it breaks a rule."""
-    where = meta["template"]
+    """The cases of one template, each text once; a `DataError` says which rule it breaks."""
     cases, seen = [], set()
     for i in range(len(fillers[IDENTITY_SLOT])):
         text, spans, identity = expand(template, fillers, i, offset, capitalize=lang == "en")
         if hateful and not spans:
-            raise DataError(f"{where}: a hateful template marks its offensive span with [[ ]]")
+            raise DataError("a hateful template marks its offensive span with [[ ]]")
         if not hateful and spans:
-            raise DataError(f"{where}: a benign template has no offensive span")
+            raise DataError("a benign template has no offensive span")
         if identity is not None:
             start = text.lower().find(identity.lower())
             if any(s < start + len(identity) and start < e for s, e in spans):
-                raise DataError(f"{where}: the span covers the identity group {identity!r}")
+                raise DataError(f"the span covers the identity group {identity!r}")
         if text in seen:
             continue
         seen.add(text)
-        cases.append(Example(id=f"functional:{where}:{i}", text=text, labels={"hateful": hateful},
+        cases.append(Example(id=f"functional:{meta['template']}:{i}", text=text, labels={"hateful": hateful},
                              spans={SPAN_TYPE: spans} if hateful else {},
                              meta={**meta, "identity": identity}))
     return cases
