@@ -8,4 +8,5 @@ from setuptools import find_packages, setup
 
 setup(packages=[*find_packages(include=["kold_span", "kold_span.*"]), "kold_span.configs"],
       package_dir={"kold_span.configs": "configs"},
-      package_data={"kold_span": ["py.typed", "service/static/*.html"], "kold_span.configs": ["**/*.yaml"]})
+      package_data={"kold_span": ["py.typed", "service/static/*.html", "corpora/functional.yaml"],
+                    "kold_span.configs": ["**/*.yaml"]})

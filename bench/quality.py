@@ -270,7 +270,9 @@ def run_corpus(name: str, spec: Corpus, args: argparse.Namespace,
             metrics = train_planned(planned_run, retrain=args.retrain)
         run = {"seed": seed, "test": metrics.get("test", {}), "seconds": metrics.get("seconds"),
                "machine": machine_line()}
-        if spec.joint:  # its section shows what dev chose on and how many held-out benign texts were flagged
+        if spec.joint or spec.label is None:
+            # what dev chose on and scored (a gating head's balanced accuracy: `gate_lines`), how many held-out
+            # benign texts were flagged
             run.update({key: metrics[key] for key in ("dev", "benign", "thresholds") if key in metrics})
         if spec.label:
             predictor = Predictor.from_pretrained(planned_run.run_dir / "model")
@@ -550,6 +552,35 @@ def shipped_cells(values: list[float], baseline: float) -> str:
             f"{sum(v > baseline for v in values)} / {len(values)}")
 
 
+def gate_lines(results: dict[str, Any], names: Sequence[str]) -> list[str]:
+    """Lines on the dev balanced accuracy of each head that gates spans, for rows of `names` whose runs recorded one.
+
+    A span corpus's runs record their dev scores; a gating head is a sequence task scored there other than the
+    corpus's joint label (Toxic Spans' `toxic`, KOLD's `OFF` in the negatives file). Its dev split holds benign
+    texts where the experiment gives them (`data.negatives[].dev_fraction`).
+
+    Example:
+        >>> runs = [{"dev": {"toxic/balanced_accuracy": 0.8, "OFF_span/char_f1": 0.6}},
+        ...         {"dev": {"toxic/balanced_accuracy": 0.9}}]
+        >>> gate_lines({"toxic_spans": {"runs": runs}}, ["toxic_spans"])[-1]
+        '- toxic_spans: `toxic` 0.8500 ± 0.0707 (2 seeds)'
+    """
+    lines = []
+    for key, row in results.items():
+        if key.startswith("_") or key.split(":")[0] not in names or not row.get("runs"):
+            continue
+        joint = CORPORA[key.split(":")[0]].joint
+        tasks = {k.split("/")[0] for run in row["runs"] for k in run.get("dev", {}) if k.endswith("/balanced_accuracy")}
+        for task in sorted(tasks - {joint.label if joint else None}):
+            values = [run["dev"].get(f"{task}/balanced_accuracy") for run in row["runs"] if run.get("dev")]
+            values = [v for v in values if v is not None]
+            lines.append(f"- {row_label(key)}: `{task}` {mean_std(values)} ({len(values)} seeds)")
+    if not lines:
+        return []
+    return ["", "Dev balanced accuracy of the head that gates the spans (dev holds benign texts too where the "
+            "experiment gives it a share of its negatives):", "", *lines]
+
+
 def render_annotation_rows(results: dict[str, Any]) -> list[str]:
     """Rows scored against every annotator's own label (MultiPICo), where the hybrid recorded it."""
     scored = {key: row for key, row in results.items() if not key.startswith("_") and row.get("runs")
@@ -637,6 +668,7 @@ def render(results: dict[str, Any], command: str = "") -> str:
                          f"{cells[0]} | {cells[1]} | {average['majority']:.4f} | "
                          f"{TABLE.irosva_average.anchor} | {average['seeds']} | {average['minutes']:.1f} |")
     lines += render_annotation_rows(results)
+    lines += gate_lines(results, HEADLINE)
     lines += ["", "Commands:", ""]
     by_command: dict[str, list[str]] = {}
     for label, cmd in commands.items():
@@ -760,6 +792,7 @@ def render_joint(name: str, results: dict[str, Any]) -> str:
                   *joint_aims(spec, rows[name])]
     for paragraph in paragraphs[1:]:
         lines += ["", paragraph]
+    lines += gate_lines(results, (name,))
     if commands:
         lines += ["", "Commands:", "", *(f"- {label}: `{cmd}`" for label, cmd in commands.items())]
     return "\n".join(lines) + "\n"

@@ -352,7 +352,7 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
         run_dir = run_dir_of(config)
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
-        metrics = {"test": {"OFF_span/char_f1": 0.42}, "seconds": 7}
+        metrics = {"test": {"OFF_span/char_f1": 0.42}, "dev": {"toxic/balanced_accuracy": 0.81}, "seconds": 7}
         (run_dir / "metrics.json").write_text(json.dumps(metrics))
         return SimpleNamespace(metrics=metrics)
 
@@ -364,6 +364,9 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
     monkeypatch.setattr(grid, "train", fake_train)
     first = quality.run_corpus("toxic_spans", quality.CORPORA["toxic_spans"], args("old"))
     assert first["runs"][0]["test"]["OFF_span/char_f1"] == 0.42
+    # A span corpus records dev: the gating head's balanced accuracy, listed under the table.
+    assert first["runs"][0]["dev"] == {"toxic/balanced_accuracy": 0.81}
+    assert "- toxic_spans [old]: `toxic` 0.8100 (1 seeds)" in quality.render({"toxic_spans:old": first})
 
     def no_training(config, resume=False, quiet=False):
         raise AssertionError(f"trained {config.run}")

@@ -178,6 +178,10 @@ def test_build_dataclass_names_a_missing_key_without_a_default():
     ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, holdout_fraction: 1.0}",
      "key 'data.negatives.holdout_fraction' must be in [0, 1), got 1.0"),
     ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, limit: 0}", "key 'data.negatives.limit' must be at least 1"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: false}, holdout_fraction: 0.6, dev_fraction: 0.4}",
+     "data.negatives: holdout_fraction + dev_fraction must leave texts to train on, got 0.6 + 0.4"),
+    ("{reader: jsonl, path: x.jsonl, labels: {OFF: true}, keep_spans: true}",
+     "data.negatives.keep_spans: a source of positives holds nothing out as benign; set holdout_fraction: 0"),
 ])
 def test_bad_negatives_are_named(negatives, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -235,20 +239,36 @@ def test_the_kold_variants_are_kold_gs_e5_with_one_change_each(name):
 
 
 def test_the_kold_negatives_file_reads_benign_comments_of_both_corpora(tmp_path):
-    """Its filters on invented rows of BEEP! and UnSmile: neither hate nor bias; `clean` alone."""
+    """Its filters on invented rows of BEEP! and UnSmile: neither hate nor bias; `clean` alone. The functional
+    suite's Korean train templates: benign ones without spans, hateful ones offensive with their spans; a fifth of
+    its pairs in dev, each pair whole."""
     from kold_span.corpora.experiment import BENIGN, load_splits
+    from kold_span.corpora.functional import SUITE
 
     config = load_config(CONFIGS / "experiment" / "quality" / "kold_gs_e5_negatives.yaml", [
         f"data.train={CORPORA / 'kold_gs'}", f"data.test={CORPORA / 'kold_gs' / 'valid.json'}",
         "data.reader_options={skip_bad: true}"])
     for source in config.data.negative_sources():  # the shipped filters, on the invented files
-        source.path, source.holdout_fraction = str(CORPORA / source.reader), 0.0
+        if source.reader == "functional":
+            assert source.reader_options == {"lang": "ko", "part": "train"}
+            source.path = str(SUITE)  # the shipped path is read from the checkout
+        else:
+            source.path, source.holdout_fraction, source.dev_fraction = str(CORPORA / source.reader), 0.0, 0.0
     splits = load_splits(config)
     negatives = [ex for ex in splits["train"] if ex.id.startswith("negative:")]
-    assert [(ex.id, ex.text, ex.labels) for ex in negatives] == [
+    assert [(ex.id, ex.text, ex.labels) for ex in negatives[:2]] == [
         ("negative:beep-train-0", "진짜 연기 너무 잘한다 ㅎㅎ", {"OFF": False}),
         ("negative:unsmile_train_v1.0-0", '그 "전문가"들 말은 믿지 마라', {"OFF": False})]
-    assert splits[BENIGN] == [] and len(splits["train"]) + len(splits["dev"]) == 4 + 2  # negatives never in dev
+    functional = [ex for split in ("train", "dev") for ex in splits[split] if ex.id.startswith("negative:functional:")]
+    assert {ex.meta["part"] for ex in functional} == {"train"} and {ex.meta["lang"] for ex in functional} == {"ko"}
+    assert all(ex.labels == {"OFF": True} and ex.spans["OFF"] for ex in functional if ex.id.endswith(tuple(
+        f".hateful:{i}" for i in range(12))))
+    assert all(ex.labels == {"OFF": False} and not ex.spans for ex in functional if ".benign:" in ex.id)
+    in_dev = {ex.meta["group"] for ex in splits["dev"] if ex.id.startswith("negative:functional:")}
+    in_train = {ex.meta["group"] for ex in negatives if ex.id.startswith("negative:functional:")}
+    assert in_dev and not in_dev & in_train  # whole pairs: a family is in dev or in train
+    assert round(len(in_dev) / len(in_dev | in_train), 1) == 0.2
+    assert splits[BENIGN] == []
 
 
 def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):

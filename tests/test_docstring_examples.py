@@ -83,7 +83,7 @@ def test_a_module_without_an_example_fails():
 
 @pytest.mark.parametrize("name", ["batching", "cross_variant", "decoding_probes", "memory", "quality_corpora", "report",
                                   "serve_load", "spacy_pipe", "throughput", "ray_scale", "int8_variants",
-                                  "kold_snapping", "quality"])
+                                  "kold_snapping", "quality", "functional"])
 def test_bench_script_examples(name):
     sys.path.insert(0, str(BENCH))
     module = pytest.importorskip(name)

@@ -118,6 +118,11 @@ def check_values(config: Config, where: str) -> None:
              f"{key}.holdout_fraction is a share, in [0, 1), got {negatives.holdout_fraction!r}")
         need(negatives.limit is None or negatives.limit >= 1,
              f"{key}.limit must be at least 1 or null, got {negatives.limit!r}")
+        need(negatives.holdout_fraction + negatives.dev_fraction < 1.0,
+             f"{key}: holdout_fraction + dev_fraction must leave texts to train on, got "
+             f"{negatives.holdout_fraction!r} + {negatives.dev_fraction!r}")
+        need(not (negatives.keep_spans and negatives.holdout_fraction),
+             f"{key}.keep_spans: a source of positives holds nothing out as benign; set holdout_fraction: 0")
 
 
 def check_scratch_shape(scratch: ScratchEncoderConfig, key: str, need: Callable[[bool, str], None]) -> None:

@@ -105,7 +105,13 @@ class PerspectiveConfig:
 @dataclass
 class NegativesConfig:
     """Benign texts from another corpus: trained on with `labels` and no span, a held-out share kept to count
-    how many benign texts the model flags (the `benign` scores of metrics.json)."""
+    how many benign texts the model flags (the `benign` scores of metrics.json), a `dev_fraction` share scored
+    with dev (so dev holds both classes of the gating task: its balanced accuracy means something).
+
+    `keep_spans: true` makes a source of positives instead: each text keeps its gold spans beside `labels`
+    (the hateful side of contrastive pairs, e.g. the functional suite's train templates with
+    `filter: {hateful: true}`); such a source holds nothing out as benign (`holdout_fraction: 0`).
+    """
 
     reader: str = ""  # a corpus reader, as data.reader
     path: str = ""
@@ -115,6 +121,8 @@ class NegativesConfig:
     limit: Optional[int] = bounded(None, 1)  # read at most N texts (after the filter)
     # share never trained on, scored as `benign` after training
     holdout_fraction: float = bounded(0.3, 0, 1, high_open=True)
+    dev_fraction: float = bounded(0.0, 0, 1, high_open=True)  # share never trained on, added to the dev split
+    keep_spans: bool = False  # keep each text's gold spans (a source of positives; see above)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 >>> from kold_span import corpora
 >>> sorted(corpora.available())[:2]
-['beep', 'irosva']
+['beep', 'functional']
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ READERS: Registry[Reader] = Registry("corpus reader", "readers", group="kold_spa
     "kocosa": "kold_span.corpora.kocosa",
     "irosva": "kold_span.corpora.irosva",
     "multipico": "kold_span.corpora.multipico",
+    "functional": "kold_span.corpora.functional",
 })
 register, get_reader = READERS.register, READERS.get
 

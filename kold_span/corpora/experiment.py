@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 from kold_span import corpora
 from kold_span.config.schema import Config, NegativesConfig
@@ -52,10 +53,11 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
             splits[name] = []
     if not splits["train"]:
         raise ConfigError(f"no training examples left in {data.train} after data.filter={data.filter}")
-    if data.negatives is not None:  # each source split on its own, so each keeps its held-out share
+    if data.negatives is not None:  # each source split on its own, so each keeps its held-out and dev shares
         parts = [read_negatives(source, data.split_seed) for source in data.negative_sources()]
-        splits[BENIGN] = [ex for _, held_out in parts for ex in held_out]
-        splits["train"] = splits["train"] + [ex for trained_on, _ in parts for ex in trained_on]
+        splits[BENIGN] = [ex for part in parts for ex in part.held_out]
+        splits["train"] = splits["train"] + [ex for part in parts for ex in part.train]
+        splits["dev"] = splits["dev"] + [ex for part in parts for ex in part.dev]
     if data.speaker_swap:
         splits["train"] = swap_share(splits["train"], data.speaker_swap, config.seed)
     if data.perspective is not None:
@@ -67,12 +69,21 @@ def load_splits(config: Config) -> dict[str, list[Example]]:
     return splits
 
 
-def read_negatives(negatives: NegativesConfig, seed: int) -> tuple[list[Example], list[Example]]:
-    """Benign texts of another corpus, relabelled, split (seeded) into those trained on and those held out.
+class NegativeParts(NamedTuple):
+    """One `data.negatives` source split three ways."""
+
+    train: list[Example]  # trained on
+    dev: list[Example]  # scored with dev (`dev_fraction`)
+    held_out: list[Example]  # scored as `benign` after training (`holdout_fraction`)
+
+
+def read_negatives(negatives: NegativesConfig, seed: int) -> NegativeParts:
+    """Benign texts of another corpus, relabelled, split (seeded) into those trained on, dev and held out.
 
     Each keeps its text, loses its context (the main corpus decides what context means) and its own
-    labels and spans, and gets `negatives.labels` with no span; its id is prefixed "negative:" so that it
-    never collides with an id of the main corpus.
+    labels and spans (its spans too unless `keep_spans`), and gets `negatives.labels`; its id is prefixed
+    "negative:" so that it never collides with an id of the main corpus. The held-out share is carved
+    first, then the dev share from the rest (so a source's held-out texts do not depend on `dev_fraction`).
 
     Example:
         >>> import tempfile
@@ -82,10 +93,13 @@ def read_negatives(negatives: NegativesConfig, seed: int) -> tuple[list[Example]
         >>> path = Path(folder.name) / "benign.jsonl"
         >>> _ = write_jsonl([Example(id=str(i), text=f"a fine day {i}", labels={"lang": "en" if i < 8 else "es"})
         ...                  for i in range(10)], path)
-        >>> train, held_out = read_negatives(NegativesConfig(reader="jsonl", path=str(path), labels={"toxic": False},
-        ...                                                  filter={"lang": "en"}, holdout_fraction=0.25), seed=13)
-        >>> len(train), len(held_out), held_out[0].labels, held_out[0].spans, held_out[0].id.startswith("negative:")
-        (6, 2, {'toxic': False}, {}, True)
+        >>> parts = read_negatives(NegativesConfig(reader="jsonl", path=str(path), labels={"toxic": False},
+        ...                                        filter={"lang": "en"}, holdout_fraction=0.25, dev_fraction=0.25),
+        ...                        seed=13)
+        >>> len(parts.train), len(parts.dev), len(parts.held_out)
+        (4, 2, 2)
+        >>> parts.held_out[0].labels, parts.held_out[0].spans, parts.held_out[0].id.startswith("negative:")
+        ({'toxic': False}, {}, True)
         >>> folder.cleanup()
     """
     require_path(negatives.path, "data.negatives.path")
@@ -93,8 +107,11 @@ def read_negatives(negatives: NegativesConfig, seed: int) -> tuple[list[Example]
     kept = [ex for ex in read(negatives.path) if keep_example(ex, negatives.filter)][:negatives.limit]
     if not kept:
         raise ConfigError(f"data.negatives: no text left in {negatives.path} after filter={negatives.filter}")
-    benign = [Example(id=f"negative:{ex.id}", text=ex.text, labels=dict(negatives.labels), meta=ex.meta)
-              for ex in kept]
-    if not negatives.holdout_fraction:
-        return benign, []
-    return carve(benign, negatives.holdout_fraction, seed, None)
+    relabelled = [Example(id=f"negative:{ex.id}", text=ex.text, labels=dict(negatives.labels),
+                          spans=ex.spans if negatives.keep_spans else {}, meta=ex.meta) for ex in kept]
+    rest, held_out = (carve(relabelled, negatives.holdout_fraction, seed, None) if negatives.holdout_fraction
+                      else (relabelled, []))
+    if not negatives.dev_fraction:
+        return NegativeParts(rest, [], held_out)
+    train, dev = carve(rest, negatives.dev_fraction / (1 - negatives.holdout_fraction), seed, None)
+    return NegativeParts(train, dev, held_out)

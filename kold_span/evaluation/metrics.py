@@ -335,3 +335,114 @@ def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequ
     if not flat_true:
         raise ArgumentError("no (item, annotator) labels to score")
     return float(f1_score(flat_true, flat_pred, average=average, zero_division=0))
+
+
+# --------------------------------------------------------------------------- identity-term bias (Jigsaw)
+# The Jigsaw Unintended Bias in Toxicity Classification benchmark (Borkan et al., 2019): for each identity
+# term, three ROC AUCs that compare the texts mentioning it (the subgroup) with the rest (the background).
+
+
+def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> Optional[float]:
+    """ROC AUC: the chance that a positive scores above a negative, ties counting half; None without both classes.
+
+    Example:
+        >>> roc_auc([True, False, True, False], [0.9, 0.1, 0.4, 0.4])  # pairs (0.9>0.1, 0.9>0.4, 0.4>0.1, tie): 3.5/4
+        0.875
+        >>> roc_auc([True, True], [0.2, 0.3]) is None
+        True
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if len(labels) != len(scores):
+        raise ArgumentError(f"labels and scores differ in length: {len(labels)} != {len(scores)}")
+    if len(set(map(bool, labels))) < 2:
+        return None
+    return float(roc_auc_score([bool(v) for v in labels], [float(s) for s in scores]))
+
+
+def subgroup_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Sequence[bool]) -> Optional[float]:
+    """AUC on the subgroup alone: does the model tell its toxic texts from its non-toxic ones?"""
+    return roc_auc(*_subset(labels, scores, list(in_subgroup)))
+
+
+def bpsn_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Sequence[bool]) -> Optional[float]:
+    """Background Positive, Subgroup Negative AUC: the subgroup's non-toxic texts against the background's toxic ones.
+
+    Low when non-toxic texts that mention the identity score above toxic texts that do not (false positives
+    driven by the identity term).
+    """
+    keep = [(s and not y) or (not s and bool(y)) for y, s in zip(labels, in_subgroup)]
+    return roc_auc(*_subset(labels, scores, keep))
+
+
+def bnsp_auc(labels: Sequence[bool], scores: Sequence[float], in_subgroup: Sequence[bool]) -> Optional[float]:
+    """Background Negative, Subgroup Positive AUC: the subgroup's toxic texts against the background's non-toxic ones.
+
+    Low when toxic texts that mention the identity score below non-toxic texts that do not.
+    """
+    keep = [(s and bool(y)) or (not s and not y) for y, s in zip(labels, in_subgroup)]
+    return roc_auc(*_subset(labels, scores, keep))
+
+
+def _subset(labels: Sequence[bool], scores: Sequence[float],
+            keep: Sequence[bool]) -> tuple[list[bool], list[float]]:
+    if not len(labels) == len(scores) == len(keep):
+        raise ArgumentError(f"labels, scores and subgroup flags differ in length: {len(labels)}, {len(scores)}, "
+                            f"{len(keep)}")
+    kept = [(bool(y), float(s)) for y, s, k in zip(labels, scores, keep) if k]
+    return [y for y, _ in kept], [s for _, s in kept]
+
+
+def generalized_mean(values: Iterable[Optional[float]], power: float = -5) -> Optional[float]:
+    """(mean of v^p)^(1/p) over the values present: with p = -5, as the benchmark uses, the worst terms weigh most.
+
+    Example:
+        >>> round(generalized_mean([0.5, 1.0], power=-1), 4)  # harmonic mean: 2 / (2 + 1)
+        0.6667
+        >>> generalized_mean([None]) is None
+        True
+    """
+    present = [float(v) for v in values if v is not None]
+    if not present:
+        return None
+    if any(v <= 0 for v in present):  # a zero AUC makes v^p infinite: the mean is 0
+        return 0.0
+    return (sum(v ** power for v in present) / len(present)) ** (1 / power)
+
+
+def bias_aucs(labels: Sequence[bool], scores: Sequence[float],
+              identities: Sequence[Optional[str]]) -> dict[str, dict[str, Optional[float]]]:
+    """Per identity term (the texts whose identity it is are its subgroup; the rest, its background): its count and
+    its subgroup, BPSN and BNSP AUCs.
+
+    Example:
+        >>> labels = [True, False, True, False]
+        >>> out = bias_aucs(labels, [0.9, 0.8, 0.7, 0.1], ["a", "a", None, None])
+        >>> out["a"]  # subgroup 0.9 > 0.8; BPSN: 0.7 < 0.8; BNSP: 0.9 > 0.1
+        {'texts': 2, 'subgroup_auc': 1.0, 'bpsn_auc': 0.0, 'bnsp_auc': 1.0}
+    """
+    terms = sorted({t for t in identities if t is not None})
+    out = {}
+    for term in terms:
+        inside = [t == term for t in identities]
+        out[term] = {"texts": sum(inside), "subgroup_auc": subgroup_auc(labels, scores, inside),
+                     "bpsn_auc": bpsn_auc(labels, scores, inside), "bnsp_auc": bnsp_auc(labels, scores, inside)}
+    return out
+
+
+def bias_summary(labels: Sequence[bool], scores: Sequence[float], per_term: Mapping[str, Mapping[str, Optional[float]]],
+                 power: float = -5) -> dict[str, Optional[float]]:
+    """The benchmark's summary: the overall AUC, each bias AUC's generalized mean over the terms, and the final
+    score 0.25 · overall + 0.25 · each of the three means (None when a part is missing).
+
+    Example:
+        >>> per_term = {"a": {"subgroup_auc": 1.0, "bpsn_auc": 0.5, "bnsp_auc": 1.0}}
+        >>> bias_summary([True, False], [0.9, 0.1], per_term)["final"]  # (1 + 1 + 0.5 + 1) / 4
+        0.875
+    """
+    out: dict[str, Optional[float]] = {"overall_auc": roc_auc(labels, scores)}
+    for key in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        out[f"mean_{key}"] = generalized_mean([m.get(key) for m in per_term.values()], power)
+    parts = list(out.values())
+    out["final"] = None if any(p is None for p in parts) else sum(parts) / 4  # type: ignore[arg-type]
+    return out
