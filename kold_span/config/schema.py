@@ -181,11 +181,12 @@ class AlignConfig:
 class NormalizeConfig:
     """Evasion-robust normalization (`kold_span.text.normalize`) of every text the model reads.
 
-    Off unless `enabled`; then each step runs unless switched off. Saved in the model directory,
-    so training, predict, serve, the spaCy component and Ray normalize alike (docs/ROBUSTNESS.md).
+    On unless `enabled: false` (a config without the section normalizes too); each step runs unless
+    switched off. Saved in the model directory, so training, predict, serve, the spaCy component and
+    Ray normalize alike (docs/ROBUSTNESS.md).
     """
 
-    enabled: bool = False
+    enabled: bool = True
     nfc: bool = True  # canonical composition: decomposed Hangul (NFD) to syllables
     width: bool = True  # fullwidth, halfwidth and mathematical letters and digits
     invisible: bool = True  # zero-width, bidi and other invisible characters removed
@@ -202,7 +203,7 @@ class NormalizeConfig:
         """The names of the steps switched on, or None when normalization is off.
 
         Example:
-            >>> NormalizeConfig().steps(), NormalizeConfig(enabled=True, leet=False).steps()[:4]
+            >>> NormalizeConfig(enabled=False).steps(), NormalizeConfig(leet=False).steps()[:4]
             (None, ('nfc', 'width', 'invisible', 'confusables'))
         """
         if not self.enabled:

@@ -77,9 +77,10 @@ import regex
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
+from kold_span.text.letters import LEET, confusables_data, is_capital, readings
 
-STEPS = ("nfc", "width", "invisible", "confusables", "elongation", "leet", "keyboard", "jamo", "separators",
-         "spaced")
+STEPS = ("nfc", "width", "invisible", "confusables", "letters", "elongation", "leet", "keyboard", "jamo", "separators",
+         "masks", "spaced")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
 MAX_PASSES = 3
@@ -112,7 +113,7 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
 
     Example:
         >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
-        ('idiot', {})
+        ('idiot', {'chosung': 1})
     """
     steps = check_steps(steps)
     aligned = AlignedText.identity(text)
@@ -130,6 +131,8 @@ def normalize(text: str, steps: Sequence[str] = STEPS) -> Normalized:
                     signals[kind] = signals.get(kind, 0) + count
         if aligned.text == before:
             break
+    if "jamo" in steps and (chosung := len(chosung_abbreviations(aligned.text))):
+        signals["chosung"] = chosung
     return Normalized(aligned, signals)
 
 
@@ -260,20 +263,12 @@ _LATIN = regex.compile(r"\p{Latin}")
 _NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
 
 
-@functools.lru_cache(maxsize=1)
-def _confusables_data() -> dict:
-    """Unicode's confusables (TR39), as the confusable-homoglyphs package ships them."""
-    from confusable_homoglyphs import confusables
-
-    return confusables.confusables_data
-
-
 @functools.lru_cache(maxsize=8192)
 def _latin_lookalike(char: str) -> Optional[str]:
     """The ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None."""
     if _LATIN.match(char) or not char.isalpha():
         return None
-    for entry in _confusables_data().get(char, ()):
+    for entry in confusables_data().get(char, ()):
         target = entry["c"]
         if len(target) == 1 and target.isascii() and target.isalpha():
             return target
@@ -291,6 +286,106 @@ def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
             continue
         edits += [(word.start() + i, word.start() + i + 1, f) for i, f in folds]
     return edits, {"confusables": len(edits)}
+
+
+# -- letters from Unicode's data ----------------------------------------------------------
+# Characters that may stand for a letter: not ASCII, not Hangul letters, Han or kana, not a space.
+_MAYBE_LETTER = regex.compile(r"[^\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e\p{Han}\p{Hiragana}\p{Katakana}\s]")
+_HANGUL_UNIT = regex.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+MIN_READ_LETTERS = 3
+
+
+def _letters(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Characters that Unicode's data makes letters (`text.letters.readings`) read as those letters, inside a
+    word that is no common word of any language as written and spells a common word once read."""
+    if not _MAYBE_LETTER.search(t.text):
+        return [], {}
+    edits: list[Replacement] = []
+    count = 0
+    for start, end, hangul in _letter_runs(t.text):
+        found = _read_hangul(t.text, start, end) if hangul else _read_latin(t.text, start, end)
+        if found:
+            edits += found
+            count += 1
+    return edits, {"letters": count}
+
+
+def _letter_runs(text: str) -> list[tuple[int, int, bool]]:
+    """Runs of characters that spell a word with some character that stands for a letter: (start, end, hangul).
+
+    A Latin run holds ASCII letters, combining marks and characters with Latin readings; a Hangul run
+    Hangul letters and characters with Hangul readings.
+    """
+    runs: list[tuple[int, int, bool]] = []
+    start, kind, readable = 0, None, False
+    for i, char in enumerate(text + " "):
+        found = readings(char) if i < len(text) and _MAYBE_LETTER.match(char) else ()
+        if found:
+            this = "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
+        elif char.isascii() and char.isalpha():
+            this = "latin"
+        elif _HANGUL_UNIT.match(char):
+            this = "hangul"
+        elif _MARK.match(char) and kind is not None:
+            this = kind
+        else:
+            this = None
+        if this != kind:
+            if kind is not None and readable:
+                runs.append((start, i, kind == "hangul"))
+            start, kind, readable = i, this, False
+        readable = readable or bool(found) or (_MARK.match(char) is not None and kind == "latin")
+    return runs
+
+
+_MARK = regex.compile(r"\p{M}")
+
+
+def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
+    """The edits that read a Latin run as the most frequent common word its characters can spell, or []."""
+    word = text[start:end]
+    if is_native_word(word) or (start > 0 and text[start - 1] in "@#") or not _word_edge(text, start, end):
+        return []
+    options = [(c.lower(),) if c.isascii() else ("",) if _MARK.match(c) else readings(c) for c in word]
+    lengths = {0}
+    for choice in options:
+        lengths = {n + len(o) for n in lengths for o in choice}
+    pattern = "".join("(" + "|".join(map(regex.escape, choice)) + ")" for choice in options)
+    best: Optional[tuple[float, str]] = None
+    for length in sorted(n for n in lengths if n >= MIN_READ_LETTERS):
+        for candidate in best_words(pattern, length, count=1):
+            score = _zipf(candidate, ("en", "es"))
+            if best is None or score > best[0]:
+                best = (score, candidate)
+    if best is None:
+        return []
+    groups = regex.fullmatch(pattern, best[1]).groups()
+    return [(start + i, start + i + 1, letters.upper() if is_capital(c) else letters)
+            for i, (c, letters) in enumerate(zip(word, groups)) if not c.isascii()]
+
+
+def _word_edge(text: str, start: int, end: int) -> bool:
+    """Whether a run is a whole word: no letter, digit or joining punctuation right before or after it."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return not (regex.match(r"[\p{L}\p{N}_]", before) or regex.match(r"[\p{L}\p{N}_]", after))
+
+
+def _read_hangul(text: str, start: int, end: int) -> list[Replacement]:
+    """The edits that read characters standing for Hangul letters in a Hangul run (`㉦ㅣ발`, `㉯쁜`) where the run
+    then spells a common Korean word (its jamo composed), or []."""
+    word = text[start:end]
+    if not _word_edge(text, start, end) or len(word) < 2:
+        return []
+    folded = [c if _HANGUL_UNIT.match(c) else (readings(c) or ("",))[0] for c in word]
+    spelled = "".join(folded)
+    for run in list(_COMPAT_JAMO.finditer(spelled))[::-1]:
+        parsed = syllables(run.group())
+        if parsed:
+            spelled = spelled[:run.start()] + "".join(s for _, _, s in parsed) + spelled[run.end():]
+    if not is_word(spelled, ("ko",)):
+        return []
+    return [(start + i, start + i + 1, new) for i, (c, new) in enumerate(zip(word, folded)) if c != new]
 
 
 # -- word lists ---------------------------------------------------------------------------
@@ -318,16 +413,63 @@ def is_word(word: str, langs: Sequence[str] = ("en", "es")) -> bool:
     return _zipf(word.lower(), langs) >= WORD_ZIPF
 
 
-@functools.lru_cache(maxsize=64)
-def words_of_length(length: int) -> str:
-    """The common English and Spanish words of a length, most frequent first, one per line."""
+@functools.lru_cache(maxsize=128)
+def words_of_length(length: int, langs: tuple[str, ...] = ("en", "es")) -> str:
+    """The common words of a length in `langs`, most frequent first, one per line: ASCII letters only for
+    Latin-script lists, Hangul syllables only for Korean.
+
+    Example:
+        >>> words_of_length(3).split()[:3], words_of_length(2, ("ko",)).split()[0]
+        (['the', 'que', 'and'], '에서')
+    """
     scores: dict[str, float] = {}
-    for lang in ("en", "es"):
+    for lang in langs:
         for word, freq in _frequencies(lang).items():
-            if len(word) == length and word.isalpha() and word.isascii():
+            if len(word) == length and (_all_syllables(word) if lang == "ko" else word.isascii() and word.isalpha()):
                 scores[word] = max(scores.get(word, 0.0), freq)
     floor = 10 ** (WORD_ZIPF - 9)
     return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
+
+
+def _all_syllables(word: str) -> bool:
+    return all("\uac00" <= c <= "\ud7a3" for c in word)
+
+
+def best_words(pattern: str, length: int, langs: tuple[str, ...] = ("en", "es"), count: int = 2) -> list[str]:
+    """The `count` most frequent common words of `length` in `langs` that match the regex `pattern` whole.
+
+    Example:
+        >>> best_words("f.ck", 4), best_words("sh.t", 4)
+        (['fuck'], ['shit', 'shot'])
+    """
+    found = regex.finditer(f"^(?:{pattern})$", words_of_length(length, langs), regex.MULTILINE)
+    return [m.group() for m, _ in zip(found, range(count))]
+
+
+# A word of another language as written (any of wordfreq's lists for the scripts a disguise borrows
+# from) is that language's word, not a disguise: `før` stays Danish, `он` Russian.
+_NATIVE_LANGS = ("en", "es", "de", "fr", "pt", "it", "nl", "pl", "tr", "da", "nb", "sv", "fi", "cs", "sk", "sl", "hu",
+                 "ro", "ca", "lv", "lt", "vi", "is", "ru", "uk", "bg", "mk", "el")
+
+
+@functools.lru_cache(maxsize=None)
+def _small_list(lang: str) -> dict[str, float]:
+    """wordfreq's small list of a language (its words at Zipf ≥ 3), loaded once."""
+    from wordfreq import get_frequency_dict
+
+    return get_frequency_dict(lang, wordlist="small")
+
+
+def is_native_word(word: str) -> bool:
+    """Whether `word` (lowercased) is a common word of any language of `_NATIVE_LANGS`.
+
+    Example:
+        >>> is_native_word("før"), is_native_word("он"), is_native_word("іdіot")
+        (True, True, False)
+    """
+    word = word.lower()
+    floor = 10 ** (WORD_ZIPF - 9)
+    return any(_small_list(lang).get(word, 0.0) >= floor for lang in _NATIVE_LANGS)
 
 
 # -- elongation ---------------------------------------------------------------------------
@@ -360,8 +502,7 @@ def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
 
 
 # -- leet ---------------------------------------------------------------------------------
-_LEET = {"0": "o", "1": "il", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
-         "@": "a", "$": "s", "!": "i", "|": "li", "*": "aeiouy"}  # a mask hides a vowel: f*ck, sh*t
+_LEET = {**LEET, "*": "aeiouy"}  # one star hides a vowel: f*ck, sh*t (other masks: the `masks` step)
 _LEET_TOKEN = regex.compile(r"(?<![\p{L}\p{N}@$!|*])[A-Za-z0-9@$!|*]*[A-Za-z][A-Za-z0-9@$!|*]*(?![\p{L}\p{N}])")
 _NUMBER_AND_UNIT = regex.compile(r"\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+")
 # Spanish writes both genders with a final @ (tod@s, amig@): not a leet a.
@@ -393,10 +534,14 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 @functools.lru_cache(maxsize=4096)
 def _leet_reading(word: str) -> Optional[str]:
-    """The most frequent common word that `word` spells with its leet characters read as letters."""
+    """The most frequent common word that `word` spells with its leet characters read as letters; with a star,
+    only one clearly more frequent than the next (`MASK_MARGIN`: `b**ch` may be beach or bitch)."""
+    if "*" in word:  # a star stands for any letter, read only when clearly
+        return _clear_reading("".join("[a-z]" if c == "*" else f"[{_LEET[c]}]" if c in _LEET else
+                                      regex.escape(c.lower()) for c in word), len(word), ("en", "es"))
     pattern = "".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word)
-    found = regex.search(f"^{pattern}$", words_of_length(len(word)), regex.MULTILINE)
-    return found.group() if found else None
+    found = best_words(pattern, len(word), count=1)
+    return found[0] if found else None
 
 
 # -- Hangul: jamo, keyboard ---------------------------------------------------------------
@@ -411,6 +556,32 @@ def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
         if parsed:
             edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
     return edits, {"jamo": len(edits)}
+
+
+_CONSONANT_RUN = regex.compile(r"(?<![\u3131-\u318e\uac00-\ud7a3])[\u3131-\u314e]{2,}(?![\u3131-\u318e\uac00-\ud7a3])")
+_LAUGHTER = frozenset("ㅋㅎ")
+
+
+def chosung_abbreviations(text: str) -> list[tuple[int, int]]:
+    """Runs of initial consonants that abbreviate a common Korean word (`ㅅㅂ` for 시발, `ㅂㅅ`): kept as written by
+    `jamo`, counted as the signal `chosung`; laughter (`ㅋㅋ`, `ㅎㅎ`) is none.
+
+    Example:
+        >>> chosung_abbreviations("ㅅㅂ 뭐야 ㅋㅋㅋ ㅂㅅ"), chosung_abbreviations("ㄱㄴㄷㄹㅁ")
+        ([(0, 2), (10, 12)], [])
+    """
+    return [m.span() for m in _CONSONANT_RUN.finditer(text)
+            if not set(m.group()) <= _LAUGHTER and m.group() in _initials_of_words()]
+
+
+@functools.lru_cache(maxsize=1)
+def _initials_of_words() -> frozenset[str]:
+    """The initial consonants of every common Korean word of two to four syllables (병신 → ㅂㅅ)."""
+    from hangul_jamo import LEADING_CONSONANTS
+
+    leading = list(LEADING_CONSONANTS)
+    return frozenset("".join(leading[(ord(c) - 0xAC00) // 588] for c in word)
+                     for length in range(2, 5) for word in words_of_length(length, ("ko",)).split())
 
 
 # Not inside a URL, a path, an e-mail address or a handle (`watch?v=dowO`, `@forofa`).
@@ -567,9 +738,112 @@ def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, {"spaced": len(edits)}
 
 
+# -- masks: symbols standing for letters ------------------------------------------------------
+# A mask: a symbol that hides a letter (f**k, b#tch, sh%t, f♥ck): these ASCII ones, or any other
+# symbol (an emoji with its variation selector); never the punctuation words hold (' - . , & / ?).
+_MASK = r"(?:[*#%_^~+=@$!]|[\p{So}\p{Sm}\p{Sk}\p{Sc}--\x00-\x7f]\ufe0f?)"
+_MASKED_WORD = regex.compile(r"(?V1)(?<![\p{L}\p{N}\p{M}@#/.:_-])[A-Za-z0-9]+(?:" + _MASK + r"+[A-Za-z0-9]+)+"
+                             r"(?![\p{L}\p{N}\p{M}/@]|[.:]\p{L})")
+_MASK_UNIT = regex.compile(r"(?V1)" + _MASK + r"|.", regex.DOTALL)
+# A reading from masks is taken when it is this much more frequent than the next one (Zipf: 0.25 ≈ 1.8×):
+# `f**k` is fuck (folk is 14× rarer), `b**ch` stays (beach and bitch are as frequent).
+MASK_MARGIN = 0.25
+MIN_MASKED_LETTERS = 4
+# Hangul pieces around 1-3 units (Latin letters, consonant jamo, symbols, digits) that may hide syllables.
+_HANGUL_MASKED = regex.compile(r"(?V1)[\uac00-\ud7a3]+(?:[A-Za-z\u3131-\u314e]|" + _MASK + r"|" +
+                               r"(?![!?,;:'\"`\p{Pi}\p{Pf}\p{Ps}\p{Pe}])[\p{P}\p{S}0-9]){1,3}[\uac00-\ud7a3]+")
+
+
+def _masks(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Runs of symbols inside a Latin word, and Latin letters, jamo or symbols inside a Hangul word, read as
+    the letters they hide where that spells a common word clearly more frequent than any other reading."""
+    edits: list[Replacement] = []
+    count = 0
+    for token in _MASKED_WORD.finditer(t.text):
+        found = _read_masked_latin(token.group())
+        if found:
+            edits += [(token.start() + s, token.start() + e, new) for s, e, new in found]
+            count += 1
+    for chain in _HANGUL_MASKED.finditer(t.text):
+        found = _read_masked_hangul(chain.group())
+        if found and not any(s < chain.end() and chain.start() < e for s, e, _ in edits):
+            edits += [(chain.start() + s, chain.start() + e, new) for s, e, new in found]
+            count += 1
+    return sorted(edits), {"masks": count}
+
+
+def _clear_reading(pattern: str, length: int, langs: tuple[str, ...]) -> Optional[str]:
+    """The most frequent common word matching `pattern` when no other comes within `MASK_MARGIN` of it."""
+    found = best_words(pattern, length, langs)
+    if not found or (len(found) > 1 and _zipf(found[0], langs) - _zipf(found[1], langs) < MASK_MARGIN):
+        return None
+    return found[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_masked_latin(word: str) -> Optional[tuple[Replacement, ...]]:
+    """The edits (on `word`) that read its masks (and leet digits) as one letter each, or None."""
+    units = [m.span() for m in _MASK_UNIT.finditer(word)]
+    if _INCLUSIVE_AT.search(word) or sum(word[s].isalpha() for s, _ in units) < 2 or len(units) < MIN_MASKED_LETTERS:
+        return None
+    if is_word(word) or any(word[s].isdigit() and word[s] not in LEET for s, _ in units):
+        return None
+    classes = ["(" + (regex.escape(word[s].lower()) if word[s].isalpha() else f"[{LEET[word[s]]}]"
+                      if word[s] in LEET and word[s].isdigit() else "[a-z]") + ")" for s, _ in units]
+    reading = _clear_reading("".join(classes), len(units), ("en", "es"))
+    if reading is None:
+        return None
+    upper = word.upper() == word
+    return tuple((s, e, new.upper() if upper else new) for (s, e), new in zip(units, reading)
+                 if not word[s].isalpha())
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_masked_hangul(chain: str) -> Optional[tuple[Replacement, ...]]:
+    """The edits (on `chain`) for a Hangul word with something inside it: left out where the Hangul around
+    it spells a common Korean word (`씨x발`), else read as one syllable per unit (`개x끼`; a consonant jamo as
+    a syllable it begins, `개ㅅ끼`) where that spells one clearly more frequent than any other; or None."""
+    left, right = regex.match(r"[\uac00-\ud7a3]+", chain).end(), regex.search(r"[\uac00-\ud7a3]+$", chain).start()
+    gap = chain[left:right]
+    if not any(c.isascii() and c.isalpha() or "\u3131" <= c <= "\u314e" for c in gap) and not regex.fullmatch(
+            r"(?V1)" + _MASK + "+", gap):
+        return None  # punctuation and digits alone: `separators` reads those
+    jamo = any("\u3131" <= c <= "\u314e" for c in gap)
+    if not jamo and is_word(chain[:left] + chain[right:], ("ko",)):
+        return ((left, right, ""),)
+    units = [m.span() for m in _MASK_UNIT.finditer(gap)]
+    classes = "".join(f"([{_syllables_beginning(gap[s])}])" if "\u3131" <= gap[s] <= "\u314e" else "(.)"
+                      for s, _ in units)
+    best: Optional[tuple[float, str, int, int]] = None
+    for before in range(1, left + 1):
+        for after in range(1, len(chain) - right + 1):
+            head, tail = chain[left - before:left], chain[right:right + after]
+            reading = _clear_reading(regex.escape(head) + classes + regex.escape(tail), before + len(units) + after,
+                                     ("ko",))
+            if reading and (best is None or len(reading) > len(best[1])):
+                best = (_zipf(reading, ("ko",)), reading, before, after)
+    if best is None:
+        return None
+    syllables_read = best[1][best[2]:best[2] + len(units)]
+    return tuple((left + s, left + e, new) for (s, e), new in zip(units, syllables_read))
+
+
+@functools.lru_cache(maxsize=32)
+def _syllables_beginning(consonant: str) -> str:
+    """A regex class of the Hangul syllables whose initial consonant is a compatibility jamo, '' for none."""
+    from hangul_jamo import LEADING_CONSONANTS
+
+    leading = list(LEADING_CONSONANTS)
+    if consonant not in leading:
+        return ""
+    first = 0xAC00 + leading.index(consonant) * 588
+    return f"{chr(first)}-{chr(first + 587)}"
+
+
 _STEPS: dict[str, Step] = {"nfc": _nfc, "width": _width, "invisible": _invisible, "confusables": _confusables,
+                           "letters": _letters,
                            "elongation": _elongation, "leet": _leet, "keyboard": _keyboard, "jamo": _jamo,
-                           "separators": _separators, "spaced": _spaced}
+                           "separators": _separators, "masks": _masks, "spaced": _spaced}
 
 
 # -- inputs and examples ------------------------------------------------------------------
