@@ -73,8 +73,8 @@ def readings(char: str) -> tuple[str, ...]:
         >>> readings("🇮"), readings("ᵗ"), readings("ﬁ"), readings("㉮"), readings("Ω")
         (('i',), ('t',), ('fi',), ('가',), ())
     """
-    if char.isascii() or _HANGUL_LETTER.match(char):
-        return ()
+    if char.isascii() or _HANGUL_LETTER.match(char) or unicodedata.category(char)[0] not in "LNS":
+        return ()  # marks, tags, controls and unassigned code points stand for no letter
     found = {r for r in (decomposition_letters(char), name_letter(char)) if r}
     found.update(lookalike_letters(char))
     return tuple(sorted(r.lower() for r in found))
@@ -170,8 +170,9 @@ def lookalike_letters(char: str) -> tuple[str, ...]:
                         if t.isascii() and t.isalpha() and len(t) <= MAX_LOOKALIKE_LETTERS))
 
 
-def letter_characters(limit: int = 0x110000) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """Every character below `limit` that stands for letters, with its readings: the database enumerated.
+def letter_characters(limit: int = 0x20000) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Every character below `limit` that stands for letters, with its readings: the database enumerated
+    (by default the first two planes: above them lie ideographs, tags and private use).
 
     Example:
         >>> dict(letter_characters(0x250))["ø"], len(dict(letter_characters(0x80)))
@@ -179,7 +180,7 @@ def letter_characters(limit: int = 0x110000) -> Iterator[tuple[str, tuple[str, .
     """
     for code in range(0x80, limit):
         char = chr(code)
-        if 0xD800 <= code <= 0xDFFF:
+        if unicodedata.category(char)[0] not in "LNS":
             continue
         found = readings(char)
         if found:

@@ -74,6 +74,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
+from kold_span.config.choices import EvasionKind
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
@@ -84,6 +85,32 @@ STEPS = ("nfc", "width", "invisible", "confusables", "letters", "elongation", "l
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
 MAX_PASSES = 3
+
+# The perturbation kinds (`text.perturb`) this normalizer reads back, and where it promises to:
+# tests/test_roundtrip.py disguises common words by each and checks the words come back.
+UNDONE_KINDS: dict[EvasionKind, str] = {
+    EvasionKind.NFD: "any text",
+    EvasionKind.COMPAT_JAMO: "any Hangul word",
+    EvasionKind.ZERO_WIDTH: "any word",
+    EvasionKind.BIDI: "any word",
+    EvasionKind.FULLWIDTH: "any word",
+    EvasionKind.CONFUSABLES: "a common English or Spanish word of 3+ letters (the case Unicode's data gives), "
+                             "unless part of it reads as a common word of another language (čan stays)",
+    EvasionKind.LETTER_LIKE: "a common English or Spanish word of 3+ letters (the case Unicode's data gives), "
+                             "unless part of it reads as a common word of another language (čan stays)",
+    EvasionKind.LEET: "a common English or Spanish word that keeps two letters as written, is no number with a "
+                      "unit once disguised (1-3 letters, then only digits, or the other way round), does not end in @ or @s "
+                      "(tod@s) nor start with @ (a handle) and that no more frequent word spells with the same symbols",
+    EvasionKind.SEPARATORS: "a common Korean word cut by a separator other than a comma",
+    EvasionKind.DIGIT_INSERT: "a common Korean word (not after 제, an ordinal); a common English or Spanish word "
+                              "of 4+ letters whose digit reads as no letter of a more frequent word",
+    EvasionKind.SPACED_SYLLABLES: "a common Korean word of two syllables; a common English or Spanish word of 3+ "
+                                  "letters",
+    EvasionKind.KEYBOARD: "a common Korean word of two syllables or more typed without shift, whose keys are no "
+                          "English or Spanish word",
+    EvasionKind.ELONGATION: "a common English or Spanish word whose letter, once or twice, spells no more "
+                            "frequent word (soon stays son)",
+}
 
 Counts = dict[str, int]
 Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
@@ -289,8 +316,8 @@ def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 
 # -- letters from Unicode's data ----------------------------------------------------------
-# Characters that may stand for a letter: not ASCII, not Hangul letters, Han or kana, not a space.
-_MAYBE_LETTER = regex.compile(r"[^\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e\p{Han}\p{Hiragana}\p{Katakana}\s]")
+# Characters that may stand for a letter: not ASCII, not Hangul letters, not a space.
+_MAYBE_LETTER = regex.compile(r"[^\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e\s]")
 _HANGUL_UNIT = regex.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 MIN_READ_LETTERS = 3
 
