@@ -191,11 +191,13 @@ class NormalizeConfig:
     width: bool = True  # fullwidth, halfwidth and mathematical letters and digits
     invisible: bool = True  # zero-width, bidi and other invisible characters removed
     confusables: bool = True  # look-alike letters inside Latin words folded (Unicode TR39)
+    letters: bool = True  # ⓘⓓⓘⓞⓣ, ɪᴅɪᴏᴛ, 🇮🇩🇮🇴🇹: letters by Unicode's data, inside a word that reads as a word
     elongation: bool = True  # stuuuupid -> stupid
     leet: bool = True  # 1d10t, $tupid, f*ck
     keyboard: bool = True  # tlqkf -> 시발 (Korean typed on an English keyboard)
     jamo: bool = True  # ㅅㅣ발 -> 시발
     separators: bool = True  # 씨.발, 시1발, st.upid
+    masks: bool = True  # f**k, b#tch, 씨x발, 개x끼: symbols for letters, read where one word clearly fits
     # 씨 발, s t u p i d (single syllables or letters that spell a common word; can join an interjection: 오 이 → 오이)
     spaced: bool = True
 
