@@ -142,8 +142,14 @@ def test_masks_inside_a_word_are_read_when_one_word_clearly_fits(written, normal
     assert result.aligned.to_original(0, len(result.aligned.text)) == (0, len(written))
 
 
-def test_an_ambiguous_mask_stays():
-    assert normalize("b**ch").aligned.text == "b**ch"  # beach and bitch are about as frequent
+@pytest.mark.parametrize("masked", [
+    "b**ch",         # beach and bitch are about as frequent
+    "p***y f****ing",  # three symbols or more seldom hide as many letters (party, fighting)
+    "jack*** *note",  # a star at an edge
+    "목회자~~이제 알바+더듬어",  # symbols ordinary Korean writes between words
+])
+def test_an_ambiguous_or_ordinary_mask_stays(masked):
+    assert normalize(masked).aligned.text == masked
 
 
 @pytest.mark.parametrize("written, normalized, signals", [

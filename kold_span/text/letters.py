@@ -75,6 +75,8 @@ def readings(char: str) -> tuple[str, ...]:
     """
     if char.isascii() or _HANGUL_LETTER.match(char) or unicodedata.category(char)[0] not in "LNS":
         return ()  # marks, tags, controls and unassigned code points stand for no letter
+    if unicodedata.decomposition(char) and not unicodedata.decomposition(char).startswith("<"):
+        return ()  # a letter with an accent (canonical decomposition) is a letter of its own language: `á`, `ñ`
     found = {r for r in (decomposition_letters(char), name_letter(char)) if r}
     found.update(lookalike_letters(char))
     return tuple(sorted(r.lower() for r in found))

@@ -316,8 +316,8 @@ def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 
 # -- letters from Unicode's data ----------------------------------------------------------
-# Characters that may stand for a letter: not ASCII, not Hangul letters, not a space.
-_MAYBE_LETTER = regex.compile(r"[^\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e\s]")
+# Characters that may stand for a letter (letters, numbers, symbols, marks): not ASCII, not Hangul letters.
+_MAYBE_LETTER = regex.compile(r"(?V1)[[\p{L}\p{N}\p{S}\p{M}]--[\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e]]")
 _HANGUL_UNIT = regex.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 MIN_READ_LETTERS = 3
 
@@ -341,28 +341,40 @@ def _letter_runs(text: str) -> list[tuple[int, int, bool]]:
     """Runs of characters that spell a word with some character that stands for a letter: (start, end, hangul).
 
     A Latin run holds ASCII letters, combining marks and characters with Latin readings; a Hangul run
-    Hangul letters and characters with Hangul readings.
+    Hangul letters and characters with Hangul readings. Only the characters around a candidate are read.
     """
     runs: list[tuple[int, int, bool]] = []
-    start, kind, readable = 0, None, False
-    for i, char in enumerate(text + " "):
-        found = readings(char) if i < len(text) and _MAYBE_LETTER.match(char) else ()
-        if found:
-            this = "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
-        elif char.isascii() and char.isalpha():
-            this = "latin"
-        elif _HANGUL_UNIT.match(char):
-            this = "hangul"
-        elif _MARK.match(char) and kind is not None:
-            this = kind
-        else:
-            this = None
-        if this != kind:
-            if kind is not None and readable:
-                runs.append((start, i, kind == "hangul"))
-            start, kind, readable = i, this, False
-        readable = readable or bool(found) or (_MARK.match(char) is not None and kind == "latin")
+    done = 0
+    for candidate in _MAYBE_LETTER.finditer(text):
+        i = candidate.start()
+        if i < done:
+            continue
+        kind = _unit_kind(text[i], "latin" if i > 0 and text[i - 1].isascii() and text[i - 1].isalpha() else None)
+        if kind is None or not (readings(text[i]) or _MARK.match(text[i])):
+            continue
+        start, end = i, i + 1
+        while start > 0 and _unit_kind(text[start - 1], kind) == kind:
+            start -= 1
+        while end < len(text) and _unit_kind(text[end], kind) == kind:
+            end += 1
+        runs.append((start, end, kind == "hangul"))
+        done = end
     return runs
+
+
+def _unit_kind(char: str, beside: Optional[str]) -> Optional[str]:
+    """Whether a character spells a Latin or a Hangul word ("latin", "hangul"), or neither (None); a combining
+    mark belongs to the run it is `beside`."""
+    if char.isascii():
+        return "latin" if char.isalpha() else None
+    if _HANGUL_UNIT.match(char):
+        return "hangul"
+    if _MARK.match(char):
+        return beside
+    found = readings(char)
+    if not found:
+        return None
+    return "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
 
 
 _MARK = regex.compile(r"\p{M}")
@@ -563,6 +575,10 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
 def _leet_reading(word: str) -> Optional[str]:
     """The most frequent common word that `word` spells with its leet characters read as letters; with a star,
     only one clearly more frequent than the next (`MASK_MARGIN`: `b**ch` may be beach or bitch)."""
+    if regex.search(r"^\*|\*$|\*{3}", word):
+        # a star at an edge is a footnote, emphasis or a cut-off word (jack***); three or more seldom hide as
+        # many letters (f****ing, p***y)
+        return None
     if "*" in word:  # a star stands for any letter, read only when clearly
         return _clear_reading("".join("[a-z]" if c == "*" else f"[{_LEET[c]}]" if c in _LEET else
                                       regex.escape(c.lower()) for c in word), len(word), ("en", "es"))
@@ -775,10 +791,12 @@ _MASK_UNIT = regex.compile(r"(?V1)" + _MASK + r"|.", regex.DOTALL)
 # A reading from masks is taken when it is this much more frequent than the next one (Zipf: 0.25 ≈ 1.8×):
 # `f**k` is fuck (folk is 14× rarer), `b**ch` stays (beach and bitch are as frequent).
 MASK_MARGIN = 0.25
+_LONG_MASK = regex.compile(r"(?V1)" + _MASK + r"{3}")
 MIN_MASKED_LETTERS = 4
-# Hangul pieces around 1-3 units (Latin letters, consonant jamo, symbols, digits) that may hide syllables.
-_HANGUL_MASKED = regex.compile(r"(?V1)[\uac00-\ud7a3]+(?:[A-Za-z\u3131-\u314e]|" + _MASK + r"|" +
-                               r"(?![!?,;:'\"`\p{Pi}\p{Pf}\p{Ps}\p{Pe}])[\p{P}\p{S}0-9]){1,3}[\uac00-\ud7a3]+")
+# Hangul pieces around 1-3 units that may hide syllables: Latin letters, consonant jamo, the symbols people
+# mask with (* # @ % _ $, ○ ● ★...); not ~ ! + ^ =, which ordinary Korean writes between words (목회자~~이제).
+_HANGUL_MASK = r"(?:[A-Za-z\u3131-\u314e*#@%_$]|[\p{So}--\x00-\x7f]\ufe0f?)"
+_HANGUL_MASKED = regex.compile(r"(?V1)[\uac00-\ud7a3]+" + _HANGUL_MASK + r"{1,3}[\uac00-\ud7a3]+")
 
 
 def _masks(t: AlignedText) -> tuple[list[Replacement], Counts]:
@@ -811,6 +829,8 @@ def _clear_reading(pattern: str, length: int, langs: tuple[str, ...]) -> Optiona
 def _read_masked_latin(word: str) -> Optional[tuple[Replacement, ...]]:
     """The edits (on `word`) that read its masks (and leet digits) as one letter each, or None."""
     units = [m.span() for m in _MASK_UNIT.finditer(word)]
+    if _LONG_MASK.search(word):
+        return None  # three symbols or more in a row seldom hide as many letters (f****ing, p***y)
     if _INCLUSIVE_AT.search(word) or sum(word[s].isalpha() for s, _ in units) < 2 or len(units) < MIN_MASKED_LETTERS:
         return None
     if is_word(word) or any(word[s].isdigit() and word[s] not in LEET for s, _ in units):
@@ -832,12 +852,9 @@ def _read_masked_hangul(chain: str) -> Optional[tuple[Replacement, ...]]:
     a syllable it begins, `개ㅅ끼`) where that spells one clearly more frequent than any other; or None."""
     left, right = regex.match(r"[\uac00-\ud7a3]+", chain).end(), regex.search(r"[\uac00-\ud7a3]+$", chain).start()
     gap = chain[left:right]
-    if not any(c.isascii() and c.isalpha() or "\u3131" <= c <= "\u314e" for c in gap) and not regex.fullmatch(
-            r"(?V1)" + _MASK + "+", gap):
-        return None  # punctuation and digits alone: `separators` reads those
-    jamo = any("\u3131" <= c <= "\u314e" for c in gap)
-    if not jamo and is_word(chain[:left] + chain[right:], ("ko",)):
-        return ((left, right, ""),)
+    latin = any(c.isascii() and c.isalpha() for c in gap)
+    if latin and not any("\u3131" <= c <= "\u314e" for c in gap) and is_word(chain[:left] + chain[right:], ("ko",)):
+        return ((left, right, ""),)  # letters put in (`씨x발`); a symbol alone is `separators`' to leave out
     units = [m.span() for m in _MASK_UNIT.finditer(gap)]
     classes = "".join(f"([{_syllables_beginning(gap[s])}])" if "\u3131" <= gap[s] <= "\u314e" else "(.)"
                       for s, _ in units)
