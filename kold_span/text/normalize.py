@@ -28,12 +28,19 @@ The steps, in the order they run (`STEPS`):
 - `confusables`: a non-Latin letter that Unicode's confusables data (TR39, through the
   `confusable-homoglyphs` package) lists as a look-alike of a Latin letter is folded to it,
   only inside a word that already holds Latin letters and is all Latin once folded (`іdіot`).
+- `letters`: any character that Unicode's data makes a Latin or Hangul letter (`text.letters`:
+  a compatibility decomposition of any kind, a name that says which letter it is, a TR39
+  look-alike) read as that letter, in a word of any mix of scripts (`ⓘⓓⓘⓞⓣ`, `ɪᴅɪᴏᴛ`, `🇮🇩🇮🇴🇹`,
+  `ѕсаm`, `㉦ㅣ발`), only where the word read so is a common word and the word as written is no
+  common word of any language of wordfreq's lists for these scripts (`før`, `он` stay).
 - `elongation`: a Latin letter repeated three times or more is squeezed to one or two,
   whichever spells the more frequent English or Spanish word (`stuuuupid` → `stupid`,
   `cooool` → `cool`), else two.
 - `leet`: digits and symbols inside an otherwise alphabetic Latin word (`1d10t`, `$tupid`,
-  `sh!t`, `f*ck`: a mask stands for a vowel) read as the letters they stand for, only where that
-  spells a common English or Spanish word and the word as written is none (`tod@s` stays).
+  `sh!t`; `text.letters.LEET`, the table `text.perturb` writes from) read as the letters they stand
+  for, only where that spells a common English or Spanish word and the word as written is none
+  (`tod@s` stays); one or two stars inside a word (`f*ck`) stand for any letters, read only where one
+  word is clearly more frequent than the next (`MASK_MARGIN`: `b**ch` stays).
 - `keyboard`: Korean typed on an English keyboard (2-set layout: `tlqkf` → `시발`), only where
   the Latin word is in no English or Spanish list at all, is not capitalized like a name, is not
   part of a URL or handle, and its keys spell two or more whole syllables.
@@ -44,7 +51,12 @@ The steps, in the order they run (`STEPS`):
   digits of an ordinal (`제2의`). The same inside a Latin word (`st.upid`, `id1iot`, after `leet`
   has read what it can) where the joined word of 4+ letters is a common English or Spanish word and
   a piece is none (`e-mail`, `some.thing` stay), never in a URL, path or handle.
-- `spaced`: after `separators`, a space between two single syllables (`씨 발`) removed where they
+- `masks`: after `separators`, a run of one or two symbols inside a Latin word (`f#ck`, `f**k`, `sh%t`,
+  `f♥ck`) read as one letter each, only where one common word is clearly the most frequent reading;
+  inside a Hangul word, Latin letters left out where the Hangul around them spells a common Korean
+  word (`씨x발`), or Latin letters, consonant jamo or mask symbols read as one syllable each
+  (`개x끼`, `개ㅅ끼` → `개새끼`) where one common Korean word clearly fits.
+- `spaced`: after `separators` and `masks`, a space between two single syllables (`씨 발`) removed where they
   spell a common Korean word. It can join an interjection to a one-syllable word (`오 이 기자` →
   `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`). Also a run
   of three or more single Latin letters apart by single spaces (`s t u p i d`, `y o u i d i o t`)
@@ -52,8 +64,10 @@ The steps, in the order they run (`STEPS`):
   3+ letters long; a run that splits into none stays (`a b c d`, `x y z`).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
-Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
-how many ordinary texts each step changes.
+Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone; a run of initial consonants
+that abbreviates a common Korean word (`ㅅㅂ`, `ㅂㅅ`) stays as written and is counted as the signal
+`chosung` (with the `jamo` step). `UNDONE_KINDS` says which perturbations of `text.perturb` the
+steps read back, and where. docs/ROBUSTNESS.md says how many ordinary texts each step changes.
 
 Example:
     >>> result = normalize("너 씨.발 \\u200b바보", ("invisible", "separators"))
