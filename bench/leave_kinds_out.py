@@ -53,11 +53,11 @@ def train_commands(config: str, folds: list[list[str]], extra: list[str]) -> lis
     """The training commands: every kind, then each fold left out."""
     every = [k.value for k in EvasionKind]
     sets = [f"--set {shlex.quote(s)}" for s in extra]
-    lines = [" ".join(["kold-span train", config, "--set run=all-kinds", *sets])]
+    lines = [" ".join(["kold-span train", config, *sets, "--set run=all-kinds"])]
     for i, fold in enumerate(folds, 1):
         kept = "[" + ", ".join(k for k in every if k not in fold) + "]"
-        lines.append(" ".join(["kold-span train", config, f"--set run=leave-out-{i}",
-                               "--set", shlex.quote(f"data.augment.evasion.kinds={kept}"), *sets]))
+        lines.append(" ".join(["kold-span train", config, *sets, f"--set run=leave-out-{i}",
+                               "--set", shlex.quote(f"data.augment.evasion.kinds={kept}")]))
     return lines
 
 
