@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from kold_span.cli import main
 from kold_span.inference.ensemble import load_predictor
 from kold_span.inference.predictor import Predictor
-from kold_span.text.normalize import STEPS
 from kold_span.models.tasks import Task
 from kold_span.service.app import Settings, create_app
 from kold_span.service.requests import Limits
+from kold_span.text.normalize import STEPS
 from service_model import get, post, running_server, tiny_model, with_thresholds
 
 COMMENTS = [  # comments of the fixture the tiny model was trained on, and two it never saw
