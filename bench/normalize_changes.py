@@ -90,8 +90,8 @@ def main() -> None:
         per_kind = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k]) or "none"
         chars = sum(map(len, texts))
         rows.append(f"| {name} | {len(texts)} | {nfc_changed} | {beyond} ({100 * beyond / max(len(texts), 1):.1f}%) "
-                    f"| {per_kind} | {chosung} "
-                    f"| {1e3 * seconds / max(len(texts), 1):.2f} ms ({chars / max(seconds, 1e-9) / 1e3:.0f}k chars/s) |")
+                    f"| {per_kind} | {chosung} | {1e3 * seconds / max(len(texts), 1):.2f} ms "
+                    f"({chars / max(seconds, 1e-9) / 1e3:.0f}k chars/s) |")
         print(rows[-1], flush=True)
     body = "\n".join([
         "Command: `python bench/normalize_changes.py --write` (all steps on: " + ", ".join(STEPS) + "; dev splits "

@@ -1,4 +1,5 @@
-"""`make demo`'s model normalizes by default: a comment and its NFD and zero-width forms get the same labels and spans."""
+"""`make demo`'s model normalizes by default: a comment, its NFD and its zero-width forms get the same labels and
+spans."""
 from __future__ import annotations
 
 import json

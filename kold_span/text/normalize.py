@@ -113,8 +113,9 @@ UNDONE_KINDS: dict[EvasionKind, str] = {
     EvasionKind.LETTER_LIKE: "a common English or Spanish word of 3+ letters (the case Unicode's data gives), "
                              "unless part of it reads as a common word of another language (čan stays)",
     EvasionKind.LEET: "a common English or Spanish word that keeps two letters as written, is no number with a "
-                      "unit once disguised (1-3 letters, then only digits, or the other way round), does not end in @ or @s "
-                      "(tod@s) nor start with @ (a handle) and that no more frequent word spells with the same symbols",
+                      "unit once disguised (1-3 letters, then only digits, or the other way round), does not end "
+                      "in @ or @s (tod@s) nor start with @ (a handle) and that no more frequent word spells with "
+                      "the same symbols",
     EvasionKind.SEPARATORS: "a common Korean word cut by a separator other than a comma",
     EvasionKind.DIGIT_INSERT: "a common Korean word (not after 제, an ordinal); a common English or Spanish word "
                               "of 4+ letters whose digit reads as no letter of a more frequent word",
@@ -333,6 +334,7 @@ def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
 # Characters that may stand for a letter (letters, numbers, symbols, marks): not ASCII, not Hangul letters.
 _MAYBE_LETTER = regex.compile(r"(?V1)[[\p{L}\p{N}\p{S}\p{M}]--[\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e]]")
 _HANGUL_UNIT = regex.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+_MARK = regex.compile(r"\p{M}")
 MIN_READ_LETTERS = 3
 
 
@@ -389,9 +391,6 @@ def _unit_kind(char: str, beside: Optional[str]) -> Optional[str]:
     if not found:
         return None
     return "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
-
-
-_MARK = regex.compile(r"\p{M}")
 
 
 def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
