@@ -134,7 +134,7 @@ def test_ordinary_text_is_unchanged(ordinary):
 @pytest.mark.parametrize("written, normalized", [
     ("what the f**k", "what the fuck"), ("f#ck you", "fuck you"), ("sh%t", "shit"), ("b#tch", "bitch"),
     ("a**hole", "asshole"), ("f_ck", "fuck"), ("f\u2665ck", "fuck"), ("f\u2665\ufe0fck", "fuck"),
-    ("F**K", "FUCK"), ("sh*t", "shit"),
+    ("F**K", "FUCK"), ("sh*t", "shit"), ("f#@k", "fuck"), ("f*#king", "fucking"), ("sh_t", "shit"),
 ])
 def test_masks_inside_a_word_are_read_when_one_word_clearly_fits(written, normalized):
     result = normalize(written)
