@@ -54,7 +54,6 @@ def test_evasions_from_the_issue(written, normalized, signals):
 
 
 @pytest.mark.parametrize("ordinary", [
-    "ㅋㅋㅋㅋ ㅅㅂ ㅠㅠ ㅇㅋ",                      # abbreviations and laughter stay
     "제1장 오후2시3분 2020년3월",                   # digits between Hangul that are numbers
     "네.그래요 응.알았어",                          # a sentence end without a space
     "이 밥 좀 줘 내 말 못 해",                      # single-syllable words in a sentence
@@ -71,6 +70,12 @@ def test_evasions_from_the_issue(written, normalized, signals):
 def test_ordinary_text_is_unchanged(ordinary):
     result = normalize(ordinary)
     assert (result.aligned.text, result.signals) == (ordinary, {})
+
+
+def test_chosung_abbreviations_stay_as_written_and_are_signalled():
+    result = normalize("ㅋㅋㅋㅋ ㅅㅂ ㅠㅠ ㅇㅋ")
+    assert result.aligned.text == "ㅋㅋㅋㅋ ㅅㅂ ㅠㅠ ㅇㅋ" and result.signals == {"chosung": 2}  # laughter is none
+    assert normalize("ㅅㅂ", tuple(s for s in STEPS if s != "jamo")).signals == {}
 
 
 def test_spans_map_back_over_what_was_removed_or_folded():

@@ -175,8 +175,9 @@ def test_the_config_section_switches_steps_and_names_a_mistyped_one(tmp_path):
     from kold_span.errors import ConfigError
 
     base = [f"output_dir={tmp_path}", f"data.train={FIXTURE}"]
-    assert load_config(TINY, base).normalize.steps() is None
-    config = load_config(TINY, [*base, "normalize.enabled=true", "normalize.keyboard=false"])
+    assert load_config(TINY, base).normalize.steps() == STEPS  # on by default (issue 58)
+    assert load_config(TINY, [*base, "normalize.enabled=false"]).normalize.steps() is None
+    config = load_config(TINY, [*base, "normalize.keyboard=false"])
     assert config.normalize.steps() == tuple(s for s in STEPS if s != "keyboard")
     with pytest.raises(ConfigError, match="keybord"):
         load_config(TINY, [*base, "normalize.keybord=false"])

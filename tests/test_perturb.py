@@ -235,3 +235,53 @@ def test_perturb_takes_all_kinds_as_the_robustness_command_does():
     assert out.meta == {"evasion": "nfd,leet"}
     with pytest.raises(ArgumentError, match="perturb\\(\\) kind must be one of"):
         perturb(text, "all,lit", seed=0)
+
+
+# -- typos and respellings (issue 58) -----------------------------------------------------------
+
+def test_adjacent_key_types_one_neighbouring_key():
+    from kold_span.text.perturb import key_neighbours
+
+    assert key_neighbours("g") == "fhtyvb" and key_neighbours("q") == "wa"
+    for seed in range(10):
+        out = disguise("stupid", "adjacent_key", seed)
+        diff = [(a, b) for a, b in zip("stupid", out) if a != b]
+        assert len(out) == 6 and len(diff) == 1 and diff[0][1] in key_neighbours(diff[0][0])
+        korean = disguise("바보", "adjacent_key", seed)
+        assert len(korean) == 2 and korean != "바보" and all("가" <= c <= "힣" for c in korean)
+
+
+def test_dropped_vowels_and_korean_initials():
+    assert disguise("you stupid idiot", "dropped_vowels") == "you stpd idt"  # `you`: one consonant, kept
+    assert disguise("병신 새끼", "dropped_vowels") == "ㅂㅅ ㅅㄲ"
+
+
+def test_sound_alike_respells_one_sound():
+    outs = {disguise("fuck", "sound_alike", seed) for seed in range(20)}
+    assert outs <= {"phuck", "fuk"} and len(outs) == 2
+    korean = {disguise("씨발", "sound_alike", seed) for seed in range(30)}
+    assert "시발" in korean and all(len(k) == 2 for k in korean)
+
+
+def test_joined_leaves_out_the_space_after_a_word():
+    assert disguise("you are an idiot", "joined") == "youareanidiot"
+    out = perturb_example(Example("1", "you idiot now", spans={"OFF": [(4, 9)]}), "joined", 0, 1.0, "spans")
+    assert out.text == "you idiotnow" and out.span_texts("OFF") == ["idiot"]
+
+
+def test_letter_like_draws_from_the_unicode_database():
+    from kold_span.text.letters import readings
+
+    for seed in range(5):
+        out = disguise("idiot", "letter_like", seed)
+        assert out != "idiot" and len(out) == 5
+        assert all(a == b or readings(b) == (a,) for a, b in zip("idiot", out))
+
+
+def test_masks_hide_inner_letters():
+    for seed in range(10):
+        out = disguise("fuck", "masks", seed)
+        assert out[0] == "f" and out[-1] == "k" and len(out) == 4 and not out[1:3].isalpha()
+        korean = disguise("개새끼", "masks", seed)
+        assert korean[0] + korean[2] == "개끼" and korean[1] in "*#@%_$!x"
+    assert disguise("바보", "masks") == "바보"  # no inner syllable

@@ -170,3 +170,40 @@ def test_robustness_command_reads_kold_dialect_twins_from_the_same_file(tmp_path
     # the same text predicted twice by the same model: nothing drops
     assert dialect["standard"] == dialect["twin"] and set(dialect["drop"].values()) == {0.0}
     assert "| dialect (1 twins) | 0% |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_leave_kinds_out_scores_each_kind_seen_and_left_out(tmp_path, monkeypatch):
+    """bench/leave_kinds_out.py: the plan's folds are trained with the others, measure reads them back."""
+    import sys
+
+    from conftest import BENCH, DEMO
+    from kold_span.config.choices import EvasionKind
+    from kold_span.config.loading import load_config
+    sys.path.insert(0, str(BENCH))
+    bench = pytest.importorskip("leave_kinds_out")
+    every = [k.value for k in EvasionKind]
+    folds = bench.folds_of(every, 3, 13)
+    assert sorted(k for f in folds for k in f) == sorted(every)
+    command = bench.train_commands(str(DEMO), folds, [])[1]
+    kept = command.split("data.augment.evasion.kinds=", 1)[1].rstrip("'")
+    trained = [str(k) for k in load_config(DEMO, [f"data.augment.evasion.kinds={kept}"]).data.augment.evasion.kinds]
+    assert sorted(trained + folds[0]) == sorted(every)
+
+    models = {}
+    for name, kinds in (("full", every), ("fold", trained)):
+        models[name] = untrained_model(tmp_path / name / "model")
+        (tmp_path / name / "config.json").write_text(
+            json.dumps({"data": {"augment": {"evasion": {"kinds": kinds}}}}), encoding="utf-8")
+    assert bench.trained_kinds(models["fold"]) == trained
+    page = tmp_path / "robustness.md"
+    monkeypatch.setattr(bench, "PAGE", page)
+    monkeypatch.setattr(sys, "argv", ["bench/leave_kinds_out.py", "measure", "--config", str(DEMO), "--full",
+                                      str(models["full"]), "--fold", str(models["fold"]), "--limit", "3",
+                                      "--name", "demo", "--out", str(tmp_path / "out")])
+    assert bench.main() == 0
+    text = page.read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert all(kind in rows for kind in every)
+    assert all(rows[k].split(" | ")[2] != "–" for k in folds[0])  # scored left out by the fold model
+    assert all(rows[k].split(" | ")[2] == "–" for k in trained)  # the fold model trained on these

@@ -20,6 +20,7 @@ from kold_span.inference.predictor import Predictor, PredictorSettings
 from kold_span.models.tasks import Task
 from kold_span.service.app import Settings, create_app
 from kold_span.service.requests import Limits
+from kold_span.text.normalize import STEPS
 from service_model import get, post, running_server, tiny_model, with_thresholds
 
 COMMENTS = [  # comments of the fixture the tiny model was trained on, and two it never saw
@@ -148,7 +149,8 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
     assert [t["decision"] for t in info["tasks"]] == [{"rule": "most probable label"}, {"rule": "most probable tag"}]
     assert info["attributes"]["TOXICITY"] == {"task": "OFF", "label": "true", "spans": "OFF_span"}
     assert info["encoder"]["model_type"] == "bert" and info["encoder"]["max_length"] == 64
-    assert info["runtime"] == ["fp32"] and info["normalize"] == [None]  # torch float32, text read as written
+    # torch float32; the tiny config has no normalize section, so it normalizes by every step (the default)
+    assert info["runtime"] == ["fp32"] and info["normalize"] == [list(STEPS)]
     assert info["limits"] == {"max_bytes": 4 * 1024 * 1024, "max_comments": 512, "max_chars": 20000,
                               "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
                               "max_queue": 1024, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,

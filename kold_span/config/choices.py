@@ -127,7 +127,7 @@ class EvasionKind(Choice):
 
     Example:
         >>> EvasionKind.parse("leet", "kind").value, len(EvasionKind.values())
-        ('leet', 15)
+        ('leet', 21)
     """
 
     NFD = "nfd"  # Hangul syllables decomposed into conjoining jamo (what macOS and some keyboards produce)
@@ -145,6 +145,12 @@ class EvasionKind(Choice):
     CHAR_SWAP = "char_swap"  # two neighbouring characters exchanged
     DELETION = "deletion"  # one character left out
     DUPLICATION = "duplication"  # one character doubled
+    ADJACENT_KEY = "adjacent_key"  # a key typed beside the right one (QWERTY, or the Korean 2-set layout)
+    DROPPED_VOWELS = "dropped_vowels"  # inner vowels left out (stupid → stpd); Hangul as its initials (병신 → ㅂㅅ)
+    SOUND_ALIKE = "sound_alike"  # a spelling that sounds the same: fuck → phuck, 씨발 → 시발
+    JOINED = "joined"  # the space after a word left out: you idiot → youidiot
+    LETTER_LIKE = "letter_like"  # letters as characters Unicode's data makes them (ⓘ, ᴅ, 🇮, ɪ)
+    MASKS = "masks"  # inner letters as symbols: fuck → f#@k, 개새끼 → 개x끼
 
 
 class Targets(Choice):

@@ -189,20 +189,23 @@ class AlignConfig:
 class NormalizeConfig:
     """Evasion-robust normalization (`kold_span.text.normalize`) of every text the model reads.
 
-    Off unless `enabled`; then each step runs unless switched off. Saved in the model directory,
-    so training, predict, serve, the spaCy component and Ray normalize alike (docs/ROBUSTNESS.md).
+    On unless `enabled: false` (a config without the section normalizes too); each step runs unless
+    switched off. Saved in the model directory, so training, predict, serve, the spaCy component and
+    Ray normalize alike (docs/ROBUSTNESS.md).
     """
 
-    enabled: bool = False
+    enabled: bool = True
     nfc: bool = True  # canonical composition: decomposed Hangul (NFD) to syllables
     width: bool = True  # fullwidth, halfwidth and mathematical letters and digits
     invisible: bool = True  # zero-width, bidi and other invisible characters removed
     confusables: bool = True  # look-alike letters inside Latin words folded (Unicode TR39)
+    letters: bool = True  # ⓘⓓⓘⓞⓣ, ɪᴅɪᴏᴛ, 🇮🇩🇮🇴🇹: letters by Unicode's data, inside a word that reads as a word
     elongation: bool = True  # stuuuupid -> stupid
     leet: bool = True  # 1d10t, $tupid, f*ck
     keyboard: bool = True  # tlqkf -> 시발 (Korean typed on an English keyboard)
     jamo: bool = True  # ㅅㅣ발 -> 시발
     separators: bool = True  # 씨.발, 시1발, st.upid
+    masks: bool = True  # f**k, b#tch, 씨x발, 개x끼: symbols for letters, read where one word clearly fits
     # 씨 발, s t u p i d (single syllables or letters that spell a common word; can join an interjection: 오 이 → 오이)
     spaced: bool = True
 
@@ -210,7 +213,7 @@ class NormalizeConfig:
         """The names of the steps switched on, or None when normalization is off.
 
         Example:
-            >>> NormalizeConfig().steps(), NormalizeConfig(enabled=True, leet=False).steps()[:4]
+            >>> NormalizeConfig(enabled=False).steps(), NormalizeConfig(leet=False).steps()[:4]
             (None, ('nfc', 'width', 'invisible', 'confusables'))
         """
         if not self.enabled:

@@ -376,3 +376,50 @@ def write_report(report: dict[str, Any], out_dir: Union[str, Path], command: str
     with atomic_write(paths[2], "wb") as f:
         f.write(plot.getvalue())
     return paths
+
+
+def leave_out_rows(full: dict[str, Any], folds: Sequence[tuple[Sequence[str], dict[str, Any]]],
+                   metric: Optional[str] = None) -> list[dict[str, Any]]:
+    """Per kind: its drop for the model trained on every kind (`full`'s report) and for the model whose
+    training left it out (the fold whose report scored it), so a kind's result is not from having seen it.
+
+    Args:
+        full: the report (`measure`) of the model trained on every kind.
+        folds: (the kinds that fold's model was trained on, its report on the kinds it left out).
+        metric: the metric compared (default: the first headline metric of `full`).
+
+    Example:
+        >>> run = lambda drop: summarize_runs([{"seed": 0, "changed": 1.0, "scores": {"m": 0.8 - drop},
+        ...                                     "benign_flagged": None}], {"m": 0.8})
+        >>> full = {"metrics": ["m"], "clean": {"m": 0.8}, "kinds": {"leet": run(0.01), "nfd": run(0.0)}}
+        >>> fold = {"metrics": ["m"], "clean": {"m": 0.78}, "kinds": {"leet": run(0.05)}}
+        >>> [(r["kind"], round(r["seen"], 3), r["left_out"] and round(r["left_out"], 3))
+        ...  for r in leave_out_rows(full, [(["nfd"], fold)])]
+        [('leet', 0.01, 0.05), ('nfd', 0.0, None)]
+    """
+    metric = metric or full["metrics"][0]
+    left_out: dict[str, tuple[Optional[float], Optional[float]]] = {}
+    for trained, report in folds:
+        for kind, entry in report["kinds"].items():
+            if kind not in trained:
+                left_out[kind] = (entry["drop"].get(metric), report["clean"].get(metric))
+    return [{"kind": kind, "seen": entry["drop"].get(metric), "left_out": left_out.get(kind, (None, None))[0],
+             "fold_clean": left_out.get(kind, (None, None))[1]} for kind, entry in full["kinds"].items()]
+
+
+def render_leave_out(full: dict[str, Any], rows: Sequence[dict[str, Any]], metric: Optional[str] = None) -> str:
+    """The leave-kinds-out table in Markdown: each kind's drop when trained on it and when left out.
+
+    Example:
+        >>> print(render_leave_out({"metrics": ["m"], "clean": {"m": 0.8}},
+        ...                        [{"kind": "leet", "seen": 0.01, "left_out": 0.05, "fold_clean": 0.78}]))
+        | kind | drop, trained on it (clean 0.800) | drop, left out of training | that model's clean m |
+        |---|---|---|---|
+        | leet | 0.010 | 0.050 | 0.780 |
+    """
+    metric = metric or full["metrics"][0]
+    lines = [f"| kind | drop, trained on it (clean {_number(full['clean'].get(metric))}) | drop, left out of "
+             f"training | that model's clean {metric} |", "|---|---|---|---|"]
+    lines += [f"| {r['kind']} | {_number(r['seen'])} | {_number(r['left_out'])} | {_number(r['fold_clean'])} |"
+              for r in rows]
+    return "\n".join(lines)

@@ -28,12 +28,19 @@ The steps, in the order they run (`STEPS`):
 - `confusables`: a non-Latin letter that Unicode's confusables data (TR39, through the
   `confusable-homoglyphs` package) lists as a look-alike of a Latin letter is folded to it,
   only inside a word that already holds Latin letters and is all Latin once folded (`іdіot`).
+- `letters`: any character that Unicode's data makes a Latin or Hangul letter (`text.letters`:
+  a compatibility decomposition of any kind, a name that says which letter it is, a TR39
+  look-alike) read as that letter, in a word of any mix of scripts (`ⓘⓓⓘⓞⓣ`, `ɪᴅɪᴏᴛ`, `🇮🇩🇮🇴🇹`,
+  `ѕсаm`, `㉦ㅣ발`), only where the word read so is a common word and the word as written is no
+  common word of any language of wordfreq's lists for these scripts (`før`, `он` stay).
 - `elongation`: a Latin letter repeated three times or more is squeezed to one or two,
   whichever spells the more frequent English or Spanish word (`stuuuupid` → `stupid`,
   `cooool` → `cool`), else two.
 - `leet`: digits and symbols inside an otherwise alphabetic Latin word (`1d10t`, `$tupid`,
-  `sh!t`, `f*ck`: a mask stands for a vowel) read as the letters they stand for, only where that
-  spells a common English or Spanish word and the word as written is none (`tod@s` stays).
+  `sh!t`; `text.letters.LEET`, the table `text.perturb` writes from) read as the letters they stand
+  for, only where that spells a common English or Spanish word and the word as written is none
+  (`tod@s` stays); one or two stars inside a word (`f*ck`) stand for any letters, read only where one
+  word is clearly more frequent than the next (`MASK_MARGIN`: `b**ch` stays).
 - `keyboard`: Korean typed on an English keyboard (2-set layout: `tlqkf` → `시발`), only where
   the Latin word is in no English or Spanish list at all, is not capitalized like a name, is not
   part of a URL or handle, and its keys spell two or more whole syllables.
@@ -44,7 +51,12 @@ The steps, in the order they run (`STEPS`):
   digits of an ordinal (`제2의`). The same inside a Latin word (`st.upid`, `id1iot`, after `leet`
   has read what it can) where the joined word of 4+ letters is a common English or Spanish word and
   a piece is none (`e-mail`, `some.thing` stay), never in a URL, path or handle.
-- `spaced`: after `separators`, a space between two single syllables (`씨 발`) removed where they
+- `masks`: after `separators`, a run of one or two symbols inside a Latin word (`f#ck`, `f**k`, `sh%t`,
+  `f♥ck`) read as one letter each, only where one common word is clearly the most frequent reading;
+  inside a Hangul word, Latin letters left out where the Hangul around them spells a common Korean
+  word (`씨x발`), or Latin letters, consonant jamo or mask symbols read as one syllable each
+  (`개x끼`, `개ㅅ끼` → `개새끼`) where one common Korean word clearly fits.
+- `spaced`: after `separators` and `masks`, a space between two single syllables (`씨 발`) removed where they
   spell a common Korean word. It can join an interjection to a one-syllable word (`오 이 기자` →
   `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`). Also a run
   of three or more single Latin letters apart by single spaces (`s t u p i d`, `y o u i d i o t`)
@@ -52,8 +64,10 @@ The steps, in the order they run (`STEPS`):
   3+ letters long; a run that splits into none stays (`a b c d`, `x y z`).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
-Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone. docs/ROBUSTNESS.md says
-how many ordinary texts each step changes.
+Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone; a run of initial consonants
+that abbreviates a common Korean word (`ㅅㅂ`, `ㅂㅅ`) stays as written and is counted as the signal
+`chosung` (with the `jamo` step). `UNDONE_KINDS` says which perturbations of `text.perturb` the
+steps read back, and where. docs/ROBUSTNESS.md says how many ordinary texts each step changes.
 
 Example:
     >>> result = normalize("너 씨.발 \\u200b바보", ("invisible", "separators"))
@@ -74,18 +88,50 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import regex
 
+from kold_span.config.choices import EvasionKind
 from kold_span.config.registry import Registry
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
+from kold_span.text.letters import LEET, confusables_data, is_capital, readings
 
-Counts = dict[str, int]
-Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
-# The steps by name, registered in the order they run: the order of their functions below (`STEPS`).
-NORMALIZERS: Registry[Step] = Registry("normalization step", "steps")
+STEPS = ("nfc", "width", "invisible", "confusables", "letters", "elongation", "leet", "keyboard", "jamo", "separators",
+         "masks", "spaced")
 # A word of a word list is one at least this frequent (Zipf scale: 3 = once per million words).
 WORD_ZIPF = 3.0
 MAX_PASSES = 3
+
+# The perturbation kinds (`text.perturb`) this normalizer reads back, and where it promises to:
+# tests/test_roundtrip.py disguises common words by each and checks the words come back.
+UNDONE_KINDS: dict[EvasionKind, str] = {
+    EvasionKind.NFD: "any text",
+    EvasionKind.COMPAT_JAMO: "any Hangul word",
+    EvasionKind.ZERO_WIDTH: "any word",
+    EvasionKind.BIDI: "any word",
+    EvasionKind.FULLWIDTH: "any word",
+    EvasionKind.CONFUSABLES: "a common English or Spanish word of 3+ letters (the case Unicode's data gives), "
+                             "unless part of it reads as a common word of another language (čan stays)",
+    EvasionKind.LETTER_LIKE: "a common English or Spanish word of 3+ letters (the case Unicode's data gives), "
+                             "unless part of it reads as a common word of another language (čan stays)",
+    EvasionKind.LEET: "a common English or Spanish word that keeps two letters as written, is no number with a "
+                      "unit once disguised (1-3 letters, then only digits, or the other way round), does not end "
+                      "in @ or @s (tod@s) nor start with @ (a handle) and that no more frequent word spells with "
+                      "the same symbols",
+    EvasionKind.SEPARATORS: "a common Korean word cut by a separator other than a comma",
+    EvasionKind.DIGIT_INSERT: "a common Korean word (not after 제, an ordinal); a common English or Spanish word "
+                              "of 4+ letters whose digit reads as no letter of a more frequent word",
+    EvasionKind.SPACED_SYLLABLES: "a common Korean word of two syllables; a common English or Spanish word of 3+ "
+                                  "letters",
+    EvasionKind.KEYBOARD: "a common Korean word of two syllables or more typed without shift, whose keys are no "
+                          "English or Spanish word",
+    EvasionKind.ELONGATION: "a common English or Spanish word whose letter, once or twice, spells no more "
+                            "frequent word (soon stays son)",
+}
+
+Counts = dict[str, int]
+Step = Callable[[AlignedText], tuple[list[Replacement], Counts]]
+# The steps by name; they run in the order of `STEPS`.
+NORMALIZERS: Registry[Step] = Registry("normalization step", "steps")
 
 
 @dataclass(frozen=True)
@@ -112,7 +158,7 @@ def normalize(text: str, steps: Optional[Sequence[str]] = None) -> Normalized:
 
     Example:
         >>> normalize("ｉｄｉｏｔ").aligned.text, normalize("ㅋㅋㅋ ㅅㅂ").signals
-        ('idiot', {})
+        ('idiot', {'chosung': 1})
     """
     steps = check_steps(STEPS if steps is None else steps)
     aligned = AlignedText.identity(text)
@@ -130,6 +176,8 @@ def normalize(text: str, steps: Optional[Sequence[str]] = None) -> Normalized:
                     signals[kind] = signals.get(kind, 0) + count
         if aligned.text == before:
             break
+    if "jamo" in steps and (chosung := len(chosung_abbreviations(aligned.text))):
+        signals["chosung"] = chosung
     return Normalized(aligned, signals)
 
 
@@ -263,20 +311,12 @@ _LATIN = regex.compile(r"\p{Latin}")
 _NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
 
 
-@functools.lru_cache(maxsize=1)
-def _confusables_data() -> dict:
-    """Unicode's confusables (TR39), as the confusable-homoglyphs package ships them."""
-    from confusable_homoglyphs import confusables
-
-    return confusables.confusables_data
-
-
 @functools.lru_cache(maxsize=8192)
 def _latin_lookalike(char: str) -> Optional[str]:
     """The ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None."""
     if _LATIN.match(char) or not char.isalpha():
         return None
-    for entry in _confusables_data().get(char, ()):
+    for entry in confusables_data().get(char, ()):
         target = entry["c"]
         if len(target) == 1 and target.isascii() and target.isalpha():
             return target
@@ -295,6 +335,117 @@ def _confusables(t: AlignedText) -> tuple[list[Replacement], Counts]:
             continue
         edits += [(word.start() + i, word.start() + i + 1, f) for i, f in folds]
     return edits, {"confusables": len(edits)}
+
+
+# -- letters from Unicode's data ----------------------------------------------------------
+# Characters that may stand for a letter (letters, numbers, symbols, marks): not ASCII, not Hangul letters.
+_MAYBE_LETTER = regex.compile(r"(?V1)[[\p{L}\p{N}\p{S}\p{M}]--[\x00-\x7f\uac00-\ud7a3\u1100-\u11ff\u3131-\u318e]]")
+_HANGUL_UNIT = regex.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+_MARK = regex.compile(r"\p{M}")
+MIN_READ_LETTERS = 3
+
+
+@NORMALIZERS.register("letters")
+def _letters(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Characters that Unicode's data makes letters (`text.letters.readings`) read as those letters, inside a
+    word that is no common word of any language as written and spells a common word once read."""
+    if not _MAYBE_LETTER.search(t.text):
+        return [], {}
+    edits: list[Replacement] = []
+    count = 0
+    for start, end, hangul in _letter_runs(t.text):
+        found = _read_hangul(t.text, start, end) if hangul else _read_latin(t.text, start, end)
+        if found:
+            edits += found
+            count += 1
+    return edits, {"letters": count}
+
+
+def _letter_runs(text: str) -> list[tuple[int, int, bool]]:
+    """Runs of characters that spell a word with some character that stands for a letter: (start, end, hangul).
+
+    A Latin run holds ASCII letters, combining marks and characters with Latin readings; a Hangul run
+    Hangul letters and characters with Hangul readings. Only the characters around a candidate are read.
+    """
+    runs: list[tuple[int, int, bool]] = []
+    done = 0
+    for candidate in _MAYBE_LETTER.finditer(text):
+        i = candidate.start()
+        if i < done:
+            continue
+        kind = _unit_kind(text[i], "latin" if i > 0 and text[i - 1].isascii() and text[i - 1].isalpha() else None)
+        if kind is None or not (readings(text[i]) or _MARK.match(text[i])):
+            continue
+        start, end = i, i + 1
+        while start > 0 and _unit_kind(text[start - 1], kind) == kind:
+            start -= 1
+        while end < len(text) and _unit_kind(text[end], kind) == kind:
+            end += 1
+        runs.append((start, end, kind == "hangul"))
+        done = end
+    return runs
+
+
+def _unit_kind(char: str, beside: Optional[str]) -> Optional[str]:
+    """Whether a character spells a Latin or a Hangul word ("latin", "hangul"), or neither (None); a combining
+    mark belongs to the run it is `beside`."""
+    if char.isascii():
+        return "latin" if char.isalpha() else None
+    if _HANGUL_UNIT.match(char):
+        return "hangul"
+    if _MARK.match(char):
+        return beside
+    found = readings(char)
+    if not found:
+        return None
+    return "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
+
+
+def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
+    """The edits that read a Latin run as the most frequent common word its characters can spell, or []."""
+    word = text[start:end]
+    if is_native_word(word) or (start > 0 and text[start - 1] in "@#") or not _word_edge(text, start, end):
+        return []
+    options = [(c.lower(),) if c.isascii() else ("",) if _MARK.match(c) else readings(c) for c in word]
+    lengths = {0}
+    for choice in options:
+        lengths = {n + len(o) for n in lengths for o in choice}
+    pattern = "".join("(" + "|".join(map(regex.escape, choice)) + ")" for choice in options)
+    best: Optional[tuple[float, str]] = None
+    for length in sorted(n for n in lengths if n >= MIN_READ_LETTERS):
+        for candidate in best_words(pattern, length, count=1):
+            score = _zipf(candidate, ("en", "es"))
+            if best is None or score > best[0]:
+                best = (score, candidate)
+    if best is None:
+        return []
+    groups = regex.fullmatch(pattern, best[1]).groups()
+    return [(start + i, start + i + 1, letters.upper() if is_capital(c) else letters)
+            for i, (c, letters) in enumerate(zip(word, groups)) if not c.isascii()]
+
+
+def _word_edge(text: str, start: int, end: int) -> bool:
+    """Whether a run is a whole word: no letter, digit or joining punctuation right before or after it."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return not (regex.match(r"[\p{L}\p{N}_]", before) or regex.match(r"[\p{L}\p{N}_]", after))
+
+
+def _read_hangul(text: str, start: int, end: int) -> list[Replacement]:
+    """The edits that read characters standing for Hangul letters in a Hangul run (`㉦ㅣ발`, `㉯쁜`) where the run
+    then spells a common Korean word (its jamo composed), or []."""
+    word = text[start:end]
+    if not _word_edge(text, start, end) or len(word) < 2:
+        return []
+    folded = [c if _HANGUL_UNIT.match(c) else (readings(c) or ("",))[0] for c in word]
+    spelled = "".join(folded)
+    for run in list(_COMPAT_JAMO.finditer(spelled))[::-1]:
+        parsed = syllables(run.group())
+        if parsed:
+            spelled = spelled[:run.start()] + "".join(s for _, _, s in parsed) + spelled[run.end():]
+    if not is_word(spelled, ("ko",)):
+        return []
+    return [(start + i, start + i + 1, new) for i, (c, new) in enumerate(zip(word, folded)) if c != new]
 
 
 # -- word lists ---------------------------------------------------------------------------
@@ -322,16 +473,63 @@ def is_word(word: str, langs: Sequence[str] = ("en", "es")) -> bool:
     return _zipf(word.lower(), langs) >= WORD_ZIPF
 
 
-@functools.lru_cache(maxsize=64)
-def words_of_length(length: int) -> str:
-    """The common English and Spanish words of a length, most frequent first, one per line."""
+@functools.lru_cache(maxsize=128)
+def words_of_length(length: int, langs: tuple[str, ...] = ("en", "es")) -> str:
+    """The common words of a length in `langs`, most frequent first, one per line: ASCII letters only for
+    Latin-script lists, Hangul syllables only for Korean.
+
+    Example:
+        >>> words_of_length(3).split()[:3], words_of_length(2, ("ko",)).split()[0]
+        (['the', 'que', 'and'], '에서')
+    """
     scores: dict[str, float] = {}
-    for lang in ("en", "es"):
+    for lang in langs:
         for word, freq in _frequencies(lang).items():
-            if len(word) == length and word.isalpha() and word.isascii():
+            if len(word) == length and (_all_syllables(word) if lang == "ko" else word.isascii() and word.isalpha()):
                 scores[word] = max(scores.get(word, 0.0), freq)
     floor = 10 ** (WORD_ZIPF - 9)
     return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
+
+
+def _all_syllables(word: str) -> bool:
+    return all("\uac00" <= c <= "\ud7a3" for c in word)
+
+
+def best_words(pattern: str, length: int, langs: tuple[str, ...] = ("en", "es"), count: int = 2) -> list[str]:
+    """The `count` most frequent common words of `length` in `langs` that match the regex `pattern` whole.
+
+    Example:
+        >>> best_words("f.ck", 4), best_words("sh.t", 4)
+        (['fuck'], ['shit', 'shot'])
+    """
+    found = regex.finditer(f"^(?:{pattern})$", words_of_length(length, langs), regex.MULTILINE)
+    return [m.group() for m, _ in zip(found, range(count))]
+
+
+# A word of another language as written (any of wordfreq's lists for the scripts a disguise borrows
+# from) is that language's word, not a disguise: `før` stays Danish, `он` Russian.
+_NATIVE_LANGS = ("en", "es", "de", "fr", "pt", "it", "nl", "pl", "tr", "da", "nb", "sv", "fi", "cs", "sk", "sl", "hu",
+                 "ro", "ca", "lv", "lt", "vi", "is", "ru", "uk", "bg", "mk", "el")
+
+
+@functools.lru_cache(maxsize=None)
+def _small_list(lang: str) -> dict[str, float]:
+    """wordfreq's small list of a language (its words at Zipf ≥ 3), loaded once."""
+    from wordfreq import get_frequency_dict
+
+    return get_frequency_dict(lang, wordlist="small")
+
+
+def is_native_word(word: str) -> bool:
+    """Whether `word` (lowercased) is a common word of any language of `_NATIVE_LANGS`.
+
+    Example:
+        >>> is_native_word("før"), is_native_word("он"), is_native_word("іdіot")
+        (True, True, False)
+    """
+    word = word.lower()
+    floor = 10 ** (WORD_ZIPF - 9)
+    return any(_small_list(lang).get(word, 0.0) >= floor for lang in _NATIVE_LANGS)
 
 
 # -- elongation ---------------------------------------------------------------------------
@@ -365,8 +563,7 @@ def _squeezed(word: str, runs: list, keep: Sequence[int]) -> str:
 
 
 # -- leet ---------------------------------------------------------------------------------
-_LEET = {"0": "o", "1": "il", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
-         "@": "a", "$": "s", "!": "i", "|": "li", "*": "aeiouy"}  # a mask hides a vowel: f*ck, sh*t
+_LEET = {**LEET, "*": "aeiouy"}  # one star hides a vowel: f*ck, sh*t (other masks: the `masks` step)
 _LEET_TOKEN = regex.compile(r"(?<![\p{L}\p{N}@$!|*])[A-Za-z0-9@$!|*]*[A-Za-z][A-Za-z0-9@$!|*]*(?![\p{L}\p{N}])")
 _NUMBER_AND_UNIT = regex.compile(r"\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+")
 # Spanish writes both genders with a final @ (tod@s, amig@): not a leet a.
@@ -399,13 +596,61 @@ def _leet(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 @functools.lru_cache(maxsize=4096)
 def _leet_reading(word: str) -> Optional[str]:
-    """The most frequent common word that `word` spells with its leet characters read as letters."""
+    """The most frequent common word that `word` spells with its leet characters read as letters; with a star,
+    only one clearly more frequent than the next (`MASK_MARGIN`: `b**ch` may be beach or bitch)."""
+    if regex.search(r"^\*|\*$|\*{3}", word):
+        # a star at an edge is a footnote, emphasis or a cut-off word (jack***); three or more seldom hide as
+        # many letters (f****ing, p***y)
+        return None
+    if "*" in word:  # a star stands for any letter, read only when clearly
+        return _clear_reading("".join("[a-z]" if c == "*" else f"[{_LEET[c]}]" if c in _LEET else
+                                      regex.escape(c.lower()) for c in word), len(word), ("en", "es"))
     pattern = "".join(f"[{_LEET[c]}]" if c in _LEET else regex.escape(c.lower()) for c in word)
-    found = regex.search(f"^{pattern}$", words_of_length(len(word)), regex.MULTILINE)
-    return found.group() if found else None
+    found = best_words(pattern, len(word), count=1)
+    return found[0] if found else None
 
 
-# -- Hangul: keyboard, jamo ---------------------------------------------------------------
+# -- Hangul: jamo, keyboard ---------------------------------------------------------------
+_COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
+
+
+@NORMALIZERS.register("jamo")
+def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Runs of compatibility jamo that spell whole syllables recomposed; abbreviations (ㅋㅋ, ㅅㅂ) stay."""
+    edits: list[Replacement] = []
+    for run in _COMPAT_JAMO.finditer(t.text):
+        parsed = syllables(run.group())
+        if parsed:
+            edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
+    return edits, {"jamo": len(edits)}
+
+
+_CONSONANT_RUN = regex.compile(r"(?<![\u3131-\u318e\uac00-\ud7a3])[\u3131-\u314e]{2,}(?![\u3131-\u318e\uac00-\ud7a3])")
+_LAUGHTER = frozenset("ㅋㅎ")
+
+
+def chosung_abbreviations(text: str) -> list[tuple[int, int]]:
+    """Runs of initial consonants that abbreviate a common Korean word (`ㅅㅂ` for 시발, `ㅂㅅ`): kept as written by
+    `jamo`, counted as the signal `chosung`; laughter (`ㅋㅋ`, `ㅎㅎ`) is none.
+
+    Example:
+        >>> chosung_abbreviations("ㅅㅂ 뭐야 ㅋㅋㅋ ㅂㅅ"), chosung_abbreviations("ㄱㄴㄷㄹㅁ")
+        ([(0, 2), (10, 12)], [])
+    """
+    return [m.span() for m in _CONSONANT_RUN.finditer(text)
+            if not set(m.group()) <= _LAUGHTER and m.group() in _initials_of_words()]
+
+
+@functools.lru_cache(maxsize=1)
+def _initials_of_words() -> frozenset[str]:
+    """The initial consonants of every common Korean word of two to four syllables (병신 → ㅂㅅ)."""
+    from hangul_jamo import LEADING_CONSONANTS
+
+    leading = list(LEADING_CONSONANTS)
+    return frozenset("".join(leading[(ord(c) - 0xAC00) // 588] for c in word)
+                     for length in range(2, 5) for word in words_of_length(length, ("ko",)).split())
+
+
 # Not inside a URL, a path, an e-mail address or a handle (`watch?v=dowO`, `@forofa`).
 _KEYBOARD_WORD = regex.compile(r"(?<![\p{L}\p{N}/=?&#@._-])[A-Za-z]{3,}(?![\p{L}\p{N}/=&@_-])")
 
@@ -427,20 +672,6 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
         edits += [(word.start() + s, word.start() + e, syllable) for s, e, syllable in parsed]
         count += 1
     return edits, {"keyboard": count}
-
-
-_COMPAT_JAMO = regex.compile(r"[\u3131-\u3163]+")
-
-
-@NORMALIZERS.register("jamo")
-def _jamo(t: AlignedText) -> tuple[list[Replacement], Counts]:
-    """Runs of compatibility jamo that spell whole syllables recomposed; abbreviations (ㅋㅋ, ㅅㅂ) stay."""
-    edits: list[Replacement] = []
-    for run in _COMPAT_JAMO.finditer(t.text):
-        parsed = syllables(run.group())
-        if parsed:
-            edits += [(run.start() + s, run.start() + e, syllable) for s, e, syllable in parsed]
-    return edits, {"jamo": len(edits)}
 
 
 # -- separators inside Hangul words ---------------------------------------------------------
@@ -577,7 +808,109 @@ def _spaced(t: AlignedText) -> tuple[list[Replacement], Counts]:
     return edits, {"spaced": len(edits)}
 
 
-STEPS = tuple(NORMALIZERS)
+# -- masks: symbols standing for letters ------------------------------------------------------
+# A mask: a symbol that hides a letter (f**k, b#tch, sh%t, f♥ck): these ASCII ones, or any other
+# symbol (an emoji with its variation selector); never the punctuation words hold (' - . , & / ?).
+_MASK = r"(?:[*#%_^~+=@$!]|[\p{So}\p{Sm}\p{Sk}\p{Sc}--\x00-\x7f]\ufe0f?)"
+_MASKED_WORD = regex.compile(r"(?V1)(?<![\p{L}\p{N}\p{M}@#/.:_-])[A-Za-z0-9]+(?:" + _MASK + r"+[A-Za-z0-9]+)+"
+                             r"(?![\p{L}\p{N}\p{M}/@]|[.:]\p{L})")
+_MASK_UNIT = regex.compile(r"(?V1)" + _MASK + r"|.", regex.DOTALL)
+# A reading from masks is taken when it is this much more frequent than the next one (Zipf: 0.25 ≈ 1.8×):
+# `f**k` is fuck (folk is 14× rarer), `b**ch` stays (beach and bitch are as frequent).
+MASK_MARGIN = 0.25
+_LONG_MASK = regex.compile(r"(?V1)" + _MASK + r"{3}")
+MIN_MASKED_LETTERS = 4
+# Hangul pieces around 1-3 units that may hide syllables: Latin letters, consonant jamo, the symbols people
+# mask with (* # @ % _ $, ○ ● ★...); not ~ ! + ^ =, which ordinary Korean writes between words (목회자~~이제).
+_HANGUL_MASK = r"(?:[A-Za-z\u3131-\u314e*#@%_$]|[\p{So}--\x00-\x7f]\ufe0f?)"
+_HANGUL_MASKED = regex.compile(r"(?V1)[\uac00-\ud7a3]+" + _HANGUL_MASK + r"{1,3}[\uac00-\ud7a3]+")
+
+
+@NORMALIZERS.register("masks")
+def _masks(t: AlignedText) -> tuple[list[Replacement], Counts]:
+    """Runs of symbols inside a Latin word, and Latin letters, jamo or symbols inside a Hangul word, read as
+    the letters they hide where that spells a common word clearly more frequent than any other reading."""
+    edits: list[Replacement] = []
+    count = 0
+    for token in _MASKED_WORD.finditer(t.text):
+        found = _read_masked_latin(token.group())
+        if found:
+            edits += [(token.start() + s, token.start() + e, new) for s, e, new in found]
+            count += 1
+    for chain in _HANGUL_MASKED.finditer(t.text):
+        found = _read_masked_hangul(chain.group())
+        if found and not any(s < chain.end() and chain.start() < e for s, e, _ in edits):
+            edits += [(chain.start() + s, chain.start() + e, new) for s, e, new in found]
+            count += 1
+    return sorted(edits), {"masks": count}
+
+
+def _clear_reading(pattern: str, length: int, langs: tuple[str, ...]) -> Optional[str]:
+    """The most frequent common word matching `pattern` when no other comes within `MASK_MARGIN` of it."""
+    found = best_words(pattern, length, langs)
+    if not found or (len(found) > 1 and _zipf(found[0], langs) - _zipf(found[1], langs) < MASK_MARGIN):
+        return None
+    return found[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_masked_latin(word: str) -> Optional[tuple[Replacement, ...]]:
+    """The edits (on `word`) that read its masks (and leet digits) as one letter each, or None."""
+    units = [m.span() for m in _MASK_UNIT.finditer(word)]
+    if _LONG_MASK.search(word):
+        return None  # three symbols or more in a row seldom hide as many letters (f****ing, p***y)
+    if _INCLUSIVE_AT.search(word) or sum(word[s].isalpha() for s, _ in units) < 2 or len(units) < MIN_MASKED_LETTERS:
+        return None
+    if is_word(word) or any(word[s].isdigit() and word[s] not in LEET for s, _ in units):
+        return None
+    classes = ["(" + (regex.escape(word[s].lower()) if word[s].isalpha() else f"[{LEET[word[s]]}]"
+                      if word[s] in LEET and word[s].isdigit() else "[a-z]") + ")" for s, _ in units]
+    reading = _clear_reading("".join(classes), len(units), ("en", "es"))
+    if reading is None:
+        return None
+    upper = word.upper() == word
+    return tuple((s, e, new.upper() if upper else new) for (s, e), new in zip(units, reading)
+                 if not word[s].isalpha())
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_masked_hangul(chain: str) -> Optional[tuple[Replacement, ...]]:
+    """The edits (on `chain`) for a Hangul word with something inside it: left out where the Hangul around
+    it spells a common Korean word (`씨x발`), else read as one syllable per unit (`개x끼`; a consonant jamo as
+    a syllable it begins, `개ㅅ끼`) where that spells one clearly more frequent than any other; or None."""
+    left, right = regex.match(r"[\uac00-\ud7a3]+", chain).end(), regex.search(r"[\uac00-\ud7a3]+$", chain).start()
+    gap = chain[left:right]
+    latin = any(c.isascii() and c.isalpha() for c in gap)
+    if latin and not any("\u3131" <= c <= "\u314e" for c in gap) and is_word(chain[:left] + chain[right:], ("ko",)):
+        return ((left, right, ""),)  # letters put in (`씨x발`); a symbol alone is `separators`' to leave out
+    units = [m.span() for m in _MASK_UNIT.finditer(gap)]
+    classes = "".join(f"([{_syllables_beginning(gap[s])}])" if "\u3131" <= gap[s] <= "\u314e" else "(.)"
+                      for s, _ in units)
+    best: Optional[tuple[float, str, int, int]] = None
+    for before in range(1, left + 1):
+        for after in range(1, len(chain) - right + 1):
+            head, tail = chain[left - before:left], chain[right:right + after]
+            reading = _clear_reading(regex.escape(head) + classes + regex.escape(tail), before + len(units) + after,
+                                     ("ko",))
+            if reading and (best is None or len(reading) > len(best[1])):
+                best = (_zipf(reading, ("ko",)), reading, before, after)
+    if best is None:
+        return None
+    syllables_read = best[1][best[2]:best[2] + len(units)]
+    return tuple((left + s, left + e, new) for (s, e), new in zip(units, syllables_read))
+
+
+@functools.lru_cache(maxsize=32)
+def _syllables_beginning(consonant: str) -> str:
+    """A regex class of the Hangul syllables whose initial consonant is a compatibility jamo, '' for none."""
+    from hangul_jamo import LEADING_CONSONANTS
+
+    leading = list(LEADING_CONSONANTS)
+    if consonant not in leading:
+        return ""
+    first = 0xAC00 + leading.index(consonant) * 588
+    return f"{chr(first)}-{chr(first + 587)}"
+
 
 
 # -- inputs and examples ------------------------------------------------------------------

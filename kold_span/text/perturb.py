@@ -33,7 +33,8 @@ from kold_span.config.choices import EvasionKind, Targets
 from kold_span.data.example import Example, Span
 from kold_span.errors import ArgumentError
 from kold_span.text.aligned import AlignedText, Replacement
-from kold_span.text.hangul import keys_for
+from kold_span.text.hangul import KEYBOARD, keys_for, syllables
+from kold_span.text.letters import is_capital, leet_symbols, letter_characters
 from kold_span.text.words import word_offsets
 
 # A kind's edits of one word: (start, end, new) on the word, sorted, not overlapping; [] = no change.
@@ -46,8 +47,6 @@ _ZERO_WIDTH_SPACE = "\u200b"
 # (opening, closing) controls that change nothing a reader sees on left-to-right text: an
 # embedding, an override and two isolates, each closed by its own terminator.
 _BIDI_PAIRS = (("\u202a", "\u202c"), ("\u202d", "\u202c"), ("\u2066", "\u2069"), ("\u2068", "\u2069"))
-# Digits and symbols read as Latin letters (the common "leetspeak" substitutions).
-_LEET = {"a": "4@", "b": "8", "e": "3", "g": "9", "i": "1!", "l": "1", "o": "0", "s": "5$", "t": "7", "z": "2"}
 _SEPARATORS = ".,-_~*"
 _CONFUSABLE_SCRIPTS = ("CYRILLIC ", "GREEK ")
 
@@ -72,14 +71,19 @@ def perturb(text: str, kind: Union[EvasionKind, str, Sequence[Union[EvasionKind,
     kinds = kinds_of(kind)
     rng = random.Random(f"{seed}\x00{'+'.join(k.value for k in kinds)}\x00{text}")
     edits: list[Replacement] = []
-    for start, end in word_offsets(text):
+    words = word_offsets(text)
+    for i, (start, end) in enumerate(words):
         if within is not None and not any(s < end and start < e for s, e in within):
             continue
         if rng.random() >= probability:
             continue
-        disguise = WORD_EDITS[kinds[0] if len(kinds) == 1 else kinds[rng.randrange(len(kinds))]]
-        edits += [(start + s, start + e, new) for s, e, new in disguise(text[start:end], rng)]
-    return AlignedText.identity(text).edit(edits)
+        drawn = kinds[0] if len(kinds) == 1 else kinds[rng.randrange(len(kinds))]
+        if drawn in GAP_EDITS:  # a kind that edits what follows the word: up to the next word
+            gap_end = words[i + 1][0] if i + 1 < len(words) else end
+            edits += [(end + s, end + e, new) for s, e, new in GAP_EDITS[drawn](text[end:gap_end], rng)]
+        else:
+            edits += [(start + s, start + e, new) for s, e, new in WORD_EDITS[drawn](text[start:end], rng)]
+    return AlignedText.identity(text).edit(sorted(edits))
 
 
 def kinds_of(kind: Union[EvasionKind, str, Sequence[Union[EvasionKind, str]]]) -> list[EvasionKind]:
@@ -256,9 +260,9 @@ def confusables(word: str, rng: random.Random) -> list[Replacement]:
 
 
 def leet(word: str, rng: random.Random) -> list[Replacement]:
-    """Some ASCII letters as digits or symbols: idiot → 1d10t."""
-    able = [i for i, c in enumerate(word) if c.isascii() and c.lower() in _LEET]
-    return [(i, i + 1, rng.choice(_LEET[word[i].lower()])) for i in _some(able, rng)]
+    """Some ASCII letters as digits or symbols (`text.letters.LEET`, the table the normalizer reads): idiot → 1d10t."""
+    able = [i for i, c in enumerate(word) if c.isascii() and leet_symbols(c)]
+    return [(i, i + 1, rng.choice(leet_symbols(word[i]))) for i in _some(able, rng)]
 
 
 def separators(word: str, rng: random.Random) -> list[Replacement]:
@@ -324,14 +328,164 @@ def duplication(word: str, rng: random.Random) -> list[Replacement]:
     return [(start, end, word[start:end] * 2)]
 
 
+# The keyboard's letter rows, each shifted half a key right of the one above (QWERTY, which the
+# Korean 2-set layout shares): two keys are neighbours when they touch.
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+@lru_cache(maxsize=None)
+def key_neighbours(key: str) -> str:
+    """The letter keys touching a key on a QWERTY keyboard (the same row, and the rows above and below).
+
+    Example:
+        >>> key_neighbours("s"), key_neighbours("p")
+        ('adwezx', 'ol')
+    """
+    for r, row in enumerate(_ROWS):
+        if key in row:
+            i = row.index(key)
+            near = [row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)]
+            if r > 0:
+                near += [_ROWS[r - 1][j] for j in (i, i + 1) if j < len(_ROWS[r - 1])]
+            if r + 1 < len(_ROWS):
+                near += [_ROWS[r + 1][j] for j in (i - 1, i) if 0 <= j < len(_ROWS[r + 1])]
+            return "".join(near)
+    return ""
+
+
+def adjacent_key(word: str, rng: random.Random) -> list[Replacement]:
+    """One letter typed with a neighbouring key: stupid → stupis; a Hangul syllable retyped with one of its
+    keys on the 2-set layout slipped to a neighbour, where that still spells one syllable (바보 → 바뵤)."""
+    options = []
+    for i, c in enumerate(word):
+        if c.isascii() and c.isalpha():
+            options += [(i, n.upper() if c.isupper() else n) for n in key_neighbours(c.lower())]
+        elif _is_syllable(c):
+            keys = keys_for(c)
+            for k, key in enumerate(keys):
+                for n in key_neighbours(key.lower()):
+                    typed = syllables("".join(KEYBOARD[x] for x in keys[:k] + n + keys[k + 1:]))
+                    if typed and len(typed) == 1 and typed[0][2] != c:
+                        options.append((i, typed[0][2]))
+    if not options:
+        return []
+    i, new = rng.choice(sorted(set(options)))
+    return [(i, i + 1, new)]
+
+
+def dropped_vowels(word: str, rng: random.Random) -> list[Replacement]:
+    """The vowels after a Latin word's first letter left out (stupid → stpd, where a consonant stays
+    beside them); a Hangul word written as its initial consonants (병신 → ㅂㅅ)."""
+    if len(word) > 1 and all(_is_syllable(c) for c in word):
+        return [(i, i + 1, compatibility_jamo(c)[0]) for i, c in enumerate(word)]
+    inner = [i for i, c in enumerate(word[1:], 1) if c in _VOWELS]
+    consonants = [c for c in word if c.isascii() and c.isalpha() and c not in _VOWELS]
+    if not inner or len(consonants) < 2:
+        return []
+    return [(i, i + 1, "") for i in inner]
+
+
+# Spellings English readers sound out the same (each way): hand-listed, as no package lists
+# respellings; each rule applies where its pattern stands in the word.
+_RESPELLINGS = (("ph", "f"), ("f", "ph"), ("ck", "k"), ("c(?=[aou])", "k"), ("s(?=[^h]|$)", "z"), ("z", "s"),
+                ("x", "ks"), ("oo", "u"), ("ee", "i"), ("qu", "kw"), ("er$", "a"), ("(?<=[^aeiou])y$", "ie"),
+                ("ou", "u"), ("^you$", "u"), ("^are$", "r"), ("^the$", "da"), ("th", "d"), ("igh", "y"))
+# Korean initials that sound alike (plain, tense and aspirated stops; plain and tense s) and vowels
+# that Seoul speech no longer tells apart.
+_SOUND_ALIKE_JAMO = ("ㄱㄲㅋ", "ㄷㄸㅌ", "ㅂㅃㅍ", "ㅅㅆ", "ㅈㅉㅊ", "ㅐㅔ", "ㅒㅖ", "ㅙㅚㅞ")
+
+
+def sound_alike(word: str, rng: random.Random) -> list[Replacement]:
+    """One spelling swapped for one that sounds the same: fuck → phuck, sucks → suks; a Hangul syllable's
+    initial or vowel for a sound-alike one (씨발 → 시발, 개새끼 → 게새끼)."""
+    options: list[Replacement] = []
+    lower = word.lower()
+    if word.isascii():
+        for pattern, new in _RESPELLINGS:
+            options += [(m.start(), m.end(), new.upper() if word.isupper() else new)
+                        for m in regex.finditer(pattern, lower)]
+    for i, c in enumerate(word):
+        if _is_syllable(c):
+            options += [(i, i + 1, other) for other in _sound_alike_syllables(c)]
+    return [rng.choice(options)] if options else []
+
+
+@lru_cache(maxsize=None)
+def _sound_alike_syllables(syllable: str) -> tuple[str, ...]:
+    """The syllables that differ from one by a sound-alike initial or vowel."""
+    import hangul_jamo
+
+    lead, vowel, tail = hangul_jamo.decompose_syllable(syllable)
+    found = []
+    for group in _SOUND_ALIKE_JAMO:
+        for part, rebuild in ((lead, lambda x: (x, vowel, tail)), (vowel, lambda x: (lead, x, tail))):
+            if part in group:
+                found += [hangul_jamo.compose_jamo_characters(*rebuild(x)) for x in group if x != part]
+    return tuple(found)
+
+
+def joined(gap: str, rng: random.Random) -> list[Replacement]:
+    """The spaces after a word left out, joining it to the next: you idiot → youidiot (a gap of spaces only)."""
+    return [(0, len(gap), "")] if gap and gap.isspace() else []
+
+
+@lru_cache(maxsize=None)
+def letter_likes(letter: str) -> tuple[str, ...]:
+    """Every character Unicode's data makes this letter and nothing else, of its case (the database enumerated).
+
+    Example:
+        >>> all(c in letter_likes("i") for c in "ⓘɪ🇮ᵢ"), "Ⓘ" in letter_likes("i"), "Ⓘ" in letter_likes("I")
+        (True, False, True)
+    """
+    # Not a character whose compatibility form is something else (𝟎 looks like an o but is a zero).
+    return tuple(c for c, found in _letter_characters() if found == (letter.lower(),)
+                 and is_capital(c) == letter.isupper() and not _is_ascii_other(unicodedata.normalize("NFKC", c)))
+
+
+def _is_ascii_other(text: str) -> bool:
+    return text.isascii() and not text.isalpha()
+
+
+@lru_cache(maxsize=1)
+def _letter_characters() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(letter_characters())
+
+
+def letter_like(word: str, rng: random.Random) -> list[Replacement]:
+    """Some ASCII letters as characters Unicode's data makes them (circled, small capital, regional indicator,
+    superscript, look-alike...): idiot → ⓘdɪ🇴t."""
+    able = [i for i, c in enumerate(word) if c.isascii() and c.isalpha() and letter_likes(c)]
+    return [(i, i + 1, rng.choice(letter_likes(word[i]))) for i in _some(able, rng)]
+
+
+_MASKS = "*#@%_$!"
+
+
+def masks(word: str, rng: random.Random) -> list[Replacement]:
+    """One or two inner letters of a Latin word of four or more as symbols (fuck → f#@k), or an inner syllable
+    of a Hangul word of three or more as a symbol or a Latin letter (개새끼 → 개x끼)."""
+    clusters = _clusters(word)
+    if len(clusters) < (3 if all(_is_syllable(word[s]) for s, _ in clusters) else 4):
+        return []
+    inner = clusters[1:-1]
+    at = rng.randrange(len(inner))
+    width = 1 if _is_syllable(word[inner[at][0]]) or len(inner) < 2 else rng.choice((1, 2))
+    chosen = inner[at:at + width]
+    return [(s, e, rng.choice(_MASKS + ("x" if _is_syllable(word[s]) else ""))) for s, e in chosen]
+
+
 WORD_EDITS: dict[EvasionKind, WordEdit] = {
     EvasionKind.NFD: nfd, EvasionKind.COMPAT_JAMO: compat_jamo, EvasionKind.ZERO_WIDTH: zero_width,
     EvasionKind.BIDI: bidi, EvasionKind.FULLWIDTH: fullwidth, EvasionKind.CONFUSABLES: confusables,
     EvasionKind.LEET: leet, EvasionKind.SEPARATORS: separators, EvasionKind.DIGIT_INSERT: digit_insert,
     EvasionKind.SPACED_SYLLABLES: spaced_syllables, EvasionKind.KEYBOARD: keyboard,
     EvasionKind.ELONGATION: elongation, EvasionKind.CHAR_SWAP: char_swap, EvasionKind.DELETION: deletion,
-    EvasionKind.DUPLICATION: duplication,
+    EvasionKind.DUPLICATION: duplication, EvasionKind.ADJACENT_KEY: adjacent_key,
+    EvasionKind.DROPPED_VOWELS: dropped_vowels, EvasionKind.SOUND_ALIKE: sound_alike,
+    EvasionKind.LETTER_LIKE: letter_like, EvasionKind.MASKS: masks,
 }
+# Kinds that edit the gap after a word (its spaces, up to the next word) instead of the word.
+GAP_EDITS: dict[EvasionKind, WordEdit] = {EvasionKind.JOINED: joined}
 
 
 def parse_kinds(names: Union[str, Iterable[str]], what: str = "--perturb") -> list[EvasionKind]:
