@@ -376,13 +376,18 @@ def test_ctrl_c_between_the_renames_is_held_back_until_both_are_done():
     from kold_span.data.atomic import _signals_held
 
     steps = []
-    with pytest.raises(KeyboardInterrupt):
-        with _signals_held():
-            os.kill(os.getpid(), signal.SIGINT)
-            steps.append("first rename")
-            steps.append("second rename")
-    assert steps == ["first rename", "second rename"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own handler, whatever this process inherited (a shell's background job ignores SIGINT)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_held():
+                os.kill(os.getpid(), signal.SIGINT)
+                steps.append("first rename")
+                steps.append("second rename")
+        assert steps == ["first rename", "second rename"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 # Writes that do not go through data.atomic, and why. Anything else writing a file is a test failure.
