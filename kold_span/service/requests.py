@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.config.binding import option
-from kold_span.data.example import Context, Example, context_turns
+from kold_span.data.example import Context, Example, context_turns, text_problem
 from kold_span.errors import DataError, RequestError
 from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
 
@@ -78,7 +78,8 @@ def _refuse_constant(name: str) -> float:
 
 
 def parse_json(body: bytes) -> Any:
-    """The parsed body; invalid JSON (or NaN, or nesting past Python's recursion limit) is a 422.
+    """The parsed body; invalid JSON (or NaN, or nesting past Python's recursion limit) is a 422, and so is a
+    lone surrogate in any string (`check_unicode`).
 
     Example:
         >>> parse_json(b'{"comments": []}')
@@ -91,7 +92,7 @@ def parse_json(body: bytes) -> Any:
     if not body.strip():
         raise RequestError(422, "body: empty; expected a JSON object")
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        parsed = json.loads(body, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise RequestError(422, f"body: invalid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     except UnicodeDecodeError as err:
@@ -100,6 +101,39 @@ def parse_json(body: bytes) -> Any:
         raise RequestError(422, f"body: invalid JSON ({err})") from None
     except RecursionError:
         raise RequestError(422, "body: JSON nested too deeply") from None
+    check_unicode(parsed)
+    return parsed
+
+
+def check_unicode(value: Any, where: str = "body") -> None:
+    """Refuse (422) a parsed body holding a lone surrogate in any string, key or value, naming its field.
+
+    JSON's `"\\ud800"` parses to a string no UTF-8 answer can hold; every string a route echoes (ids,
+    tokens, attribute names, unknown fields) is checked here once, before anything runs or is stored.
+    The walk visits each value once (a stack, not recursion).
+
+    Example:
+        >>> check_unicode({"comments": [{"id": chr(0xD800)}]})
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.RequestError: comments[0].id: holds a lone surrogate (U+D800) at character 0, which is ...
+    """
+    todo: list[tuple[Any, str]] = [(value, where)]
+    while todo:
+        item, at = todo.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                raise RequestError(422, f"{at}: {problem}", at)
+        elif isinstance(item, list):
+            todo.extend((x, f"{at}[{i}]") for i, x in enumerate(item))
+        elif isinstance(item, dict):
+            prefix = "" if at == "body" else f"{at}."
+            for i, (key, x) in enumerate(item.items()):
+                problem = text_problem(key)
+                if problem:
+                    raise RequestError(422, f"{at}: the name of field {i + 1} {problem}", at)
+                todo.append((x, f"{prefix}{key}"))
 
 
 def _expect(value: Any, kinds: tuple[str, ...], where: str) -> Any:

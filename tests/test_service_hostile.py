@@ -1,0 +1,91 @@
+"""`kold-span serve` against hostile clients (issue 56): what a client sends is checked at the edge, refusals
+and failures cost nothing, errors are counted as what they are, and pages of other origins cannot post.
+
+The model stand-in of tests/test_service_http.py answers here; a real uvicorn runs on 127.0.0.1 where the
+HTTP parser matters.
+"""
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_service_http import Fake, key_file, serving
+
+SURROGATE = "\\ud800"  # as a JSON escape: JSON text may hold it, no UTF-8 answer can
+PREDICT, ANALYZE, SUGGEST = "/v1/predict", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore"
+
+
+class Counting(Fake):
+    """The stand-in, counting the comments the model ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.ran = 0
+
+    def run_encoded(self, encoded, batch_size):
+        self.ran += len(encoded)
+        return super().run_encoded(encoded, batch_size)
+
+
+# Each body has one string marked @ where a lone surrogate goes, and the field the 400/422 must name.
+ECHOED = [
+    (PREDICT, '{"comments": [{"text": "a", "id": "@"}]}', "comments[0].id"),
+    (PREDICT, '{"comments": [{"text": "a", "title": "@"}]}', "comments[0].title"),
+    (PREDICT, '{"comments": [{"text": "a", "context": ["x", "@"]}]}', "comments[0].context[1]"),
+    (PREDICT, '{"comments": [{"text": "a", "@": 1}]}', "comments[0]"),
+    (PREDICT, '{"comments": [{"text": "a"}], "perspective": {"age": "@"}}', "perspective.age"),
+    (ANALYZE, '{"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}}, "clientToken": "@"}', "clientToken"),
+    (ANALYZE, '{"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}}, "sessionId": "@"}', "sessionId"),
+    (ANALYZE, '{"comment": {"text": "a"}, "requestedAttributes": {"@": {}}}', "requestedAttributes"),
+    (ANALYZE, '{"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}}, "@": 1}', "body"),
+    (ANALYZE, '{"comment": {"text": "a"}, "requestedAttributes": {"OFF": {}}, "languages": ["@"]}', "languages[0]"),
+    (SUGGEST, '{"comment": {"text": "a"}, "attributeScores": {"OFF": {"summaryScore": {"value": 1}}}, '
+              '"clientToken": "@"}', "clientToken"),
+    (SUGGEST, '{"comment": {"text": "a"}, "attributeScores": {"@": {"summaryScore": {"value": 1}}}}',
+     "attributeScores"),
+    (SUGGEST, '{"comment": {"text": "a"}, "context": {"entries": [{"text": "@"}]}, '
+              '"attributeScores": {"OFF": {"summaryScore": {"value": 1}}}}', "context.entries[0].text"),
+]
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    fake = Counting()
+    feedback = folder / "feedback.jsonl"
+    with serving(fake, api_keys=str(key_file(folder, team="k")), daily_quota=1000,
+                 feedback_file=str(feedback)) as client:
+        yield client, fake, feedback
+
+
+def used_quota(client):
+    found = re.search(r'kold_span_key_comments_total\{key="team"\} ([0-9.]+)', client.get("/metrics").text)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.parametrize("route, body, field", ECHOED)
+def test_a_lone_surrogate_in_any_echoed_field_is_refused_naming_it_before_anything_runs(keyed, route, body, field):
+    client, fake, feedback = keyed
+    ran, charged = fake.ran, used_quota(client)
+    answer = client.post(route, content=body.replace("@", "x" + SURROGATE).encode(), headers={"x-api-key": "k"})
+    assert answer.status_code == (400 if route != PREDICT else 422), answer.text
+    error = answer.json()["error"]
+    assert error["field"] == field and "a lone surrogate" in error["message"]
+    assert (fake.ran, used_quota(client)) == (ran, charged)
+    assert not feedback.exists() or feedback.read_text(encoding="utf-8") == ""
+
+
+STRINGS = st.text(st.characters(codec="utf-8", exclude_characters='"\\'), max_size=4)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(ECHOED), before=STRINGS, after=STRINGS)
+def test_no_surrogate_anywhere_in_an_echoed_field_is_a_server_error(keyed, case, before, after):
+    route, body, field = case
+    client, fake, feedback = keyed
+    content = body.replace("@", json.dumps(before)[1:-1] + SURROGATE + json.dumps(after)[1:-1]).encode()
+    answer = client.post(route, content=content, headers={"x-api-key": "k"})
+    assert answer.status_code in (400, 422) and answer.json()["error"]["field"] == field, answer.text
+    assert not feedback.exists() or feedback.read_text(encoding="utf-8") == ""
