@@ -89,3 +89,59 @@ def test_no_surrogate_anywhere_in_an_echoed_field_is_a_server_error(keyed, case,
     answer = client.post(route, content=content, headers={"x-api-key": "k"})
     assert answer.status_code in (400, 422) and answer.json()["error"]["field"] == field, answer.text
     assert not feedback.exists() or feedback.read_text(encoding="utf-8") == ""
+
+
+class Failing(Fake):
+    """The stand-in whose batches fail once `failing` is set (after the warm-up)."""
+
+    failing = False
+
+    def run_encoded(self, encoded, batch_size):
+        if self.failing:
+            raise RuntimeError("the model failed")
+        return super().run_encoded(encoded, batch_size)
+
+
+def test_a_5xx_is_counted_and_logged_as_a_5xx_not_as_a_client_gone(tmp_path, caplog):
+    from fastapi.testclient import TestClient
+
+    from kold_span.service.app import Settings, create_app
+    from test_service import wait_ready
+
+    fake = Failing()
+    with TestClient(create_app(Settings(access_log="text"), lambda: fake), raise_server_exceptions=False) \
+            as client, caplog.at_level("INFO"):
+        wait_ready(client, 60)
+        fake.failing = True
+        assert client.post(PREDICT, json={"comments": [{"text": "a"}]}).status_code == 500
+        metrics = client.get("/metrics").text
+    assert re.search(r'kold_span_requests_total\{route="/v1/predict",status="500"\} 1', metrics)
+    assert 'status="499"' not in metrics
+    lines = [r.getMessage() for r in caplog.records if r.name == "kold_span.access"]
+    assert any(" /v1/predict 500 " in line for line in lines), lines
+    assert not any("client left" in r.getMessage() for r in caplog.records)
+
+
+def test_a_refused_or_failed_request_costs_no_quota(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from kold_span.service.app import Settings, create_app
+    from kold_span.service.requests import Limits
+    from test_service import wait_ready
+
+    fake = Failing()
+    keys = str(key_file(tmp_path, team="k"))
+    with TestClient(create_app(Settings(api_keys=keys, daily_quota=2, limits=Limits(max_comments=2)), lambda: fake),
+                    raise_server_exceptions=False) as client:
+        wait_ready(client, 60)
+        key = {"x-api-key": "k"}
+        assert client.post(PREDICT, json={"comments": [{"text": "a"}] * 3}, headers=key).status_code == 413
+        assert client.post(PREDICT, json={"comments": [{"text": ""}]}, headers=key).status_code == 422
+        fake.failing = True
+        assert client.post(PREDICT, json={"comments": [{"text": "a"}]}, headers=key).status_code == 500
+        fake.failing = False
+        assert client.post(PREDICT, json={"comments": [{"text": "a"}] * 2}, headers=key).status_code == 200
+        spent = client.post(PREDICT, json={"comments": [{"text": "a"}]}, headers=key)
+        assert spent.status_code == 429 and spent.json()["error"]["details"] == [{"errorType": "QUOTA_EXCEEDED"}]
+        metrics = client.get("/metrics").text
+    assert 'kold_span_key_comments_total{key="team"} 2.0' in metrics

@@ -6,7 +6,7 @@ is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too la
 and a `Host` not on the allow-list (400) before any route runs; adds the timing and model headers;
 counts the request in `/metrics` by route and status; and writes the access log line. A client that
 left before its answer is counted with status 499 (nginx's "client closed request") and logged in one
-quiet line, never as a server error.
+quiet line; a route that raised is counted and logged as the 500 it is answered with.
 """
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ class Front:
         scope["kold_span.request_id"] = rid
         timing = scope[TIMING] = {"queue": 0.0, "inference": 0.0}
         status = 500
-        started_response = False
+        started_response = failed = False
 
         async def send_with_headers(message: dict) -> None:
             nonlocal status, started_response
@@ -133,10 +133,11 @@ class Front:
                 await self.app(scope, receive, send_with_headers)
         except Exception as err:
             if not _client_gone(err):
+                failed = True  # a fault of ours: counted and logged as the 500 the app's outer layer sends
                 raise
             status = CLIENT_GONE
         finally:
-            if status == 500 and not started_response:  # nothing was sent: the client went first
+            if status == 500 and not started_response and not failed:  # nothing was sent: the client went first
                 status = CLIENT_GONE
             seconds = time.perf_counter() - started
             path = scope.get("path", "")

@@ -127,8 +127,9 @@ def add_routes(app: FastAPI, service: Service) -> None:
         require_room(service)
         parsed = predict_request(parse_json(await read_body(request, limits.max_bytes)), limits)
         check_perspective_for(service, parsed.perspective)
-        access.charge(key, len(parsed.examples))
+        access.check_quota(key, len(parsed.examples))
         records = await score(service, request, [Item(e, parsed.perspective) for e in parsed.examples])
+        access.charge(key, len(records))
         return JSONResponse({"predictions": records})
 
     @app.post("/v1/predict/file", summary="An uploaded .txt/.csv/.tsv/.jsonl file, answered as predict's JSONL")
@@ -140,8 +141,9 @@ def add_routes(app: FastAPI, service: Service) -> None:
         data = await read_body(request, limits.max_bytes)
         examples = await run_in_threadpool(upload_examples, filename, data, limits, text_column or None,
                                            context_column or None, id_column or None, quoting)
-        access.charge(key, len(examples))
+        access.check_quota(key, len(examples))
         records = await score(service, request, [Item(e) for e in examples])
+        access.charge(key, len(records))
         lines = "".join(json_text(r) + "\n" for r in records)
         return Response(lines, media_type="application/x-ndjson")
 
@@ -152,9 +154,11 @@ def add_routes(app: FastAPI, service: Service) -> None:
         parsed = analyze_request(parse_json(await read_body(request, limits.max_bytes)), limits)
         assert service.attributes is not None
         languages = check_analyze(parsed, service.attributes)
-        access.charge(key, 1)
+        access.check_quota(key, 1)
         [record] = await score(service, request, [Item(parsed.example)])
-        return JSONResponse(analyze_response(parsed, record, service.attributes, languages))
+        answer = analyze_response(parsed, record, service.attributes, languages)
+        access.charge(key, 1)
+        return JSONResponse(answer)
 
     @app.post("/v1alpha1/comments:suggestscore", summary="Perspective's SuggestCommentScore: a moderator's "
                                                           "corrected labels and spans, kept as training data")
@@ -166,7 +170,8 @@ def add_routes(app: FastAPI, service: Service) -> None:
             raise RequestError(503, "the model is still loading; GET /readyz says 200 once it is ready", "model")
         body = parse_json(await read_body(request, limits.max_bytes))
         example, token = suggestion(body, limits, service.attributes, key.name if key else "anonymous")
-        access.charge(key, 1)
+        access.check_quota(key, 1)
         await run_in_threadpool(feedback.append, example, {"model_sha256": service.identity.sha256,
                                                            "request_id": REQUEST_ID.get()})
+        access.charge(key, 1)
         return JSONResponse({"clientToken": token} if token is not None else {})
