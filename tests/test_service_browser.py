@@ -271,7 +271,7 @@ def test_each_refusal_is_a_sentence_and_retry_after_is_said_in_words(browser, se
             message: "m", field: "key", details: errorType ? [{errorType}] : undefined}}),
             {status, headers: retry ? {"Retry-After": String(retry)} : {}});
         Promise.all([answer(429, "QUEUE_FULL", 3), answer(429, null, 1), answer(429, "RATE_LIMIT_EXCEEDED", 90),
-                     answer(429, "QUOTA_EXCEEDED", 86399), answer(429, "FEEDBACK_FULL", 1), answer(401),
+                     answer(429, "QUOTA_EXCEEDED", 86399), answer(507, "FEEDBACK_FULL"), answer(401),
                      answer(403)].map(problem))
           .then((sentences) => done([sentences, [1, 2, 59, 60, 61, 3600, 3601, 7200].map(inWords)]));""")
     sentences, words = said

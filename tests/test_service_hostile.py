@@ -145,3 +145,41 @@ def test_a_refused_or_failed_request_costs_no_quota(tmp_path):
         assert spent.status_code == 429 and spent.json()["error"]["details"] == [{"errorType": "QUOTA_EXCEEDED"}]
         metrics = client.get("/metrics").text
     assert 'kold_span_key_comments_total{key="team"} 2.0' in metrics
+
+
+def test_one_client_fills_only_its_share_of_the_feedback_file_and_a_full_file_is_507(tmp_path):
+    path = tmp_path / "feedback.jsonl"
+    body = {"comment": {"text": "너 진짜 바보냐"}, "attributeScores": {"OFF": {"summaryScore": {"value": 1}}}}
+    keys = str(key_file(tmp_path, flood="f", kim="k"))
+    with serving(api_keys=keys, feedback_file=str(path), feedback_max_bytes=4000, feedback_key_share=0.5,
+                 feedback_max_request_bytes=1000) as client:
+        for _ in range(40):  # bounded: the share (2000 bytes) is a few lines
+            flood = client.post(SUGGEST, json=body, headers={"x-api-key": "f"})
+            if flood.status_code != 200:
+                break
+        assert flood.status_code == 507 and "retry-after" not in flood.headers
+        assert flood.json()["error"]["details"] == [{"errorType": "FEEDBACK_FULL"}]
+        assert "flood's share" in flood.json()["error"]["message"]
+        assert client.post(SUGGEST, json=body, headers={"x-api-key": "k"}).status_code == 200  # others still can
+        big = {**body, "comment": {"text": "바보 " * 300}}
+        too_big = client.post(SUGGEST, json=big, headers={"x-api-key": "k"})
+        assert too_big.status_code == 413 and "(--feedback-max-request-bytes)" in too_big.json()["error"]["message"]
+    with serving(api_keys=keys, feedback_file=str(path), feedback_max_bytes=4000, feedback_key_share=0.5) as client:
+        assert client.post(SUGGEST, json=body, headers={"x-api-key": "f"}).status_code == 507  # counted from the file
+
+
+@pytest.mark.parametrize("scores, languages, field", [
+    ({"TOXICITY": {"summaryScore": {"value": 1}}, "OFF": {"summaryScore": {"value": 0}}}, None,
+     "attributeScores.OFF.summaryScore"),
+    ({"OFF": {}}, None, "attributeScores.OFF"),
+    ({"OFF": {"summaryScore": {"value": 1}}}, ["en"], "languages"),
+])
+def test_conflicting_empty_or_unreadable_corrections_are_400s(tmp_path, scores, languages, field):
+    path = tmp_path / "feedback.jsonl"
+    body = {"comment": {"text": "너 진짜 바보냐"}, "attributeScores": scores}
+    if languages:
+        body["languages"] = languages
+    with serving(feedback_file=str(path)) as client:
+        answer = client.post(SUGGEST, json=body)
+        assert answer.status_code == 400 and answer.json()["error"]["field"] == field, answer.text
+    assert not path.exists() or path.read_text(encoding="utf-8") == ""

@@ -457,7 +457,7 @@ def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator
                                              "spanScores": [{"begin": 5, "end": 7, "score": {"value": 1}}]}},
             "clientToken": "fix-1"}
     with serving(api_keys=str(key_file(tmp_path, mod_kim="kim-key")), feedback_file=str(path),
-                 feedback_max_bytes=1500) as client:
+                 feedback_max_bytes=1500, feedback_key_share=1.0) as client:
         key = {"X-API-Key": "kim-key"}
         answer = client.post(suggest, json=body, headers=key)
         assert (answer.status_code, answer.json()) == (200, {"clientToken": "fix-1"})
@@ -469,7 +469,8 @@ def test_a_moderators_suggestion_is_appended_as_training_data_with_the_moderator
         assert client.post(suggest, json=body).status_code == 401
         while (full := client.post(suggest, json=body, headers=key)).status_code == 200:
             assert path.stat().st_size <= 1500
-        assert full.status_code == 429 and "--feedback-max-bytes)" in full.json()["error"]["message"]
+        assert full.status_code == 507 and "--feedback-max-bytes)" in full.json()["error"]["message"]
+        assert "retry-after" not in full.headers
         assert full.json()["error"]["details"] == [{"errorType": "FEEDBACK_FULL"}]
     examples = corpora.read("jsonl", path)  # what train reads with data.format: jsonl
     first, second = examples[0], examples[1]

@@ -50,7 +50,8 @@ def service_info(service: Service) -> dict[str, Any]:
                      "order": "requests take turns, fewest characters waiting first"},
         "access": {"api_keys": ring is not None, **(ring.describe() if ring else {}),
                    "cors_origins": list(s.cors_origins), "allowed_hosts": list(s.allowed_hosts)},
-        "feedback": {"enabled": s.feedback_file is not None, "max_bytes": s.feedback_max_bytes},
+        "feedback": {"enabled": s.feedback_file is not None, "max_bytes": s.feedback_max_bytes,
+                     "key_share": s.feedback_key_share, "max_request_bytes": s.feedback_max_request_bytes},
         "versions": versions(),
     }
     if service.model is not None and service.attributes is not None:
@@ -81,7 +82,8 @@ def add_routes(app: FastAPI, service: Service) -> None:
     """Every route of `ROUTES` on `app`, each GET one answering HEAD too."""
     settings, access = service.settings, service.access
     limits = settings.limits
-    feedback = FeedbackFile(settings.feedback_file, settings.feedback_max_bytes) if settings.feedback_file else None
+    feedback = FeedbackFile(settings.feedback_file, settings.feedback_max_bytes, settings.feedback_key_share,
+                            settings.feedback_max_request_bytes) if settings.feedback_file else None
     page_html = PAGE.read_text(encoding="utf-8")
     docs_html = (STATIC / "docs.html").read_text(encoding="utf-8")
     list_get_routes_once(app)

@@ -65,7 +65,11 @@ class Settings:
     feedback_file: Optional[str] = option(
         "keep moderators' corrections (POST /v1alpha1/comments:suggestscore) as training data: canonical JSONL "
         "appended to FILE (default: the route is off)", flag="--feedback", metavar="FILE", type="path")
-    feedback_max_bytes: int = option("the feedback file's size cap (429 past it)", 100 * 1024 * 1024)
+    feedback_max_bytes: int = option("the feedback file's size cap (507 past it)", 100 * 1024 * 1024)
+    feedback_key_share: float = option("the share of --feedback-max-bytes one API key's suggestions may take (all "
+                                       "clients without a key together count as one, 'anonymous'; 507 past it)",
+                                       0.25)
+    feedback_max_request_bytes: int = option("bytes of one suggestion as a feedback line (413 past it)", 262144)
     model_name: Optional[str] = option("the model's name in /info and the X-Model header (default: the last two "
                                        "parts of its directory)")
     drain_seconds: float = option("on SIGTERM, how long requests in flight may take to finish", 60.0)
