@@ -183,3 +183,51 @@ def test_conflicting_empty_or_unreadable_corrections_are_400s(tmp_path, scores, 
         answer = client.post(SUGGEST, json=body)
         assert answer.status_code == 400 and answer.json()["error"]["field"] == field, answer.text
     assert not path.exists() or path.read_text(encoding="utf-8") == ""
+
+
+def test_no_redirect_is_built_from_the_host_header():
+    with serving(api_keys=None) as client:
+        answer = client.post("/v1/predict/?key=K", json={"comments": [{"text": "a"}]}, headers={"Host": "evil"},
+                             follow_redirects=False)
+        assert answer.status_code == 404 and "location" not in answer.headers
+        assert "evil" not in answer.text
+
+
+def raw_request(port, request: bytes, timeout=10):
+    """Status and bytes of the answer to one raw HTTP request on a fresh connection."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
+        conn.sendall(request)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1]), data
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_allowed_hosts_checks_an_absolute_form_request_target(http):
+    from test_service_http import live_server
+
+    body = b'{"comments": [{"text": "a"}]}'
+    with live_server(Fake(), http=http, allowed_hosts=("127.0.0.1",)) as (port, service):
+        status, data = raw_request(port, b"POST http://evil.example/v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                         b"Content-Type: application/json\r\nConnection: close\r\n"
+                                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert status == 400 and b"evil.example" in data and b"--allowed-hosts" in data
+        status, _ = raw_request(port, b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert status == 200
+
+
+@pytest.mark.parametrize("trusted, seen", [((), "127.0.0.1"), (("127.0.0.1",), "6.6.6.6")])
+def test_x_forwarded_for_is_believed_only_from_trusted_proxies(caplog, trusted, seen):
+    from test_service_http import live_server
+
+    with caplog.at_level("INFO", logger="kold_span.access"), \
+            live_server(Fake(), access_log="json", trusted_proxies=trusted) as (port, service):
+        status, _ = raw_request(port, b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 6.6.6.6\r\n"
+                                      b"Connection: close\r\n\r\n")
+        assert status == 200
+    [line] = [json.loads(r.getMessage()) for r in caplog.records if r.name == "kold_span.access"
+              and '"/livez"' in r.getMessage()]
+    assert line["client"] == seen

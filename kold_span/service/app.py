@@ -40,6 +40,7 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
     service = Service(settings, load)
     app = FastAPI(title="kold-span", version=versions().get("kold-span", ""), lifespan=service.lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  redirect_slashes=False,  # Starlette builds the Location from the Host header: a key sent elsewhere
                   description="Offensive-language detection with character spans; see docs/SERVICE.md.")
     app.state.service = service
     if settings.cors_origins:

@@ -3,7 +3,7 @@
 `Front` wraps the whole app. For each HTTP request it takes the client's `X-Request-ID` (or makes
 one) and puts it in the response, in the error body and in every log line written while the request
 is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431)
-and a `Host` not on the allow-list (400) before any route runs; adds the timing and model headers;
+and a `Host` (or an absolute-form request target's host) not on the allow-list (400) before any route runs; adds the timing and model headers;
 counts the request in `/metrics` by route and status; and writes the access log line. A client that
 left before its answer is counted with status 499 (nginx's "client closed request") and logged in one
 quiet line; a route that raised is counted and logged as the 500 it is answered with.
@@ -17,11 +17,13 @@ import time
 import uuid
 from http import HTTPStatus
 from typing import Any, Callable, Optional
+from urllib.parse import urlsplit
 
 from starlette.requests import ClientDisconnect
 
 from kold_span.data.jsonl import json_text
 from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.server import TARGET
 from kold_span.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,21 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+def target_authority(scope: dict) -> Optional[str]:
+    """The host an absolute-form request target (`POST http://host/path`) names, or None for a path.
+
+    httptools leaves only the path in the scope (the guard keeps the target in `TARGET`); h11 keeps it whole.
+
+    Example:
+        >>> target_authority({"path": "/v1/predict"}), target_authority({"path": "http://u@evil:81/v1/predict"})
+        (None, 'evil:81')
+    """
+    target = scope.get(TARGET) or scope.get("path", "")
+    if target.startswith(("/", "*")) or not target:
+        return None
+    return urlsplit(target).netloc.rpartition("@")[2]
+
+
 class Front:
     """The outermost ASGI middleware (see the module docstring)."""
 
@@ -125,7 +142,7 @@ class Front:
             await send(message)
 
         try:
-            refusal = self._refusal(headers)
+            refusal = self._refusal(scope, headers)
             if refusal is not None:
                 code, message, field = refusal
                 await self._send_error(send_with_headers, code, message, field, rid)
@@ -147,7 +164,7 @@ class Front:
             self._access(scope, status, seconds, rid)
             REQUEST_ID.reset(token)
 
-    def _refusal(self, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
+    def _refusal(self, scope: dict, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
         s = self.settings
         if len(headers) > s.max_headers:
             return 431, f"headers: {len(headers)}, over the limit of {s.max_headers} (--max-headers)", "headers"
@@ -159,6 +176,9 @@ class Front:
             host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
             if not host_allowed(host, s.allowed_hosts):
                 return 400, f"Host: {host[:100]!r} is not served here (--allowed-hosts)", "Host"
+            target = target_authority(scope)
+            if target is not None and not host_allowed(target, s.allowed_hosts):
+                return 400, f"the request target's host {target[:100]!r} is not served here (--allowed-hosts)", "Host"
         return None
 
     async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:

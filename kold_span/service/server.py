@@ -67,6 +67,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+TARGET = "kold_span.target"  # the scope key of an absolute-form request target (`http://host/path`)
 HEADERS_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s")
 
@@ -124,6 +125,12 @@ class _Guard:
         if waiting and self._in_request():
             self._stop_timer()
 
+    def on_headers_complete(self) -> None:  # noqa: D102 (httptools only: h11 keeps the whole target as the path)
+        super().on_headers_complete()  # type: ignore[misc]
+        target = self.url  # type: ignore[attr-defined]
+        if not target.startswith((b"/", b"*")):  # an absolute-form target names its host; the app's scope would not
+            self.scope[TARGET] = target.decode("latin-1")  # type: ignore[attr-defined]
+
     def _stop_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -169,7 +176,10 @@ def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: s
     config = uvicorn.Config(app, lifespan="on", access_log=False, log_level=log_level,
                             timeout_graceful_shutdown=drain_seconds, http=guarded_protocol(http, connections),
                             limit_concurrency=connections.max_connections, timeout_keep_alive=connections.keep_alive,
-                            h11_max_incomplete_event_size=connections.max_header_bytes, server_header=False)
+                            h11_max_incomplete_event_size=connections.max_header_bytes, server_header=False,
+                            # X-Forwarded-For only from --trusted-proxies (uvicorn's default trusts 127.0.0.1)
+                            proxy_headers=bool(app.state.service.settings.trusted_proxies),
+                            forwarded_allow_ips=list(app.state.service.settings.trusted_proxies) or None)
     server = uvicorn.Server(config)
     service = app.state.service
     service.on_failure = lambda err: setattr(server, "should_exit", True)

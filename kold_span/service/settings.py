@@ -57,6 +57,10 @@ class Settings:
                                            action="append", metavar="ORIGIN")
     allowed_hosts: tuple[str, ...] = option("Host header values served (e.g. api.example.com *.example.com); others "
                                             "get 400", (), action="extend", nargs="+", metavar="HOST")
+    trusted_proxies: tuple[str, ...] = option(
+        "addresses or networks (10.0.0.0/8) of the proxies in front: only from these is X-Forwarded-For believed as "
+        "the client's address (default none: the connection's address is the client's)", (), action="extend",
+        nargs="+", metavar="ADDR")
     api_keys: Optional[str] = option("require an API key on /v1 routes: FILE holds 'NAME SHA256' lines "
                                      "(docs/SERVICE.md)", metavar="FILE")
     rate_limit: Optional[str] = option("requests per key, e.g. 20/second (with --api-keys; 429 past it)",
