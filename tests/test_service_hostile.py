@@ -231,3 +231,39 @@ def test_x_forwarded_for_is_believed_only_from_trusted_proxies(caplog, trusted, 
     [line] = [json.loads(r.getMessage()) for r in caplog.records if r.name == "kold_span.access"
               and '"/livez"' in r.getMessage()]
     assert line["client"] == seen
+
+
+def test_the_pages_forbid_framing_sniffing_and_scripts_from_elsewhere():
+    import base64
+    import hashlib
+
+    with serving() as client:
+        for path in ("/", "/docs"):
+            page = client.get(path)
+            headers = page.headers
+            assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
+            assert headers["referrer-policy"] == "no-referrer"
+            policy = dict(part.strip().split(" ", 1) for part in headers["content-security-policy"].split(";"))
+            assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+            assert policy["connect-src"] == "'self'" and "unsafe-inline" not in headers["content-security-policy"]
+            script = re.search(r"<script>(.*?)</script>", page.text, re.S).group(1)
+            digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+            assert policy["script-src"] == f"'sha256-{digest}'"  # the page's own script, and only it
+
+
+@pytest.mark.parametrize("keys", [False, True])
+def test_a_page_of_another_origin_cannot_post(tmp_path, keys):
+    path = tmp_path / "feedback.jsonl"
+    options = {"api_keys": str(key_file(tmp_path, team="k"))} if keys else {}
+    body = json.dumps({"comment": {"text": "너 진짜 바보냐"},
+                       "attributeScores": {"OFF": {"summaryScore": {"value": 1}}}}).encode()
+    with serving(feedback_file=str(path), cors_origins=("https://mod.example",), **options) as client:
+        key = {"x-api-key": "k"} if keys else {}
+        for origin in ("http://evil.example", "null", "http://testserver.evil.example", "https://testserver:8443"):
+            forged = client.post(SUGGEST, content=body, headers={"Content-Type": "text/plain", "Origin": origin, **key})
+            assert forged.status_code == 403 and forged.json()["error"]["field"] == "Origin", origin
+        assert not path.exists() or path.read_text(encoding="utf-8") == ""
+        for origin in (None, "http://testserver", "https://mod.example"):  # no Origin, the same, a --cors-origin
+            headers = {"Origin": origin, **key} if origin else key
+            assert client.post(SUGGEST, content=body, headers=headers).status_code == 200, origin
+        assert client.get("/info", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are not

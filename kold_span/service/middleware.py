@@ -2,8 +2,9 @@
 
 `Front` wraps the whole app. For each HTTP request it takes the client's `X-Request-ID` (or makes
 one) and puts it in the response, in the error body and in every log line written while the request
-is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431)
-and a `Host` (or an absolute-form request target's host) not on the allow-list (400) before any route runs; adds the timing and model headers;
+is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431),
+a `Host` (or an absolute-form request target's host) not on the allow-list (400) and a state-changing
+request from a page of another origin (403, CSRF) before any route runs; adds the timing and model headers;
 counts the request in `/metrics` by route and status; and writes the access log line. A client that
 left before its answer is counted with status 499 (nginx's "client closed request") and logged in one
 quiet line; a route that raised is counted and logged as the 500 it is answered with.
@@ -89,6 +90,30 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
         if pattern == "*" or name == pattern or (pattern.startswith("*.") and name.endswith(pattern[1:])):
             return True
     return False
+
+
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # routes that change nothing; others refuse a foreign Origin (CSRF)
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def origin_allowed(origin: str, host: str, cors_origins: tuple[str, ...]) -> bool:
+    """Whether a request's `Origin` may change state here: this service's own (the `Host` it was sent to), or
+    one of `--cors-origin`. An opaque origin (`null`) never may.
+
+    Example:
+        >>> origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", ()), origin_allowed("https://a.b", "a.b", ())
+        (True, True)
+        >>> origin_allowed("http://evil.example", "127.0.0.1:8080", ()), origin_allowed("null", "x", ())
+        (False, False)
+    """
+    if origin in cors_origins:
+        return True
+    scheme, _, rest = origin.lower().partition("://")
+    if scheme not in DEFAULT_PORTS or not rest:
+        return False
+    default = ":" + DEFAULT_PORTS[scheme]
+    own = host.lower()
+    return rest.removesuffix(default) == own.removesuffix(":80").removesuffix(":443")
 
 
 def target_authority(scope: dict) -> Optional[str]:
@@ -179,6 +204,13 @@ class Front:
             target = target_authority(scope)
             if target is not None and not host_allowed(target, s.allowed_hosts):
                 return 400, f"the request target's host {target[:100]!r} is not served here (--allowed-hosts)", "Host"
+        origin = next((v for k, v in headers if k == b"origin"), None)
+        if origin is not None and scope.get("method") not in SAFE_METHODS:
+            host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
+            shown = origin.decode("latin-1")
+            if not origin_allowed(shown, host, s.cors_origins):
+                return 403, f"Origin: {shown[:100]!r} may not post here: only pages of this service and of " \
+                            "--cors-origin may (a page of another site cannot act for its visitor)", "Origin"
         return None
 
     async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:
