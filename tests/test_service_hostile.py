@@ -267,3 +267,43 @@ def test_a_page_of_another_origin_cannot_post(tmp_path, keys):
             headers = {"Origin": origin, **key} if origin else key
             assert client.post(SUGGEST, content=body, headers=headers).status_code == 200, origin
         assert client.get("/info", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are not
+
+
+class Spanning(Fake):
+    """The stand-in marking each comment's last two characters as an OFF span."""
+
+    def format(self, text, merged):
+        record = super().format(text, merged)
+        return {**record, "spans": [{"type": "OFF", "start": len(text) - 2, "end": len(text), "text": text[-2:],
+                                     "score": 0.9}]}
+
+
+def test_perspectives_span_offsets_are_utf16_units_and_v1s_are_code_points_unless_asked():
+    text = "😀 너 바보"  # the emoji is one code point and two UTF-16 units: 바보 is [4, 6) and [5, 7)
+    with serving(Spanning()) as client:
+        analyzed = client.post(ANALYZE, json={"comment": {"text": text}, "requestedAttributes": {"OFF": {}},
+                                              "spanAnnotations": True}).json()
+        [span] = analyzed["attributeScores"]["OFF"]["spanScores"]
+        assert (span["begin"], span["end"]) == (5, 7)
+        [record] = client.post(PREDICT, json={"comments": [{"text": text}]}).json()["predictions"]
+        assert [(s["start"], s["end"]) for s in record["spans"]] == [(4, 6)]
+        [record] = client.post(PREDICT + "?offsets=utf-16", json={"comments": [{"text": text}]}).json()["predictions"]
+        assert [(s["start"], s["end"]) for s in record["spans"]] == [(5, 7)]
+        assert client.post(PREDICT + "?offsets=bytes", json={"comments": [{"text": text}]}).status_code == 422
+
+
+def test_suggested_spans_are_read_as_utf16_units(tmp_path):
+    path = tmp_path / "feedback.jsonl"
+    text = "😀 너 바보"
+
+    def suggest(client, begin, end):
+        return client.post(SUGGEST, json={"comment": {"text": text}, "attributeScores": {"OFF": {
+            "summaryScore": {"value": 1}, "spanScores": [{"begin": begin, "end": end, "score": {"value": 1}}]}}})
+
+    with serving(feedback_file=str(path)) as client:
+        assert suggest(client, 5, 7).status_code == 200
+        inside = suggest(client, 1, 7)  # unit 1 is the second half of the emoji
+        assert inside.status_code == 400 and "surrogate pair" in inside.json()["error"]["message"]
+        assert suggest(client, 5, 8).status_code == 400  # past the 7 units
+    [line] = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["spans"] == {"OFF": [[4, 6]]}

@@ -36,6 +36,7 @@ from kold_span.config.yaml12 import yaml_load
 from kold_span.errors import ConfigError, RequestError
 from kold_span.models.tasks import Task
 from kold_span.service.requests import AnalyzeRequest
+from kold_span.text.align import utf16_units
 
 DEFAULT_LANGUAGES = ("ko",)
 
@@ -64,9 +65,13 @@ class Attribute:
             return float(record["labels"][self.task]["probs"][self.label])
         return max((s["score"] for s in record["spans"] if s["type"] == self.span_type), default=0.0)
 
-    def span_scores(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        """Perspective's `spanScores`: the record's spans of this attribute's type."""
-        return [{"begin": s["start"], "end": s["end"], "score": {"value": s["score"], "type": "PROBABILITY"}}
+    def span_scores(self, record: dict[str, Any], units: Optional[list[int]] = None) -> list[dict[str, Any]]:
+        """Perspective's `spanScores`: the record's spans of this attribute's type, at code-point offsets, or at
+        UTF-16 offsets (Perspective's) given `units` (`text.align.utf16_units` of the comment)."""
+        def at(offset: int) -> int:
+            return units[offset] if units is not None else offset
+
+        return [{"begin": at(s["start"]), "end": at(s["end"]), "score": {"value": s["score"], "type": "PROBABILITY"}}
                 for s in record["spans"] if s["type"] == self.span_type]
 
     def describe(self) -> dict[str, Any]:
@@ -286,7 +291,7 @@ def analyze_response(request: AnalyzeRequest, record: dict[str, Any], mapping: A
             continue
         entry: dict[str, Any] = {"summaryScore": {"value": value, "type": "PROBABILITY"}}
         if request.span_annotations and attribute.spans:
-            entry["spanScores"] = attribute.span_scores(record)
+            entry["spanScores"] = attribute.span_scores(record, utf16_units(request.example.text))
         scores[name] = entry
     languages = list(request.languages or languages or mapping.languages)
     response: dict[str, Any] = {"attributeScores": scores, "languages": languages}

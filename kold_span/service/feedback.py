@@ -2,7 +2,8 @@
 
 `POST /v1alpha1/comments:suggestscore` takes a comment and the scores a moderator says it should
 have had: per attribute a `summaryScore` (≥ 0.5: the attribute's label holds) and `spanScores`
-(the character spans, each kept when its score is ≥ 0.5). With `--feedback FILE` each suggestion
+(the spans, each kept when its score is ≥ 0.5; `begin`/`end` in UTF-16 code units, as Perspective counts them,
+stored as code points). With `--feedback FILE` each suggestion
 becomes one line of the canonical JSONL that `kold-span convert` writes and `train` reads
 (`data.format: jsonl`): the example's labels and spans, and the same as one `annotations` entry
 whose annotator is the moderator (the API key's name, else `anonymous`). Lines are appended with
@@ -27,6 +28,7 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import RequestError
 from kold_span.service.attributes import AttributeMap, check_analyze
 from kold_span.service.requests import AnalyzeRequest, Limits, _expect, _object, analyze_request
+from kold_span.text.align import from_utf16, utf16_units
 
 SUGGEST_FIELDS = ("comment", "context", "attributeScores", "languages", "communityId", "clientToken", "sessionId")
 
@@ -54,6 +56,7 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
                                               "requestedAttributes": {name: {} for name in scores}}, limits)
     check_analyze(parsed, mapping)  # a language the model does not read is analyze's 400
     text = parsed.example.text
+    units = utf16_units(text)  # Perspective's spanScores count UTF-16 code units
     labels: dict[str, Any] = {}
     said_by: dict[str, str] = {}  # task → the attribute that gave its label
     spans: dict[str, list[tuple[int, int]]] = {}
@@ -86,11 +89,15 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
                 at = f"{where}.spanScores[{i}]"
                 span = _object(span, at, ("begin", "end", "score"), ("begin", "end"))
                 begin, end = (_expect(span[k], ("number",), f"{at}.{k}") for k in ("begin", "end"))
-                if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end <= len(text)):
+                if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end <= units[-1]):
                     raise RequestError(400, f"{at}: begin and end must be whole numbers with 0 <= begin < end <= "
-                                            f"{len(text)} (the comment's length)", at)
+                                            f"{units[-1]} (the comment's length in UTF-16 code units)", at)
+                start, stop = from_utf16(units, begin), from_utf16(units, end)
+                if start is None or stop is None:
+                    raise RequestError(400, f"{at}: begin or end falls inside a character (between the two UTF-16 "
+                                            "units of a surrogate pair)", at)
                 if "score" not in span or _score(span["score"], f"{at}.score") >= 0.5:
-                    found.append((begin, end))
+                    found.append((start, stop))
             spans[attribute.span_type] = sorted(set(found))
     example = Example(id=f"feedback-{uuid.uuid4().hex}", text=text, context=parsed.example.context, labels=labels,
                       spans=spans, annotations=[Annotation(annotator, dict(labels), dict(spans))],

@@ -31,11 +31,26 @@ from kold_span.service.lifecycle import Service, versions
 from kold_span.service.middleware import REQUEST_ID
 from kold_span.service.model import Item
 from kold_span.service.requests import analyze_request, parse_json, predict_request, upload_examples
+from kold_span.text.align import utf16_units
 
 STATIC = Path(__file__).parent / "static"
 PAGE = STATIC / "index.html"
 ROUTES = ("/", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs", "/v1/predict",
           "/v1/predict/file", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore")
+
+
+OFFSETS = ("code-points", "utf-16")  # how /v1/predict counts span offsets (?offsets=)
+
+
+def in_utf16(record: dict[str, Any]) -> dict[str, Any]:
+    """A prediction record with its spans' `start`/`end` in UTF-16 code units (JavaScript's string indices).
+
+    Example:
+        >>> in_utf16({"text": "😀 바보", "spans": [{"start": 2, "end": 4}]})["spans"]
+        [{'start': 3, 'end': 5}]
+    """
+    units = utf16_units(record["text"])
+    return {**record, "spans": [{**s, "start": units[s["start"]], "end": units[s["end"]]} for s in record["spans"]]}
 
 
 def service_info(service: Service) -> dict[str, Any]:
@@ -149,14 +164,18 @@ def add_routes(app: FastAPI, service: Service) -> None:
         return Response(service.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/predict", summary="Comments in, what `kold-span predict` writes out, per comment")
-    async def predict(request: Request) -> JSONResponse:
+    async def predict(request: Request, offsets: str = "code-points") -> JSONResponse:
         key = access.authorize(request)
+        if offsets not in OFFSETS:
+            raise RequestError(422, f"offsets: {offsets[:40]!r}; expected one of {', '.join(OFFSETS)}", "offsets")
         require_room(service)
         parsed = predict_request(parse_json(await read_body(request, limits.max_bytes)), limits)
         check_perspective_for(service, parsed.perspective)
         access.check_quota(key, len(parsed.examples))
         records = await score(service, request, [Item(e, parsed.perspective) for e in parsed.examples])
         access.charge(key, len(records))
+        if offsets == "utf-16":
+            records = [in_utf16(r) for r in records]
         return JSONResponse({"predictions": records})
 
     @app.post("/v1/predict/file", summary="An uploaded .txt/.csv/.tsv/.jsonl file, answered as predict's JSONL")
