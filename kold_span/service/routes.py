@@ -26,6 +26,7 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import RequestError
 from kold_span.service.admission import check_perspective_for, read_body, require_room, score
 from kold_span.service.attributes import analyze_response, check_analyze
+from kold_span.service.discovery import VERSION, discovery_document
 from kold_span.service.feedback import FeedbackFile, suggestion
 from kold_span.service.lifecycle import Service, versions
 from kold_span.service.middleware import REQUEST_ID
@@ -35,7 +36,7 @@ from kold_span.text.align import utf16_units
 
 STATIC = Path(__file__).parent / "static"
 PAGE = STATIC / "index.html"
-ROUTES = ("/", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs", "/v1/predict",
+ROUTES = ("/", "/$discovery/rest", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs", "/v1/predict",
           "/v1/predict/file", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore")
 
 
@@ -93,7 +94,8 @@ def page_headers(html: str) -> dict[str, str]:
         return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(x.encode()).digest()).decode()}'" for x in found)
 
     policy = {"default-src": "'none'", "script-src": hashes("script") or "'none'",
-              "style-src": hashes("style") or "'none'", "connect-src": "'self'", "img-src": "'self' data:",
+              # blob: the upload's answer, offered as a download from memory
+              "style-src": hashes("style") or "'none'", "connect-src": "'self' blob:", "img-src": "'self' data:",
               "base-uri": "'none'", "form-action": "'none'", "frame-ancestors": "'none'"}
     return {"Content-Security-Policy": "; ".join(f"{k} {v}" for k, v in policy.items()), "X-Frame-Options": "DENY",
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -139,6 +141,14 @@ def add_routes(app: FastAPI, service: Service) -> None:
     async def docs() -> HTMLResponse:
         """The API's routes from /openapi.json, on a page that loads nothing from elsewhere."""
         return HTMLResponse(docs_html, headers=docs_security)
+
+    @get("/$discovery/rest", include_in_schema=False)
+    async def discovery(request: Request, version: str = VERSION) -> JSONResponse:
+        """Perspective's discovery document, with this service as its rootUrl (for Google's API clients)."""
+        if version != VERSION:
+            raise RequestError(404, f"version: only {VERSION} is described here, got {version[:40]!r}", "version")
+        return JSONResponse(discovery_document(str(request.base_url)),
+                            headers={"Cache-Control": "no-store", "Vary": "Host"})  # its rootUrl is the Host's
 
     @get("/livez", summary="Liveness: the process answers (200 whatever the model's state)")
     async def livez() -> JSONResponse:
