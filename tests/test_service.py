@@ -445,7 +445,8 @@ def test_every_limit_class_of_the_fuzz_is_within_its_reach(fuzz_client, route, b
 def test_no_body_is_a_server_error(fuzz_client, case):
     route, body = case
     response = fuzz_client.post(route, content=body)
-    assert response.status_code in (200, 400, 413, 422), (response.status_code, response.text)
+    assert response.status_code in (200, 400, 413, 422) or (response.status_code, route) == (415, FILE + "f.xml"), \
+        (response.status_code, response.text)
     if response.status_code != 200:
         error = response.json()["error"]
         assert {"code", "status", "message", "field", "requestId"} <= set(error) <= {

@@ -307,3 +307,49 @@ def test_suggested_spans_are_read_as_utf16_units(tmp_path):
         assert suggest(client, 5, 8).status_code == 400  # past the 7 units
     [line] = path.read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["spans"] == {"OFF": [[4, 6]]}
+
+
+FILE = "/v1/predict/file?filename="
+
+
+def test_uploads_only_in_the_documented_formats_and_never_multipart():
+    with serving() as client:
+        parquet = client.post(FILE + "comments.parquet", content=b"PAR1" + b"\x00" * 545 + b"PAR1")
+        assert parquet.status_code == 415
+        assert all(x in parquet.json()["error"]["message"] for x in (".txt", ".csv", ".tsv", ".jsonl"))
+        files = {"file": ("comments.txt", b"comment one\ncomment two\n", "text/plain")}
+        for route in (FILE + "comments.txt", PREDICT, ANALYZE):
+            multipart = client.post(route, files=files)
+            assert multipart.status_code == 415 and "multipart" in multipart.json()["error"]["message"], route
+
+
+def test_a_100000_column_header_is_read_at_once():
+    header = ",".join(f"c{i}" for i in range(100_000)) + ",comment"
+    row = "," * 100_000 + "바보"
+    with serving() as client:
+        answer = client.post(FILE + "wide.csv", content=f"{header}\n{row}\n".encode())
+        assert answer.status_code == 200 and json.loads(answer.text)["text"] == "바보"
+        missing = client.post(FILE + "wide.csv", content=",".join(f"c{i}" for i in range(100_000)).encode() + b"\n")
+        assert missing.status_code == 422 and len(missing.content) < 4096
+
+
+def test_an_error_listing_many_names_lists_a_bounded_number_and_says_how_many_more():
+    names = {f"NAME{i}": {} for i in range(50)}
+    with serving() as client:
+        answer = client.post(ANALYZE, json={"comment": {"text": "바보"}, "requestedAttributes": names})
+        assert answer.status_code == 400 and "and 30 more" in answer.json()["error"]["message"]
+        huge_name = client.post(PREDICT, json={"comments": [{"text": "a", "x" * 200_000: 1}]})
+        assert huge_name.status_code == 422 and len(huge_name.content) < 4096
+
+
+@pytest.mark.parametrize("route, body, field", [
+    (ANALYZE, {"comment": {"text": "바보"}, "requestedAttributes": {f"A{i}": {} for i in range(200_000)}},
+     "requestedAttributes"),
+    (SUGGEST, {"comment": {"text": "바보"}, "attributeScores": {"OFF": {"spanScores": [
+        {"begin": 0, "end": 1}] * 150_000}}}, "attributeScores.OFF.spanScores"),
+])
+def test_huge_lists_are_refused_by_their_length_naming_the_field(tmp_path, route, body, field):
+    with serving(feedback_file=str(tmp_path / "f.jsonl")) as client:
+        answer = client.post(route, json=body)
+        assert answer.status_code == 413 and answer.json()["error"]["field"] == field, answer.text[:300]
+        assert len(answer.content) < 4096

@@ -44,7 +44,12 @@ def require_room(service: Service) -> None:
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
-    """The body, refused with 413 as soon as it passes `max_bytes` (declared or streamed)."""
+    """The body, refused with 413 as soon as it passes `max_bytes` (declared or streamed), and with 415 before
+    it is read when it is multipart (a form's upload would otherwise be read as the comments themselves)."""
+    kind = request.headers.get("content-type", "").lower()
+    if kind.startswith("multipart/"):
+        raise RequestError(415, "body: multipart bodies are not read; send the JSON, or the file's bytes as the "
+                                "whole body (curl --data-binary @comments.csv)", "body")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"body: {declared} bytes, over the limit of {max_bytes} (--max-bytes)")

@@ -34,6 +34,7 @@ from kold_span.config.binding import build_dataclass
 from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.config.yaml12 import yaml_load
 from kold_span.errors import ConfigError, RequestError
+from kold_span.inference.inputs import shown_names
 from kold_span.models.tasks import Task
 from kold_span.service.requests import AnalyzeRequest
 from kold_span.text.align import utf16_units
@@ -266,7 +267,7 @@ def check_analyze(request: AnalyzeRequest, mapping: AttributeMap) -> list[str]:
     """The request's languages (given, or detected); a 400 for an attribute the model does not have or a
     language it was not trained for (LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE, as Perspective answers it)."""
     if unknown := [name for name in request.thresholds if name not in mapping.attributes]:
-        raise RequestError(400, f"requestedAttributes: this model has no attribute {', '.join(unknown)}; "
+        raise RequestError(400, f"requestedAttributes: this model has no attribute {shown_names(unknown, False)}; "
                                 f"it has {', '.join(mapping.attributes)}", f"requestedAttributes.{unknown[0]}")
     languages = request.languages or detect_languages(request.example.text, mapping)
     if mapping.languages:

@@ -27,7 +27,8 @@ from kold_span.data.example import Annotation, Example
 from kold_span.data.jsonl import json_text
 from kold_span.errors import RequestError
 from kold_span.service.attributes import AttributeMap, check_analyze
-from kold_span.service.requests import AnalyzeRequest, Limits, _expect, _object, analyze_request
+from kold_span.service.requests import (MAX_ATTRIBUTES, MAX_SPAN_SCORES, AnalyzeRequest, Limits, _expect, _object, analyze_request,
+                                        check_count)
 from kold_span.text.align import from_utf16, utf16_units
 
 SUGGEST_FIELDS = ("comment", "context", "attributeScores", "languages", "communityId", "clientToken", "sessionId")
@@ -48,6 +49,8 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
         ({'OFF': True}, {'OFF': [(2, 4)]}, 'mod-1')
     """
     body = _object(body, "body", SUGGEST_FIELDS, ("comment", "attributeScores"))
+    check_count(_expect(body["attributeScores"], ("object",), "attributeScores"), MAX_ATTRIBUTES, "attributeScores",
+                "attributes")
     scores = _object(body["attributeScores"], "attributeScores", tuple(mapping.attributes))
     if not scores:
         raise RequestError(400, "attributeScores: empty; give at least one attribute's score", "attributeScores")
@@ -85,7 +88,9 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
             if attribute.span_type is None:
                 raise RequestError(400, f"{where}.spanScores: {name} has no spans", where)
             found = spans.setdefault(attribute.span_type, [])
-            for i, span in enumerate(_expect(entry["spanScores"], ("array",), f"{where}.spanScores")):
+            given = _expect(entry["spanScores"], ("array",), f"{where}.spanScores")
+            check_count(given, MAX_SPAN_SCORES, f"{where}.spanScores", "spans")
+            for i, span in enumerate(given):
                 at = f"{where}.spanScores[{i}]"
                 span = _object(span, at, ("begin", "end", "score"), ("begin", "end"))
                 begin, end = (_expect(span[k], ("number",), f"{at}.{k}") for k in ("begin", "end"))

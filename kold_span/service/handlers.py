@@ -40,7 +40,7 @@ def add_error_handlers(app: FastAPI, service: Service) -> None:
             err.status = 400  # Perspective answers every malformed request 400 INVALID_ARGUMENT
         if err.status == 413:
             service.metrics.rejected("too_large")
-        elif err.status in (400, 422):
+        elif err.status in (400, 415, 422):
             service.metrics.rejected("invalid")
         retry = getattr(err, "retry_after", None)
         if retry is None:

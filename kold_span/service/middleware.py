@@ -59,6 +59,9 @@ def request_id(given: Optional[str]) -> str:
     return uuid.uuid4().hex
 
 
+MESSAGE_CHARS, FIELD_CHARS = 2000, 200  # the most of an error's message and field an answer holds
+
+
 def error_body(status: int, message: str, field: str, request: str,
                details: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
     """`{"error": {"code", "status", "message", "field", "requestId"[, "details"]}}`, Google's error shape.
@@ -70,6 +73,10 @@ def error_body(status: int, message: str, field: str, request: str,
     name = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 422: "INVALID_ARGUMENT", 431: "INVALID_ARGUMENT",
             401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
             503: "UNAVAILABLE", 500: "INTERNAL"}.get(status) or HTTPStatus(status).name
+    if len(message) > MESSAGE_CHARS:  # a message quoting what the client sent stays small whatever it sent
+        message = f"{message[:MESSAGE_CHARS]}… ({len(message)} characters in all)"
+    if len(field) > FIELD_CHARS:
+        field = field[:FIELD_CHARS] + "…"
     error: dict[str, Any] = {"code": status, "status": name, "message": message, "field": field, "requestId": request}
     if details:
         error["details"] = details

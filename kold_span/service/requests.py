@@ -38,6 +38,9 @@ class Limits:
 
 
 MAX_FILENAME_CHARS = 200
+# What an upload may be: text formats, whose size is their body's. Parquet, which `kold-span predict` reads,
+# is not taken here: a few hundred compressed bytes can decode to gigabytes before a row is counted.
+UPLOAD_SUFFIXES = (".txt", ".csv", ".tsv", ".jsonl")
 
 
 @dataclass
@@ -250,6 +253,22 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
 
 
 MAX_LANGUAGES = 16
+# The most attributes a request may name, and span scores one attribute of a suggestion may hold: far more than
+# any model has or a moderator marks, and few enough that checking them is quick work (413 past them).
+MAX_ATTRIBUTES, MAX_SPAN_SCORES = 100, 1000
+
+
+def check_count(items: Any, most: int, where: str, what: str) -> None:
+    """413 when a list or object holds more than `most` items (checked before any of them is read).
+
+    Example:
+        >>> check_count([1] * 3, 2, "spanScores", "spans")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.RequestError: spanScores: 3 spans, more than the 2 read
+    """
+    if len(items) > most:
+        raise RequestError(413, f"{where}: {len(items)} {what}, more than the {most} read", where)
 LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 ANALYZE_FIELDS = ("comment", "context", "requestedAttributes", "spanAnnotations", "languages", "doNotStore",
                   "clientToken", "sessionId", "communityId")
@@ -284,6 +303,7 @@ def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
         if isinstance(context, list) and len(context) == 1:
             context = context[0]
     attributes = _expect(body["requestedAttributes"], ("object",), "requestedAttributes")
+    check_count(attributes, MAX_ATTRIBUTES, "requestedAttributes", "attributes")
     if not attributes:
         raise RequestError(400, "requestedAttributes: empty; name at least one attribute", "requestedAttributes")
     thresholds: dict[str, Optional[float]] = {}
@@ -332,6 +352,10 @@ def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optiona
     if quoting not in QUOTING:
         raise RequestError(422, f"quoting: must be one of {', '.join(QUOTING)}, got {quoting!r}", "quoting")
     base = upload_name(name)
+    if Path(base).suffix.lower() not in UPLOAD_SUFFIXES:
+        raise RequestError(415, f"filename: {base!r}: uploads are read as {', '.join(UPLOAD_SUFFIXES)} (by the "
+                                "name's ending); predict other files, Parquet among them, with `kold-span predict`",
+                           "filename")
     with tempfile.TemporaryDirectory(prefix="kold-span-upload-") as folder:
         path = Path(folder) / ("upload" + Path(base).suffix.lower())  # the client's name never touches the disk
         path.write_bytes(data)

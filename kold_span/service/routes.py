@@ -179,7 +179,8 @@ def add_routes(app: FastAPI, service: Service) -> None:
         if offsets not in OFFSETS:
             raise RequestError(422, f"offsets: {offsets[:40]!r}; expected one of {', '.join(OFFSETS)}", "offsets")
         require_room(service)
-        parsed = predict_request(parse_json(await read_body(request, limits.max_bytes)), limits)
+        body = await read_body(request, limits.max_bytes)
+        parsed = await run_in_threadpool(lambda: predict_request(parse_json(body), limits))  # off the event loop
         check_perspective_for(service, parsed.perspective)
         access.check_quota(key, len(parsed.examples))
         records = await score(service, request, [Item(e, parsed.perspective) for e in parsed.examples])
@@ -207,7 +208,8 @@ def add_routes(app: FastAPI, service: Service) -> None:
     async def analyze(request: Request) -> JSONResponse:
         key = access.authorize(request)
         require_room(service)
-        parsed = analyze_request(parse_json(await read_body(request, limits.max_bytes)), limits)
+        body = await read_body(request, limits.max_bytes)
+        parsed = await run_in_threadpool(lambda: analyze_request(parse_json(body), limits))
         assert service.attributes is not None
         languages = check_analyze(parsed, service.attributes)
         access.check_quota(key, 1)
@@ -224,8 +226,9 @@ def add_routes(app: FastAPI, service: Service) -> None:
             raise RequestError(404, "suggestscore is off: start the service with --feedback FILE", "path")
         if service.attributes is None or service.identity is None:
             raise RequestError(503, "the model is still loading; GET /readyz says 200 once it is ready", "model")
-        body = parse_json(await read_body(request, limits.max_bytes))
-        example, token = suggestion(body, limits, service.attributes, key.name if key else "anonymous")
+        data = await read_body(request, limits.max_bytes)
+        example, token = await run_in_threadpool(lambda: suggestion(parse_json(data), limits, service.attributes,
+                                                                    key.name if key else "anonymous"))
         access.check_quota(key, 1)
         await run_in_threadpool(feedback.append, example, {"model_sha256": service.identity.sha256,
                                                            "request_id": REQUEST_ID.get()})
