@@ -353,3 +353,29 @@ def test_huge_lists_are_refused_by_their_length_naming_the_field(tmp_path, route
         answer = client.post(route, json=body)
         assert answer.status_code == 413 and answer.json()["error"]["field"] == field, answer.text[:300]
         assert len(answer.content) < 4096
+
+
+def test_requests_refused_413_leave_nothing_held(monkeypatch):
+    """Comments measured (tokenized, their morphemes analysed) and then refused keep no window, no queue entry,
+    and no more of the morpheme cache than its byte bound."""
+    from kold_span.inference.ensemble import load_predictor
+    from kold_span.text import morphemes
+    from service_model import tiny_model
+    from test_service import windows_held
+
+    monkeypatch.setattr(morphemes, "CACHE_BYTES", 2_000_000)
+    morphemes.clear_cache()
+    predictor = load_predictor([tiny_model()])
+    syllable = lambda n: chr(0xAC00 + (n * 7919) % 11172)  # noqa: E731 (distinct words, no two alike)
+    with serving(predictor, max_request_tokens=640) as client:
+        service = client.app.state.service
+        for request in range(6):
+            comments = [{"text": " ".join(syllable(request * 10**6 + c * 10**4 + w) + syllable(w) for w in range(1500))}
+                        for c in range(3)]
+            answer = client.post(PREDICT, json={"comments": comments})
+            assert answer.status_code == 413 and "(--max-request-tokens)" in answer.json()["error"]["message"]
+        assert service.batcher.queued == 0 and service.batcher._groups == []
+        assert windows_held(service) == 0
+        texts, held = morphemes.cache_held()
+        assert held <= 2_000_000 and texts < 6 * 3 * 2
+    morphemes.clear_cache()
