@@ -379,3 +379,45 @@ def test_requests_refused_413_leave_nothing_held(monkeypatch):
         texts, held = morphemes.cache_held()
         assert held <= 2_000_000 and texts < 6 * 3 * 2
     morphemes.clear_cache()
+
+
+def test_one_clients_flood_gets_429_while_others_are_still_admitted(tmp_path):
+    import threading
+    import time
+
+    from kold_span.service.requests import Limits
+
+    fake = Fake()
+    keys = str(key_file(tmp_path, flood="f", victim="v"))
+    with serving(fake, api_keys=keys, max_queue=8, max_client_queue=4, max_wait_ms=0,
+                 limits=Limits(max_comments=4)) as client:
+        service = client.app.state.service
+        fake.gate.clear()
+        fake.running.clear()
+        answers = {}
+
+        def send(name, key, n):
+            answers[name] = client.post(PREDICT, json={"comments": [{"text": f"{name} {i}"} for i in range(n)]},
+                                        headers={"x-api-key": key})
+
+        senders = [threading.Thread(target=send, args=("held", "f", 1))]
+        senders[0].start()
+        assert fake.running.wait(30)  # the model holds the flood's first comment
+        senders.append(threading.Thread(target=send, args=("flood", "f", 4)))
+        senders[-1].start()
+        deadline = time.monotonic() + 30
+        while service.batcher.queued < 4:
+            assert time.monotonic() < deadline, "the flood was never queued"
+            time.sleep(0.01)
+        more = client.post(PREDICT, json={"comments": [{"text": "more"}]}, headers={"x-api-key": "f"})
+        assert more.status_code == 429 and "(--max-client-queue)" in more.json()["error"]["message"]
+        senders.append(threading.Thread(target=send, args=("victim", "v", 3)))  # the queue still has room for others
+        senders[-1].start()
+        while service.batcher.queued < 7:
+            assert time.monotonic() < deadline, "the victim was never queued"
+            time.sleep(0.01)
+        fake.gate.set()
+        for sender in senders:
+            sender.join(30)
+        assert {name: a.status_code for name, a in answers.items()} == {"held": 200, "flood": 200, "victim": 200}
+        assert service.batcher._by_client == {}  # nothing kept for clients with nothing waiting

@@ -112,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
     if s.limits.max_comments > s.max_queue:
         raise ArgumentError(f"--max-comments {s.limits.max_comments} is more than --max-queue {s.max_queue}: such "
                             "a request could never be queued")
+    if s.max_client_queue is not None and s.limits.max_comments > s.max_client_queue:
+        raise ArgumentError(f"--max-comments {s.limits.max_comments} is more than --max-client-queue "
+                            f"{s.max_client_queue}: such a request could never be queued")
     if not 0 < s.feedback_key_share <= 1:
         raise ArgumentError(f"--feedback-key-share {s.feedback_key_share}: a share of the file, in (0, 1]")
     if (s.rate_limit or s.daily_quota) and not s.api_keys:

@@ -21,7 +21,7 @@ from kold_span.data.perspectives import check_perspective
 from kold_span.errors import Closed, CommentTooLarge, QueueFull, RequestError, RequestTooLarge
 from kold_span.service.batching import Done
 from kold_span.service.lifecycle import Service
-from kold_span.service.middleware import TIMING
+from kold_span.service.middleware import KEY_NAME, TIMING
 from kold_span.service.model import Item
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,15 @@ def check_perspective_for(service: Service, perspective: Optional[dict[str, Any]
         raise RequestError(422, str(err), "perspective") from None
 
 
+def client_of(request: Request) -> Optional[str]:
+    """Who a request is, for its share of the queue: its API key's name, else its address (the proxy's
+    `X-Forwarded-For` only from `--trusted-proxies`), else None."""
+    name = request.scope.get(KEY_NAME)
+    if name:
+        return f"key:{name}"
+    return f"address:{request.client.host}" if request.client else None
+
+
 async def score(service: Service, request: Request, items: list[Item]) -> list[dict[str, Any]]:
     """The items' prediction records, through the batcher; queue and model times go to the headers.
 
@@ -86,7 +95,7 @@ async def score(service: Service, request: Request, items: list[Item]) -> list[d
     batcher, metrics = service.batcher, service.metrics
     assert batcher is not None
     try:
-        futures = batcher.submit(items)
+        futures = batcher.submit(items, client=client_of(request))
     except QueueFull as err:
         metrics.rejected("queue_full")
         raise RequestError(429, str(err), "comments", QUEUE_FULL) from None

@@ -62,7 +62,8 @@ def service_info(service: Service) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ready": service.ready, "state": service.state(), "device": s.device,
         "model": asdict(service.identity) if service.identity else None,
-        "limits": {**asdict(s.limits), "max_queue": s.max_queue, "max_request_tokens": s.max_request_tokens,
+        "limits": {**asdict(s.limits), "max_queue": s.max_queue, "max_client_queue": s.client_queue(),
+                   "max_request_tokens": s.max_request_tokens,
                    "max_comment_tokens": s.max_comment_tokens,
                    "max_headers": s.max_headers, **asdict(s.connections)},
         "batching": {"max_batch_tokens": s.max_batch_tokens, "max_wait_ms": s.max_wait_ms,

@@ -41,6 +41,9 @@ class Settings:
     max_batch_tokens: int = option("padded tokens per forward pass (windows × the longest window)", 8192)
     max_wait_ms: float = option("how long the first comment of a batch waits for others", 5.0)
     max_queue: int = option("comments that may wait for the model; past it requests get 429", 1024)
+    max_client_queue: Optional[int] = option(
+        "comments one client (its API key, else its address) may have waiting; past it that client's requests get "
+        "429 while others are still let in (default: half of --max-queue, at least --max-comments)")
     limits: Limits = field(default_factory=Limits)
     max_request_tokens: int = option("tokens of a request's comments (each comment's windows × its longest window; "
                                      "413 past it, before any of them runs)", 65536)
@@ -81,3 +84,16 @@ class Settings:
                                 "balancer stops sending before the listener closes (a second signal skips it)", 2.0)
     access_log: Optional[str] = option("log every request (json: one JSON object a line); API keys are never logged",
                                        nargs="?", const="text", choices=("text", "json"))
+
+    def client_queue(self) -> int:
+        """One client's share of the queue: `max_client_queue`, else half the queue but at least one whole request.
+
+        Example:
+            >>> Settings().client_queue(), Settings(max_queue=600).client_queue()
+            (512, 512)
+            >>> Settings(max_queue=1500).client_queue(), Settings(max_client_queue=9).client_queue()
+            (750, 9)
+        """
+        if self.max_client_queue is not None:
+            return self.max_client_queue
+        return min(self.max_queue, max(self.max_queue // 2, self.limits.max_comments))
