@@ -159,6 +159,7 @@ def test_one_client_fills_only_its_share_of_the_feedback_file_and_a_full_file_is
                 break
         assert flood.status_code == 507 and "retry-after" not in flood.headers
         assert flood.json()["error"]["details"] == [{"errorType": "FEEDBACK_FULL"}]
+        assert 'kold_span_rejections_total{reason="feedback_full"} 1.0' in client.get("/metrics").text
         assert "flood's share" in flood.json()["error"]["message"]
         assert client.post(SUGGEST, json=body, headers={"x-api-key": "k"}).status_code == 200  # others still can
         big = {**body, "comment": {"text": "바보 " * 300}}
@@ -267,6 +268,7 @@ def test_a_page_of_another_origin_cannot_post(tmp_path, keys):
             headers = {"Origin": origin, **key} if origin else key
             assert client.post(SUGGEST, content=body, headers=headers).status_code == 200, origin
         assert client.get("/info", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are not
+        assert 'kold_span_rejections_total{reason="cross_origin"} 4.0' in client.get("/metrics").text
 
 
 class Spanning(Fake):

@@ -42,6 +42,8 @@ def add_error_handlers(app: FastAPI, service: Service) -> None:
             service.metrics.rejected("too_large")
         elif err.status in (400, 415, 422):
             service.metrics.rejected("invalid")
+        elif err.status == 507:
+            service.metrics.rejected("feedback_full")
         retry = getattr(err, "retry_after", None)
         if retry is None:
             retry = service.batcher.retry_after(service.batcher.queued) if service.batcher is not None else 1

@@ -64,7 +64,7 @@ class ServiceMetrics:
 
     def rejected(self, reason: str) -> None:
         """Count one refused request (queue_full, too_large, invalid, loading, shutting_down, unauthenticated,
-        forbidden, rate_limited, quota, client_gone)."""
+        forbidden, rate_limited, quota, client_gone, feedback_full, headers, host, cross_origin)."""
         self.rejections.labels(reason).inc()
 
     def batch(self, comments: int, tokens: int, seconds: float, requests: int = 1) -> None:

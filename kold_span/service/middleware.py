@@ -177,6 +177,7 @@ class Front:
             refusal = self._refusal(scope, headers)
             if refusal is not None:
                 code, message, field = refusal
+                self.metrics.rejected({"Host": "host", "Origin": "cross_origin"}.get(field, "headers"))
                 await self._send_error(send_with_headers, code, message, field, rid)
             else:
                 await self.app(scope, receive, send_with_headers)
