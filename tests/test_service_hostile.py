@@ -423,3 +423,29 @@ def test_one_clients_flood_gets_429_while_others_are_still_admitted(tmp_path):
             sender.join(30)
         assert {name: a.status_code for name, a in answers.items()} == {"held": 200, "flood": 200, "victim": 200}
         assert service.batcher._by_client == {}  # nothing kept for clients with nothing waiting
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_body_not_complete_in_time_is_408_and_closed(http):
+    import socket
+
+    from kold_span.service.server import ConnectionLimits
+    from test_service_http import live_server
+
+    start = (b"POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+    slow = {
+        "a byte at a time": start + b"Content-Length: 100\r\n\r\n{",
+        "Expect and nothing": start + b"Content-Length: 30\r\nExpect: 100-continue\r\n\r\n",
+        "a chunk larger than its data": start + b"Transfer-Encoding: chunked\r\n\r\n64\r\n{\"comments\"",
+        "no last chunk": start + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
+    }
+    with live_server(Fake(), connections=ConnectionLimits(body_timeout=0.5), http=http) as (port, service):
+        for name, request in slow.items():
+            with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+                conn.sendall(request)
+                data = b""
+                while chunk := conn.recv(65536):  # the server closes it: bounded by body_timeout, not by us
+                    data += chunk
+            assert b"HTTP/1.1 408 Request Timeout\r\n" in data and b"(--body-timeout)" in data, (name, data[:200])
+        status, _ = raw_request(port, b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert status == 200

@@ -8,8 +8,10 @@ balancer stops sending), uvicorn stops accepting connections, waits for the requ
 uvicorn's HTTP protocol is wrapped (`guarded_protocol`) so that what a client controls before its
 request reaches the app is bounded too: a connection that has not finished its request line and
 headers within `header_timeout` seconds is closed, as is one whose headers pass `max_header_bytes`
-(answered 431), and connections past `max_connections` are closed as they arrive, so clients that
-dribble headers cannot hold every file descriptor.
+(answered 431), connections past `max_connections` are closed as they arrive, so clients that
+dribble headers cannot hold every file descriptor, and a request whose body is not complete within
+`body_timeout` seconds of its headers is answered 408 and closed (a body sent a byte at a time,
+`Expect: 100-continue` and nothing, a chunk size larger than its data, no last chunk).
 """
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ class ConnectionLimits:
                                    "closed)", 10.0)
     max_header_bytes: int = option("bytes of the request line and headers (431 past it)", 16 * 1024)
     keep_alive: int = option("seconds an idle keep-alive connection stays open", 5)
+    body_timeout: float = option("seconds a request may take to send its body once its headers are in (then "
+                                 "answered 408 and closed: slow bodies, Expect: 100-continue and no body, a missing "
+                                 "last chunk)", 60.0)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -70,6 +75,8 @@ def bind(host: str, port: int) -> socket.socket:
 TARGET = "kold_span.target"  # the scope key of an absolute-form request target (`http://host/path`)
 HEADERS_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s")
+BODY_TOO_SLOW = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                 b"connection: close\r\ncontent-length: %d\r\n\r\n%s")
 
 
 class _Guard:
@@ -77,6 +84,7 @@ class _Guard:
 
     limits: ConnectionLimits = ConnectionLimits()
     _timer: Optional[asyncio.TimerHandle] = None
+    _body_timer: Optional[asyncio.TimerHandle] = None
     _header_bytes: int = 0  # -1 once the headers have ended
     _tail: bytes = b""
 
@@ -124,6 +132,22 @@ class _Guard:
         super().data_received(data)  # type: ignore[misc]
         if waiting and self._in_request():
             self._stop_timer()
+            cycle = self.cycle  # type: ignore[attr-defined]
+            if cycle.more_body and self._body_timer is None:
+                self._body_timer = self.loop.call_later(  # type: ignore[attr-defined]
+                    self.limits.body_timeout, self._body_too_slow, cycle)
+
+    def _body_too_slow(self, cycle: Any) -> None:
+        self._body_timer = None
+        if cycle is not self.cycle or not cycle.more_body:  # type: ignore[attr-defined]
+            return  # that request's body came whole
+        log.info("closed a connection whose request body was not complete %s s after its headers (--body-timeout)",
+                 self.limits.body_timeout)
+        if not cycle.response_started:
+            body = (b'{"error": {"code": 408, "status": "DEADLINE_EXCEEDED", "message": "body: not complete %.0f s '
+                    b'after the headers (--body-timeout)", "field": "body"}}' % self.limits.body_timeout)
+            self.transport.write(BODY_TOO_SLOW % (len(body), body))  # type: ignore[attr-defined]
+        self.transport.close()  # type: ignore[attr-defined]
 
     def on_headers_complete(self) -> None:  # noqa: D102 (httptools only: h11 keeps the whole target as the path)
         super().on_headers_complete()  # type: ignore[misc]
@@ -136,13 +160,20 @@ class _Guard:
             self._timer.cancel()
             self._timer = None
 
+    def _stop_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
     def on_response_complete(self) -> None:  # noqa: D102
+        self._stop_body_timer()
         super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():  # type: ignore[attr-defined]
             self._await_headers()
 
     def connection_lost(self, exc: Optional[Exception]) -> None:  # noqa: D102
         self._stop_timer()
+        self._stop_body_timer()
         super().connection_lost(exc)  # type: ignore[misc]
 
 
