@@ -449,3 +449,32 @@ def test_a_body_not_complete_in_time_is_408_and_closed(http):
             assert b"HTTP/1.1 408 Request Timeout\r\n" in data and b"(--body-timeout)" in data, (name, data[:200])
         status, _ = raw_request(port, b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert status == 200
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_with_every_connection_held_the_probes_still_answer_and_the_rest_is_json_503(http):
+    import socket
+    import time
+
+    from kold_span.service.server import ConnectionLimits
+    from test_service_http import live_server
+
+    limits = ConnectionLimits(max_connections=4, header_timeout=30)
+    with live_server(Fake(), connections=limits, http=http) as (port, service):
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]  # idle: they send nothing
+        time.sleep(0.2)
+        try:
+            for probe in ("/livez", "/readyz", "/metrics"):
+                status, _ = raw_request(port, f"GET {probe} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                                        .encode())
+                assert status == 200, probe
+            body = b'{"comments": [{"text": "a"}]}'
+            status, data = raw_request(port, b"POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                                       % (len(body), body))
+            head, _, answer = data.partition(b"\r\n\r\n")
+            assert status == 503 and b"retry-after: 1" in head.lower()
+            assert json.loads(answer)["error"]["field"] == "connections"
+        finally:
+            for conn in held:
+                conn.close()

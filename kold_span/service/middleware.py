@@ -99,6 +99,7 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+PROBES = ("/livez", "/readyz", "/health", "/metrics")  # answered on the connections kept in reserve
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # routes that change nothing; others refuse a foreign Origin (CSRF)
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 
@@ -177,7 +178,8 @@ class Front:
             refusal = self._refusal(scope, headers)
             if refusal is not None:
                 code, message, field = refusal
-                self.metrics.rejected({"Host": "host", "Origin": "cross_origin"}.get(field, "headers"))
+                self.metrics.rejected({"Host": "host", "Origin": "cross_origin", "connections": "connections"}
+                                      .get(field, "headers"))
                 await self._send_error(send_with_headers, code, message, field, rid)
             else:
                 await self.app(scope, receive, send_with_headers)
@@ -199,6 +201,10 @@ class Front:
 
     def _refusal(self, scope: dict, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
         s = self.settings
+        count = self.metrics.open_connections
+        if count is not None and scope.get("path") not in PROBES and count() > s.connections.max_connections:
+            return 503, f"connections: {count()} open, over the limit of {s.connections.max_connections} " \
+                        "(--max-connections); only the probes and /metrics answer past it", "connections"
         if len(headers) > s.max_headers:
             return 431, f"headers: {len(headers)}, over the limit of {s.max_headers} (--max-headers)", "headers"
         size = sum(len(k) + len(v) for k, v in headers)
@@ -223,9 +229,10 @@ class Front:
 
     async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:
         body = json_text(error_body(status, message, field, rid)).encode("utf-8")
+        retry = [(b"retry-after", b"1")] if status == 503 else []
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+                                (b"connection", b"close"), *retry]})
         await send({"type": "http.response.body", "body": body})
 
     def _access(self, scope: dict, status: int, seconds: float, rid: str) -> None:

@@ -8,8 +8,8 @@ balancer stops sending), uvicorn stops accepting connections, waits for the requ
 uvicorn's HTTP protocol is wrapped (`guarded_protocol`) so that what a client controls before its
 request reaches the app is bounded too: a connection that has not finished its request line and
 headers within `header_timeout` seconds is closed, as is one whose headers pass `max_header_bytes`
-(answered 431), connections past `max_connections` are closed as they arrive, so clients that
-dribble headers cannot hold every file descriptor, and a request whose body is not complete within
+(answered 431), connections past `max_connections` and a reserve of `PROBE_RESERVE` for the probes
+are closed as they arrive, so clients that dribble headers cannot hold every file descriptor, and a request whose body is not complete within
 `body_timeout` seconds of its headers is answered 408 and closed (a body sent a byte at a time,
 `Expect: 100-continue` and nothing, a chunk size larger than its data, no last chunk).
 """
@@ -72,6 +72,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+# Connections past --max-connections kept for the probes and /metrics (`middleware.Front` answers anything else on
+# them 503): a client holding every connection leaves /livez answering.
+PROBE_RESERVE = 16
 TARGET = "kold_span.target"  # the scope key of an absolute-form request target (`http://host/path`)
 HEADERS_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s")
@@ -90,7 +93,7 @@ class _Guard:
 
     def connection_made(self, transport: Any) -> None:  # noqa: D102
         super().connection_made(transport)  # type: ignore[misc]
-        if len(self.connections) > self.limits.max_connections:  # type: ignore[attr-defined]
+        if len(self.connections) > self.limits.max_connections + PROBE_RESERVE:  # type: ignore[attr-defined]
             log.warning("connection refused: %d open, the limit is %d (--max-connections)",
                         len(self.connections) - 1, self.limits.max_connections)  # type: ignore[attr-defined]
             transport.close()
@@ -206,7 +209,9 @@ def run(app: Any, sock: socket.socket, drain_seconds: float = 60.0, log_level: s
 
     config = uvicorn.Config(app, lifespan="on", access_log=False, log_level=log_level,
                             timeout_graceful_shutdown=drain_seconds, http=guarded_protocol(http, connections),
-                            limit_concurrency=connections.max_connections, timeout_keep_alive=connections.keep_alive,
+                            # past the guard's own cap: uvicorn's text 503 is never sent
+                            limit_concurrency=connections.max_connections + PROBE_RESERVE + 1,
+                            timeout_keep_alive=connections.keep_alive,
                             h11_max_incomplete_event_size=connections.max_header_bytes, server_header=False,
                             # X-Forwarded-For only from --trusted-proxies (uvicorn's default trusts 127.0.0.1)
                             proxy_headers=bool(app.state.service.settings.trusted_proxies),
