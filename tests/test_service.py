@@ -155,7 +155,7 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
                               "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
                               "max_queue": 1024, "max_client_queue": 512, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,
                               "max_connections": 1000, "header_timeout": 10.0, "max_header_bytes": 16384,
-                              "keep_alive": 5, "body_timeout": 60.0}
+                              "keep_alive": 5, "max_client_connections": None, "body_timeout": 60.0}
     assert {"python", "torch", "transformers", "fastapi", "uvicorn"} <= set(info["versions"])
     model = info["model"]
     assert model["name"] == "serve/model" and re.fullmatch(r"[0-9a-f]{64}", model["sha256"])

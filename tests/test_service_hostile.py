@@ -459,7 +459,7 @@ def test_with_every_connection_held_the_probes_still_answer_and_the_rest_is_json
     from kold_span.service.server import ConnectionLimits
     from test_service_http import live_server
 
-    limits = ConnectionLimits(max_connections=4, header_timeout=30)
+    limits = ConnectionLimits(max_connections=4, header_timeout=30, max_client_connections=100)
     with live_server(Fake(), connections=limits, http=http) as (port, service):
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]  # idle: they send nothing
         time.sleep(0.2)
@@ -478,3 +478,33 @@ def test_with_every_connection_held_the_probes_still_answer_and_the_rest_is_json
         finally:
             for conn in held:
                 conn.close()
+
+
+@pytest.mark.parametrize("proxies, refused", [((), True), (("127.0.0.0/8",), False)])
+def test_one_address_holds_at_most_its_share_of_the_connections(proxies, refused):
+    import socket
+    import time
+
+    from kold_span.service.server import ConnectionLimits
+    from test_service_http import live_server
+
+    limits = ConnectionLimits(max_connections=20, max_client_connections=3, header_timeout=30)
+    with live_server(Fake(), connections=limits, trusted_proxies=proxies) as (port, service):
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+                if refused:  # answered as it arrives, before it sends anything
+                    data = b""
+                    while chunk := extra.recv(65536):
+                        data += chunk
+                    assert data.startswith(b"HTTP/1.1 503") and b"(--max-client-connections)" in data
+                else:  # a trusted proxy speaks for many clients: its connections are not capped per address
+                    extra.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    assert extra.recv(65536).startswith(b"HTTP/1.1 200")
+        finally:
+            for conn in held:
+                conn.close()
+        time.sleep(0.2)
+        status, _ = raw_request(port, b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert status == 200  # the closed connections were counted off

@@ -368,7 +368,7 @@ def test_a_gone_clients_queued_comments_are_dropped_and_counted_499_not_500():
 @pytest.mark.parametrize("http", ["httptools", "h11"])
 def test_slow_headers_are_cut_off_and_connections_past_the_cap_are_closed(http):
     fake = Fake()
-    limits = ConnectionLimits(max_connections=4, header_timeout=0.5, max_header_bytes=4096)
+    limits = ConnectionLimits(max_connections=4, header_timeout=0.5, max_header_bytes=4096, max_client_connections=100)
     with live_server(fake, connections=limits, http=http) as (port, service):
         dribbler = socket.create_connection(("127.0.0.1", port))
         dribbler.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n")  # never finishes its headers
