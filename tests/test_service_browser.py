@@ -209,6 +209,12 @@ def test_this_is_wrong_saves_the_other_label_as_feedback(browser, server, feedba
     assert saved["text"] == COMMENT and saved["labels"] == {"OFF": shown != "true"}
 
 
+def test_this_is_wrong_sends_spans_in_utf16_units_as_suggestscore_reads_them(browser, server):
+    open_page(browser, server)
+    assert browser.execute_script("return [utf16('😀 너 바보', 4), utf16('😀 너 바보', 6), utf16('너 바보', 2)];") \
+        == [5, 7, 2]
+
+
 def test_errors_are_sentences_for_people(browser, server):
     open_page(browser, server)
     message = browser.execute_async_script(

@@ -36,8 +36,8 @@ from kold_span.text.align import utf16_units
 
 STATIC = Path(__file__).parent / "static"
 PAGE = STATIC / "index.html"
-ROUTES = ("/", "/$discovery/rest", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs", "/v1/predict",
-          "/v1/predict/file", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore")
+ROUTES = ("/", "/$discovery/rest", "/health", "/livez", "/readyz", "/info", "/metrics", "/openapi.json", "/docs",
+          "/v1/predict", "/v1/predict/file", "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore")
 
 
 OFFSETS = ("code-points", "utf-16")  # how /v1/predict counts span offsets (?offsets=)
