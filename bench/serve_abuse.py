@@ -7,7 +7,12 @@ In one run, over loopback only (127.0.0.1), against one `kold-span serve` child 
      as fit `--max-request-tokens`, found by halving before timing), each sent again as soon as
      it is answered;
   3. slow headers: the same victim while `--dribblers` connections send their headers a byte
-     a second (the server closes them after `--header-timeout`; they reconnect).
+     a second (the server closes them after `--header-timeout`; they reconnect);
+  4. slow bodies (issue 56): the same victim while `--slow-bodies` connections send a request's
+     headers, then its body a byte a second (the server answers 408 after `--body-timeout`; they
+     reconnect).
+In phases 3 and 4 a prober asks `GET /livez` on a fresh connection every 0.1 s (2 s timeout) and
+counts the answers.
 
 The target (issue 45): the victim's p99 under abuse within 2 × its idle p99 plus one batch time
 (the mean of the server's batches during the abuse, from its /metrics). Every loop is bounded in
@@ -111,6 +116,53 @@ async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> N
         counts["cut"] = counts.get("cut", 0) + 1
 
 
+async def slow_body(host: str, port: int, stop: asyncio.Event, counts: dict) -> None:
+    """Sends a request's headers, then its body a byte a second; counts how often the server cut it off."""
+    head = (f"POST /v1/predict HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: 1000\r\n\r\n").encode()
+    while not stop.is_set():
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+        except OSError:
+            counts["refused"] = counts.get("refused", 0) + 1
+            await asyncio.sleep(0.5)
+            continue
+        with closing(writer), suppress(OSError):
+            writer.write(head)
+            for _ in range(1000):
+                if stop.is_set() or reader.at_eof():
+                    break
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(1.0)
+        counts["cut"] = counts.get("cut", 0) + 1
+
+
+async def prober(host: str, port: int, stop: asyncio.Event, counts: dict) -> None:
+    """`GET /livez` on a fresh connection every 0.1 s: how many answered 200 within 2 s, and how many did not."""
+    while not stop.is_set():
+        try:
+            with closing(Connection(host, port)) as connection:
+                status, _, _ = await connection.request("GET", "/livez", timeout=2.0)
+        except (OSError, ConnectionError, asyncio.TimeoutError):
+            status = 0
+        key = "ok" if status == 200 else "failed"
+        counts[key] = counts.get(key, 0) + 1
+        await asyncio.sleep(0.1)
+
+
+async def beside(args: argparse.Namespace, host: str, port: int, attack, clients: int) -> tuple[list, dict, dict]:
+    """The victim's latencies while `clients` copies of `attack` run, with the /livez prober's counts."""
+    stop, counts, probes = asyncio.Event(), {}, {}
+    tasks = [asyncio.create_task(attack(host, port, stop, counts)) for _ in range(clients)]
+    tasks.append(asyncio.create_task(prober(host, port, stop, probes)))
+    await asyncio.sleep(1.0)
+    latencies = await victim(host, port, args.seconds, args.max_requests)
+    stop.set()
+    await asyncio.gather(*tasks)
+    return latencies, counts, probes
+
+
 def summary(latencies: list[float]) -> dict:
     return {"requests": len(latencies), "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000, "max_ms": max(latencies, default=float("nan")) * 1000}
@@ -142,18 +194,16 @@ async def measure(args: argparse.Namespace, options: list[str], log: Path) -> di
                            "mean_batch_ms": batch_s * 1000}
         result["abuse"]["target_ms"] = 2 * result["idle"]["p99_ms"] + batch_s * 1000
 
-        stop, counts = asyncio.Event(), {}
-        dribblers = [asyncio.create_task(dribbler(host, port, stop, counts)) for _ in range(args.dribblers)]
-        await asyncio.sleep(1.0)
-        slow = await victim(host, port, args.seconds, args.max_requests)
-        stop.set()
-        await asyncio.gather(*dribblers)
-        result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts}
+        slow, counts, probes = await beside(args, host, port, dribbler, args.dribblers)
+        result["slow_headers"] = {**summary(slow), "dribblers": args.dribblers, "cut_off": counts, "livez": probes}
+        slow, counts, probes = await beside(args, host, port, slow_body, args.slow_bodies)
+        result["slow_bodies"] = {**summary(slow), "clients": args.slow_bodies, "cut_off": counts, "livez": probes}
         return result
 
 
 def render(r: dict, command: str) -> str:
     idle, abuse, slow, big = r["idle"], r["abuse"], r["slow_headers"], r["maximal_request"]
+    bodies = r["slow_bodies"]
     ok = abuse["p99_ms"] <= abuse["target_ms"]
     return f"""### Abuse: one-comment latency beside a maximal client
 
@@ -170,12 +220,17 @@ The attacker keeps {r['attackers']} maximal request(s) in flight: {big['comments
 | idle service | {idle['requests']} | {idle['p50_ms']:.1f} | {idle['p99_ms']:.1f} | {idle['max_ms']:.1f} |
 | beside the maximal client | {abuse['requests']} | {abuse['p50_ms']:.1f} | {abuse['p99_ms']:.1f} | {abuse['max_ms']:.1f} |
 | beside {slow['dribblers']} slow-header connections | {slow['requests']} | {slow['p50_ms']:.1f} | {slow['p99_ms']:.1f} | {slow['max_ms']:.1f} |
+| beside {bodies['clients']} slow-body connections | {bodies['requests']} | {bodies['p50_ms']:.1f} | {bodies['p99_ms']:.1f} | {bodies['max_ms']:.1f} |
 
 - Under abuse the p99 is **{abuse['p99_ms']:.1f} ms** against a target of {abuse['target_ms']:.1f} ms
   (2 × the idle p99 plus the mean batch, {abuse['mean_batch_ms']:.1f} ms over {abuse['batches']:.0f}
   batches): **{'met' if ok else 'not met'}**. The attacker's answers: {abuse['attacker_answers']}.
 - The slow-header connections were cut off {slow['cut_off'].get('cut', 0)} times
-  (`--header-timeout`); refused at connect: {slow['cut_off'].get('refused', 0)}.
+  (`--header-timeout`); refused at connect: {slow['cut_off'].get('refused', 0)}. `/livez` beside them:
+  {slow['livez'].get('ok', 0)} answered, {slow['livez'].get('failed', 0)} not.
+- The slow-body connections were cut off {bodies['cut_off'].get('cut', 0)} times (`--body-timeout`);
+  refused at connect: {bodies['cut_off'].get('refused', 0)}. `/livez` beside them:
+  {bodies['livez'].get('ok', 0)} answered, {bodies['livez'].get('failed', 0)} not.
 """
 
 
@@ -186,6 +241,8 @@ def main() -> int:
     parser.add_argument("--max-requests", type=int, default=400, help="victim requests per phase at most")
     parser.add_argument("--attackers", type=int, default=1, help="maximal requests kept in flight")
     parser.add_argument("--dribblers", type=int, default=200, help="slow-header connections")
+    parser.add_argument("--slow-bodies", type=int, default=200, help="slow-body connections")
+    parser.add_argument("--body-timeout", type=float, default=5.0)
     parser.add_argument("--max-chars", type=int, default=20000)
     parser.add_argument("--max-comments", type=int, default=512)
     parser.add_argument("--max-request-chars", type=int, default=500_000)
@@ -198,7 +255,8 @@ def main() -> int:
     args = parser.parse_args()
     options = ["--max-chars", str(args.max_chars), "--max-comments", str(args.max_comments),
                "--max-request-chars", str(args.max_request_chars), "--max-bytes", str(args.max_bytes),
-               "--header-timeout", str(args.header_timeout), "--drain-delay", "0"]
+               "--header-timeout", str(args.header_timeout), "--body-timeout", str(args.body_timeout),
+               "--drain-delay", "0"]
     if args.threads:
         options += ["--threads", str(args.threads)]
     if args.max_comment_tokens:

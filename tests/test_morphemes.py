@@ -31,6 +31,26 @@ def test_a_prefetch_larger_than_the_cache_still_gives_every_analysis(small_cache
     assert {text: morphemes.morpheme_tags(text) for text in texts} == expected
 
 
+def test_the_cache_is_bounded_by_bytes_too(monkeypatch):
+    """Long texts (a service's maximal comments) fill the byte bound long before the count bound."""
+    monkeypatch.setattr(morphemes, "CACHE_BYTES", 1_000_000)
+    morphemes.clear_cache()
+    try:
+        texts = [f"{i:03d}" + "가" * 20_000 for i in range(100)]  # ~40 KB of text and ~1.2 MB of triples each
+        for text in texts:
+            morphemes._store([text], [((0, 1, "NNG"),) * 10_000])
+            count, held = morphemes.cache_held()
+            assert held <= 1_000_000 and count <= 1
+        assert list(morphemes._CACHE) == [] or list(morphemes._CACHE) == texts[-1:]
+        short = [f"{i}가" for i in range(50)]
+        morphemes._store(short, [((0, 1, "NNG"),)] * 50)
+        count, held = morphemes.cache_held()
+        assert count == 50 and held == sum(morphemes.entry_bytes(t, ((0, 1, "NNG"),)) for t in short)
+    finally:
+        morphemes.clear_cache()
+    assert morphemes.cache_held() == (0, 0)
+
+
 def test_empty_text_has_no_morphemes_and_is_not_cached(small_cache):
     assert morphemes.morpheme_tags("") == ()
     assert len(morphemes._CACHE) == 0

@@ -153,9 +153,9 @@ def test_health_info_metrics_and_timing_headers(client, model_dir):
     assert info["runtime"] == ["fp32"] and info["normalize"] == [list(STEPS)]
     assert info["limits"] == {"max_bytes": 4 * 1024 * 1024, "max_comments": 512, "max_chars": 20000,
                               "max_request_chars": 500_000, "max_context_turns": 50, "max_id_chars": 128,
-                              "max_queue": 1024, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,
+                              "max_queue": 1024, "max_client_queue": 512, "max_request_tokens": 65536, "max_comment_tokens": None, "max_headers": 100,
                               "max_connections": 1000, "header_timeout": 10.0, "max_header_bytes": 16384,
-                              "keep_alive": 5}
+                              "keep_alive": 5, "max_client_connections": None, "body_timeout": 60.0}
     assert {"python", "torch", "transformers", "fastapi", "uvicorn"} <= set(info["versions"])
     model = info["model"]
     assert model["name"] == "serve/model" and re.fullmatch(r"[0-9a-f]{64}", model["sha256"])
@@ -352,27 +352,33 @@ def test_health_is_503_until_the_model_has_answered_a_warm_up_batch():
         wait_ready(client, 60)
 
 
+# Strings, some holding a lone surrogate (json.dumps writes it as the escape "\ud800" a client can send), in every
+# place a string goes: values, field names, ids, tokens, attribute names.
+LONE = st.builds(lambda a, lone, b: a + lone + b, st.text(max_size=4), st.sampled_from(["\ud800", "\udbff", "\udc00"]),
+                 st.text(max_size=4))
+STRING = st.text(max_size=20) | LONE
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | STRING,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["comments", "text", "title", "context", "id", "perspective", "comment", "entries",
                          "requestedAttributes", "TOXICITY", "OFF", "scoreThreshold", "scoreType", "languages",
-                         "spanAnnotations", "clientToken", "type"]) | st.text(max_size=6), inner, max_size=5),
+                         "spanAnnotations", "clientToken", "type"]) | st.text(max_size=6) | LONE, inner, max_size=5),
     max_leaves=15)
 TEXT = st.text(min_size=1, max_size=60)  # any Unicode but lone surrogates (those come as JSON escapes below)
 CLEAN = st.fixed_dictionaries({"comments": st.lists(st.fixed_dictionaries(
-    {"text": TEXT}, optional={"title": TEXT, "id": st.text(max_size=12) | st.integers()}), min_size=1, max_size=4)})
+    {"text": TEXT}, optional={"title": TEXT | LONE, "id": st.text(max_size=12) | st.integers() | LONE}), min_size=1,
+    max_size=4)})
 MESSY = st.fixed_dictionaries({"comments": st.lists(st.fixed_dictionaries(
     {"text": TEXT | JSON}, optional={"title": JSON, "context": st.lists(st.text(max_size=20), max_size=6) | JSON,
                                      "id": JSON}), min_size=0, max_size=5)}, optional={"perspective": JSON})
 ANALYZE = st.fixed_dictionaries(
     {"comment": st.fixed_dictionaries({"text": TEXT}),
      "requestedAttributes": st.dictionaries(
-         st.sampled_from(["TOXICITY", "OFF", "INSULT"]),
+         st.sampled_from(["TOXICITY", "OFF", "INSULT"]) | LONE,
          st.fixed_dictionaries({}, optional={"scoreThreshold": st.floats(0, 1) | JSON}), min_size=1, max_size=2)},
     optional={"context": st.fixed_dictionaries({"entries": st.lists(st.fixed_dictionaries({"text": TEXT | JSON}))}),
-              "spanAnnotations": st.booleans() | JSON, "languages": st.just(["ko"]) | JSON,
-              "clientToken": st.text() | JSON})
+              "spanAnnotations": st.booleans() | JSON, "languages": st.just(["ko"]) | st.lists(LONE, max_size=2) | JSON,
+              "clientToken": st.text() | LONE | JSON, "sessionId": LONE})
 
 
 def dumped(strategy):
@@ -445,7 +451,8 @@ def test_every_limit_class_of_the_fuzz_is_within_its_reach(fuzz_client, route, b
 def test_no_body_is_a_server_error(fuzz_client, case):
     route, body = case
     response = fuzz_client.post(route, content=body)
-    assert response.status_code in (200, 400, 413, 422), (response.status_code, response.text)
+    assert response.status_code in (200, 400, 413, 422) or (response.status_code, route) == (415, FILE + "f.xml"), \
+        (response.status_code, response.text)
     if response.status_code != 200:
         error = response.json()["error"]
         assert {"code", "status", "message", "field", "requestId"} <= set(error) <= {

@@ -310,3 +310,23 @@ def test_a_short_requests_batch_takes_no_long_comment_of_another_request():
     # the budget (1000) would take all three; the 50-window comment runs apart, not in the short ones' batch
     assert run.batches == [["first"], ["short", "mate"], ["long"]]
     assert b.close(5)
+
+
+def test_one_client_holds_at_most_its_share_of_the_queue_and_others_still_get_in():
+    gate = threading.Event()
+    run = Recorder(gate)
+    b = Batcher(run=run, shape=lambda payloads: [Shape(1, 10) for _ in payloads], max_batch_tokens=1000,
+                max_wait=0.0, max_queue=10, max_client_queue=4)
+    b.start()
+    first = b.submit([0], client="flood")  # taken by the worker, which then waits on the gate
+    assert run.started.wait(5)
+    flood = b.submit([1, 2, 3], client="flood") + b.submit([4], client="flood")
+    with pytest.raises(QueueFull, match=r"client flood: 4 comments waiting; its share of the queue is 4 "
+                                        r"\(--max-client-queue\)"):
+        b.submit([5], client="flood")
+    others = b.submit([6, 7, 8, 9], client="victim") + b.submit([10], client=None)  # no client: the queue's bound
+    assert b.queued == 9
+    gate.set()
+    assert [f.result(5).value for f in first + flood + others] == [0, 2, 4, 6, 8, 12, 14, 16, 18, 20]
+    assert b.submit([5], client="flood")[0].result(5).value == 10  # its comments ran: room again
+    assert b.close(5)

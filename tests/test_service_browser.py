@@ -209,6 +209,12 @@ def test_this_is_wrong_saves_the_other_label_as_feedback(browser, server, feedba
     assert saved["text"] == COMMENT and saved["labels"] == {"OFF": shown != "true"}
 
 
+def test_this_is_wrong_sends_spans_in_utf16_units_as_suggestscore_reads_them(browser, server):
+    open_page(browser, server)
+    assert browser.execute_script("return [utf16('😀 너 바보', 4), utf16('😀 너 바보', 6), utf16('너 바보', 2)];") \
+        == [5, 7, 2]
+
+
 def test_errors_are_sentences_for_people(browser, server):
     open_page(browser, server)
     message = browser.execute_async_script(
@@ -271,7 +277,7 @@ def test_each_refusal_is_a_sentence_and_retry_after_is_said_in_words(browser, se
             message: "m", field: "key", details: errorType ? [{errorType}] : undefined}}),
             {status, headers: retry ? {"Retry-After": String(retry)} : {}});
         Promise.all([answer(429, "QUEUE_FULL", 3), answer(429, null, 1), answer(429, "RATE_LIMIT_EXCEEDED", 90),
-                     answer(429, "QUOTA_EXCEEDED", 86399), answer(429, "FEEDBACK_FULL", 1), answer(401),
+                     answer(429, "QUOTA_EXCEEDED", 86399), answer(507, "FEEDBACK_FULL"), answer(401),
                      answer(403)].map(problem))
           .then((sentences) => done([sentences, [1, 2, 59, 60, 61, 3600, 3601, 7200].map(inWords)]));""")
     sentences, words = said

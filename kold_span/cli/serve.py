@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import ipaddress
 import logging
 import typing
 from typing import Any, Iterator, Optional
@@ -112,6 +113,17 @@ def run(args: argparse.Namespace) -> int:
     if s.limits.max_comments > s.max_queue:
         raise ArgumentError(f"--max-comments {s.limits.max_comments} is more than --max-queue {s.max_queue}: such "
                             "a request could never be queued")
+    if s.max_client_queue is not None and s.limits.max_comments > s.max_client_queue:
+        raise ArgumentError(f"--max-comments {s.limits.max_comments} is more than --max-client-queue "
+                            f"{s.max_client_queue}: such a request could never be queued")
+    for proxy in s.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ArgumentError(f"--trusted-proxies {proxy!r}: expected an address or a network such as "
+                                "10.0.0.0/8") from None
+    if not 0 < s.feedback_key_share <= 1:
+        raise ArgumentError(f"--feedback-key-share {s.feedback_key_share}: a share of the file, in (0, 1]")
     if (s.rate_limit or s.daily_quota) and not s.api_keys:
         raise ArgumentError("--rate-limit and --daily-quota count per API key; give --api-keys FILE")
     if s.feedback_file:  # appended to while serving: a file of its own, outside the models and apart from the inputs

@@ -36,14 +36,14 @@ def _pick(row: dict[str, Any], explicit: Optional[str], candidates: tuple[str, .
     """The column to use: the explicit one (must exist) or the first known name present."""
     if explicit:
         if explicit not in row:
-            raise DataError(f"{where}: column {explicit!r} not found; columns are {sorted(row)}")
+            raise DataError(f"{where}: column {explicit[:40]!r} not found; columns are [{shown_names(sorted(row))}]")
         return explicit
     for name in candidates:
         if name in row:
             return name
     if required:
         raise DataError(f"{where}: no text column; expected one of {list(candidates)} "
-                        f"(or pass --text-column); columns are {sorted(row)}")
+                        f"(or pass --text-column); columns are [{shown_names(sorted(row))}]")
     return None
 
 

@@ -21,7 +21,7 @@ from kold_span.data.perspectives import check_perspective
 from kold_span.errors import Closed, CommentTooLarge, QueueFull, RequestError, RequestTooLarge
 from kold_span.service.batching import Done
 from kold_span.service.lifecycle import Service
-from kold_span.service.middleware import TIMING
+from kold_span.service.middleware import KEY_NAME, TIMING
 from kold_span.service.model import Item
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,12 @@ def require_room(service: Service) -> None:
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
-    """The body, refused with 413 as soon as it passes `max_bytes` (declared or streamed)."""
+    """The body, refused with 413 as soon as it passes `max_bytes` (declared or streamed), and with 415 before
+    it is read when it is multipart (a form's upload would otherwise be read as the comments themselves)."""
+    kind = request.headers.get("content-type", "").lower()
+    if kind.startswith("multipart/"):
+        raise RequestError(415, "body: multipart bodies are not read; send the JSON, or the file's bytes as the "
+                                "whole body (curl --data-binary @comments.csv)", "body")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"body: {declared} bytes, over the limit of {max_bytes} (--max-bytes)")
@@ -72,6 +77,15 @@ def check_perspective_for(service: Service, perspective: Optional[dict[str, Any]
         raise RequestError(422, str(err), "perspective") from None
 
 
+def client_of(request: Request) -> Optional[str]:
+    """Who a request is, for its share of the queue: its API key's name, else its address (the proxy's
+    `X-Forwarded-For` only from `--trusted-proxies`), else None."""
+    name = request.scope.get(KEY_NAME)
+    if name:
+        return f"key:{name}"
+    return f"address:{request.client.host}" if request.client else None
+
+
 async def score(service: Service, request: Request, items: list[Item]) -> list[dict[str, Any]]:
     """The items' prediction records, through the batcher; queue and model times go to the headers.
 
@@ -81,7 +95,7 @@ async def score(service: Service, request: Request, items: list[Item]) -> list[d
     batcher, metrics = service.batcher, service.metrics
     assert batcher is not None
     try:
-        futures = batcher.submit(items)
+        futures = batcher.submit(items, client=client_of(request))
     except QueueFull as err:
         metrics.rejected("queue_full")
         raise RequestError(429, str(err), "comments", QUEUE_FULL) from None

@@ -4,7 +4,8 @@ Routes: `POST /v1/predict` (what `kold-span predict` writes, per comment), `POST
 (an uploaded input file, answered as predict's JSONL), `POST /v1alpha1/comments:analyze`
 (Perspective's AnalyzeComment), `GET /livez` (the process answers), `GET /readyz` and `GET /health`
 (the model is warm and the service not draining), `GET /info`, `GET /metrics`, `GET /openapi.json`,
-`GET /docs` and `GET /` (the page). Every GET route answers HEAD too.
+`GET /docs`, `GET /` (the page) and `GET /$discovery/rest` (Perspective's discovery document, for Google's
+clients). Every GET route answers HEAD too.
 
 The model loads on a thread when the app starts; `/readyz` says 503 until it has answered a
 warm-up batch, and 503 `draining` from SIGTERM on. Every refusal is
@@ -40,6 +41,7 @@ def create_app(settings: Settings, load: Callable[[], Any]) -> FastAPI:
     service = Service(settings, load)
     app = FastAPI(title="kold-span", version=versions().get("kold-span", ""), lifespan=service.lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  redirect_slashes=False,  # Starlette builds the Location from the Host header: a key sent elsewhere
                   description="Offensive-language detection with character spans; see docs/SERVICE.md.")
     app.state.service = service
     if settings.cors_origins:

@@ -34,8 +34,10 @@ from kold_span.config.binding import build_dataclass
 from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.config.yaml12 import yaml_load
 from kold_span.errors import ConfigError, RequestError
+from kold_span.inference.inputs import shown_names
 from kold_span.models.tasks import Task
 from kold_span.service.requests import AnalyzeRequest
+from kold_span.text.align import utf16_units
 
 DEFAULT_LANGUAGES = ("ko",)
 
@@ -64,9 +66,13 @@ class Attribute:
             return float(record["labels"][self.task]["probs"][self.label])
         return max((s["score"] for s in record["spans"] if s["type"] == self.span_type), default=0.0)
 
-    def span_scores(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        """Perspective's `spanScores`: the record's spans of this attribute's type."""
-        return [{"begin": s["start"], "end": s["end"], "score": {"value": s["score"], "type": "PROBABILITY"}}
+    def span_scores(self, record: dict[str, Any], units: Optional[list[int]] = None) -> list[dict[str, Any]]:
+        """Perspective's `spanScores`: the record's spans of this attribute's type, at code-point offsets, or at
+        UTF-16 offsets (Perspective's) given `units` (`text.align.utf16_units` of the comment)."""
+        def at(offset: int) -> int:
+            return units[offset] if units is not None else offset
+
+        return [{"begin": at(s["start"]), "end": at(s["end"]), "score": {"value": s["score"], "type": "PROBABILITY"}}
                 for s in record["spans"] if s["type"] == self.span_type]
 
     def describe(self) -> dict[str, Any]:
@@ -261,7 +267,7 @@ def check_analyze(request: AnalyzeRequest, mapping: AttributeMap) -> list[str]:
     """The request's languages (given, or detected); a 400 for an attribute the model does not have or a
     language it was not trained for (LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE, as Perspective answers it)."""
     if unknown := [name for name in request.thresholds if name not in mapping.attributes]:
-        raise RequestError(400, f"requestedAttributes: this model has no attribute {', '.join(unknown)}; "
+        raise RequestError(400, f"requestedAttributes: this model has no attribute {shown_names(unknown, False)}; "
                                 f"it has {', '.join(mapping.attributes)}", f"requestedAttributes.{unknown[0]}")
     languages = request.languages or detect_languages(request.example.text, mapping)
     if mapping.languages:
@@ -286,7 +292,7 @@ def analyze_response(request: AnalyzeRequest, record: dict[str, Any], mapping: A
             continue
         entry: dict[str, Any] = {"summaryScore": {"value": value, "type": "PROBABILITY"}}
         if request.span_annotations and attribute.spans:
-            entry["spanScores"] = attribute.span_scores(record)
+            entry["spanScores"] = attribute.span_scores(record, utf16_units(request.example.text))
         scores[name] = entry
     languages = list(request.languages or languages or mapping.languages)
     response: dict[str, Any] = {"attributeScores": scores, "languages": languages}

@@ -28,7 +28,7 @@ import logging
 import math
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -89,6 +89,7 @@ class Group:
 
     number: int  # arrival order, the tie-break between groups of one size
     jobs: deque = field(default_factory=deque)
+    client: Optional[str] = None  # who sent it (an API key's name, else an address), for its share of the queue
     weight: int = 0  # the sizes of its jobs still waiting
     tokens: int = 0
     checked: bool = False  # measured whole and within the per-request budget
@@ -176,6 +177,8 @@ class Batcher:
             longest batch any request can make the others wait for. None: no limit.
         size: a payload's work, known before measuring (the service: its characters); the request
             with the least waiting goes first. None: 1 a payload.
+        max_client_queue: the comments one client (`submit`'s `client`) may have waiting; more is
+            `QueueFull` for that client alone, so one client's flood leaves room for the others. None: no limit.
 
     Example:
         >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
@@ -196,7 +199,9 @@ class Batcher:
     max_request_tokens: Optional[int] = None
     size: Optional[Callable[[Any], int]] = None
     max_comment_tokens: Optional[int] = None
+    max_client_queue: Optional[int] = None
     _groups: list = field(default_factory=list, init=False, repr=False)
+    _by_client: Counter = field(default_factory=Counter, init=False, repr=False)  # comments waiting per client
     _queued: int = field(default=0, init=False, repr=False)
     _numbers: Any = field(default_factory=itertools.count, init=False, repr=False)
     _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
@@ -218,11 +223,11 @@ class Batcher:
         """Whether one more comment would be accepted now (a cheap check before reading a body)."""
         return not self._closed and self._queued < self.max_queue
 
-    def submit(self, payloads: Sequence[Any]) -> list[Future]:
+    def submit(self, payloads: Sequence[Any], client: Optional[str] = None) -> list[Future]:
         """Queue one request's payloads as jobs, all or none; their futures resolve to `Done`.
 
         Raises:
-            QueueFull: the queue cannot take them all.
+            QueueFull: the queue cannot take them all, or `client` would pass its share.
             Closed: the batcher is shutting down.
         """
         now = time.monotonic()
@@ -233,11 +238,19 @@ class Batcher:
             if waiting + len(payloads) > self.max_queue:
                 raise QueueFull(f"{waiting} comments are waiting and the queue holds {self.max_queue} "
                                 f"(--max-queue); {len(payloads)} more do not fit", self.retry_after(waiting))
-            group = Group(next(self._numbers))
+            held = self._by_client[client] if client is not None else 0
+            if client is not None and self.max_client_queue is not None and \
+                    held + len(payloads) > self.max_client_queue:
+                raise QueueFull(f"client {client}: {held} comments waiting; its share of the queue is "
+                                f"{self.max_client_queue} (--max-client-queue); {len(payloads)} more do not fit",
+                                self.retry_after(held))
+            group = Group(next(self._numbers), client=client)
             group.jobs.extend(Job(p, Future(), now, group, size=self.size(p) if self.size else 1) for p in payloads)
             group.weight = sum(j.size for j in group.jobs)
             self._groups.append(group)
             self._queued += len(payloads)
+            if client is not None:
+                self._by_client[client] += len(payloads)
             self._cond.notify()
         return [j.future for j in group.jobs]
 
@@ -254,6 +267,7 @@ class Batcher:
                     group.weight -= job.size
                     job.future.cancel()
                 removed += len(gone)
+                self._forget(group, len(gone))
             self._queued -= removed
             self._groups = [g for g in self._groups if g.jobs]
         return removed
@@ -279,8 +293,16 @@ class Batcher:
             group.jobs.remove(job)
             group.weight -= job.size
         self._queued -= len(jobs)
+        self._forget(group, len(jobs))
         if not group.jobs:
             self._groups.remove(group)
+
+    def _forget(self, group: Group, count: int) -> None:
+        """`count` of the group's comments no longer wait: its client's share frees them (lock held)."""
+        if group.client is not None and count:
+            self._by_client[group.client] -= count
+            if self._by_client[group.client] <= 0:
+                del self._by_client[group.client]  # no entry kept for a client with nothing waiting
 
     def _collect(self) -> list[Job]:
         """One batch: groups take turns (`turn_order`) until the budget is full or the first job has

@@ -40,8 +40,10 @@ def add_error_handlers(app: FastAPI, service: Service) -> None:
             err.status = 400  # Perspective answers every malformed request 400 INVALID_ARGUMENT
         if err.status == 413:
             service.metrics.rejected("too_large")
-        elif err.status in (400, 422):
+        elif err.status in (400, 415, 422):
             service.metrics.rejected("invalid")
+        elif err.status == 507:
+            service.metrics.rejected("feedback_full")
         retry = getattr(err, "retry_after", None)
         if retry is None:
             retry = service.batcher.retry_after(service.batcher.queued) if service.batcher is not None else 1

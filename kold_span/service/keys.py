@@ -10,8 +10,10 @@ in its error's `details` (`errorType`), so a client tells a spent key from a bus
 
 Each key's request rate (`--rate-limit`, e.g. `20/second`, a moving window) and comments a day
 (`--daily-quota`, a fixed window of a day from the key's first request) are counted by the `limits` package; past
-either, a 429 with `Retry-After` in whole seconds. `Access` is what the routes ask: a request's key, its
-comments charged, each refusal counted in the metrics.
+either, a 429 with `Retry-After` in whole seconds. The rate counts every request presented; the quota only the
+comments of requests answered (checked before a request runs, charged after it succeeded), so a refusal or a
+failure costs none. `Access` is what the routes ask: a request's key, its quota checked and its comments charged,
+each refusal counted in the metrics.
 """
 from __future__ import annotations
 
@@ -116,16 +118,20 @@ class KeyRing:
             raise Throttled(f"key {key.name}: over its rate of {self.rate} (--rate-limit)", "key",
                             self._wait(self._moving, self.rate, key.name, "rate"), "RATE_LIMIT_EXCEEDED")
 
-    def charge(self, key: ApiKey, comments: int) -> None:
-        """Count `comments` against the key's daily quota; 429 (and nothing counted) past it."""
+    def check_quota(self, key: ApiKey, comments: int) -> None:
+        """429 when `comments` more would pass the key's daily quota; nothing is counted."""
         if self.quota is None:
             return
-        if not self._fixed.test(self.quota, "quota", key.name, cost=comments):  # a refusal costs nothing
+        if not self._fixed.test(self.quota, "quota", key.name, cost=comments):
             left = self._fixed.get_window_stats(self.quota, "quota", key.name).remaining
             raise Throttled(f"key {key.name}: {comments} comments, {left} left of its {self.quota.amount} a day "
                             "(--daily-quota)", "key", self._wait(self._fixed, self.quota, key.name, "quota"),
                             "QUOTA_EXCEEDED")
-        self._fixed.hit(self.quota, "quota", key.name, cost=comments)
+
+    def charge(self, key: ApiKey, comments: int) -> None:
+        """Count `comments` answered against the key's daily quota (after `check_quota` let them in)."""
+        if self.quota is not None:
+            self._fixed.hit(self.quota, "quota", key.name, cost=comments)
 
     def describe(self) -> dict[str, Optional[str]]:
         """What `/info` shows: the rate and quota (never the keys or their names)."""
@@ -165,14 +171,20 @@ class Access:
             raise
         return key
 
-    def charge(self, key: Optional[ApiKey], comments: int) -> None:
-        """Count a request's comments against its key's daily quota."""
+    def check_quota(self, key: Optional[ApiKey], comments: int) -> None:
+        """429 when a request's comments would pass its key's daily quota (before any of them runs)."""
         if key is None or self.ring is None:
             return
         try:
-            self.ring.charge(key, comments)
+            self.ring.check_quota(key, comments)
         except Throttled:
             self.metrics.rejected("quota")
             self.metrics.keyed(key.name, 429)
             raise
+
+    def charge(self, key: Optional[ApiKey], comments: int) -> None:
+        """Count an answered request's comments against its key's daily quota: a refusal or failure costs nothing."""
+        if key is None or self.ring is None:
+            return
+        self.ring.charge(key, comments)
         self.metrics.keyed(key.name, 200, comments)

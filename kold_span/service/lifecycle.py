@@ -66,7 +66,7 @@ class Service:
             self.model = model
             batcher = Batcher(model.run, model.shapes, s.max_batch_tokens, s.max_wait_ms / 1000, s.max_queue,
                               self._observe_batch, max_request_tokens=s.max_request_tokens, size=model.size,
-                              max_comment_tokens=s.max_comment_tokens)
+                              max_comment_tokens=s.max_comment_tokens, max_client_queue=s.client_queue())
             batcher.start()
             self.batcher = batcher
             self.metrics.watch_queue(lambda: batcher.queued)

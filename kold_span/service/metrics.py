@@ -16,7 +16,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
@@ -47,6 +47,7 @@ class ServiceMetrics:
                                   ["reason"], registry=r)
         self.queue = Gauge("kold_span_queue_comments", "Comments waiting for the model", registry=r)
         self.connections = Gauge("kold_span_open_connections", "HTTP connections open", registry=r)
+        self.open_connections: Optional[Callable[[], int]] = None  # set by `watch_connections` under a server
         self.cancelled = Counter("kold_span_cancelled_comments", "Comments taken out of the queue: their client left",
                                  registry=r)
         self.batch_requests = Histogram("kold_span_batch_requests", "Requests sharing one batch",
@@ -64,7 +65,7 @@ class ServiceMetrics:
 
     def rejected(self, reason: str) -> None:
         """Count one refused request (queue_full, too_large, invalid, loading, shutting_down, unauthenticated,
-        forbidden, rate_limited, quota, client_gone)."""
+        forbidden, rate_limited, quota, client_gone, feedback_full, headers, host, cross_origin)."""
         self.rejections.labels(reason).inc()
 
     def batch(self, comments: int, tokens: int, seconds: float, requests: int = 1) -> None:
@@ -82,8 +83,9 @@ class ServiceMetrics:
             self.key_comments.labels(key).inc(comments)
 
     def watch_connections(self, count: Callable[[], int]) -> None:
-        """Read the open connections at each scrape."""
+        """Read the open connections at each scrape (and for `open_connections`)."""
         self.connections.set_function(count)
+        self.open_connections = count
 
     def watch_queue(self, length: Callable[[], int]) -> None:
         """Read the queue length at each scrape."""

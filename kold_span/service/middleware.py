@@ -2,11 +2,12 @@
 
 `Front` wraps the whole app. For each HTTP request it takes the client's `X-Request-ID` (or makes
 one) and puts it in the response, in the error body and in every log line written while the request
-is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431)
-and a `Host` not on the allow-list (400) before any route runs; adds the timing and model headers;
+is handled (`REQUEST_ID`, read by `RequestIdFilter`); refuses too many or too large headers (431),
+a `Host` (or an absolute-form request target's host) not on the allow-list (400) and a state-changing
+request from a page of another origin (403, CSRF) before any route runs; adds the timing and model headers;
 counts the request in `/metrics` by route and status; and writes the access log line. A client that
 left before its answer is counted with status 499 (nginx's "client closed request") and logged in one
-quiet line, never as a server error.
+quiet line; a route that raised is counted and logged as the 500 it is answered with.
 """
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ import time
 import uuid
 from http import HTTPStatus
 from typing import Any, Callable, Optional
+from urllib.parse import urlsplit
 
 from starlette.requests import ClientDisconnect
 
 from kold_span.data.jsonl import json_text
 from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.server import TARGET
 from kold_span.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,9 @@ def request_id(given: Optional[str]) -> str:
     return uuid.uuid4().hex
 
 
+MESSAGE_CHARS, FIELD_CHARS = 2000, 200  # the most of an error's message and field an answer holds
+
+
 def error_body(status: int, message: str, field: str, request: str,
                details: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
     """`{"error": {"code", "status", "message", "field", "requestId"[, "details"]}}`, Google's error shape.
@@ -67,6 +73,10 @@ def error_body(status: int, message: str, field: str, request: str,
     name = {400: "INVALID_ARGUMENT", 413: "INVALID_ARGUMENT", 422: "INVALID_ARGUMENT", 431: "INVALID_ARGUMENT",
             401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
             503: "UNAVAILABLE", 500: "INTERNAL"}.get(status) or HTTPStatus(status).name
+    if len(message) > MESSAGE_CHARS:  # a message quoting what the client sent stays small whatever it sent
+        message = f"{message[:MESSAGE_CHARS]}… ({len(message)} characters in all)"
+    if len(field) > FIELD_CHARS:
+        field = field[:FIELD_CHARS] + "…"
     error: dict[str, Any] = {"code": status, "status": name, "message": message, "field": field, "requestId": request}
     if details:
         error["details"] = details
@@ -89,6 +99,46 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+PROBES = ("/livez", "/readyz", "/health", "/metrics")  # answered on the connections kept in reserve
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # routes that change nothing; others refuse a foreign Origin (CSRF)
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def origin_allowed(origin: str, host: str, cors_origins: tuple[str, ...]) -> bool:
+    """Whether a request's `Origin` may change state here: this service's own (the `Host` it was sent to), or
+    one of `--cors-origin`. An opaque origin (`null`) never may.
+
+    Example:
+        >>> origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", ()), origin_allowed("https://a.b", "a.b", ())
+        (True, True)
+        >>> origin_allowed("http://evil.example", "127.0.0.1:8080", ()), origin_allowed("null", "x", ())
+        (False, False)
+    """
+    if origin in cors_origins:
+        return True
+    scheme, _, rest = origin.lower().partition("://")
+    if scheme not in DEFAULT_PORTS or not rest:
+        return False
+    default = ":" + DEFAULT_PORTS[scheme]
+    own = host.lower()
+    return rest.removesuffix(default) == own.removesuffix(":80").removesuffix(":443")
+
+
+def target_authority(scope: dict) -> Optional[str]:
+    """The host an absolute-form request target (`POST http://host/path`) names, or None for a path.
+
+    httptools leaves only the path in the scope (the guard keeps the target in `TARGET`); h11 keeps it whole.
+
+    Example:
+        >>> target_authority({"path": "/v1/predict"}), target_authority({"path": "http://u@evil:81/v1/predict"})
+        (None, 'evil:81')
+    """
+    target = scope.get(TARGET) or scope.get("path", "")
+    if target.startswith(("/", "*")) or not target:
+        return None
+    return urlsplit(target).netloc.rpartition("@")[2]
+
+
 class Front:
     """The outermost ASGI middleware (see the module docstring)."""
 
@@ -109,7 +159,7 @@ class Front:
         scope["kold_span.request_id"] = rid
         timing = scope[TIMING] = {"queue": 0.0, "inference": 0.0}
         status = 500
-        started_response = False
+        started_response = failed = False
 
         async def send_with_headers(message: dict) -> None:
             nonlocal status, started_response
@@ -125,18 +175,21 @@ class Front:
             await send(message)
 
         try:
-            refusal = self._refusal(headers)
+            refusal = self._refusal(scope, headers)
             if refusal is not None:
                 code, message, field = refusal
+                self.metrics.rejected({"Host": "host", "Origin": "cross_origin", "connections": "connections"}
+                                      .get(field, "headers"))
                 await self._send_error(send_with_headers, code, message, field, rid)
             else:
                 await self.app(scope, receive, send_with_headers)
         except Exception as err:
             if not _client_gone(err):
+                failed = True  # a fault of ours: counted and logged as the 500 the app's outer layer sends
                 raise
             status = CLIENT_GONE
         finally:
-            if status == 500 and not started_response:  # nothing was sent: the client went first
+            if status == 500 and not started_response and not failed:  # nothing was sent: the client went first
                 status = CLIENT_GONE
             seconds = time.perf_counter() - started
             path = scope.get("path", "")
@@ -146,8 +199,12 @@ class Front:
             self._access(scope, status, seconds, rid)
             REQUEST_ID.reset(token)
 
-    def _refusal(self, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
+    def _refusal(self, scope: dict, headers: list[tuple[bytes, bytes]]) -> Optional[tuple[int, str, str]]:
         s = self.settings
+        count = self.metrics.open_connections
+        if count is not None and scope.get("path") not in PROBES and count() > s.connections.max_connections:
+            return 503, f"connections: {count()} open, over the limit of {s.connections.max_connections} " \
+                        "(--max-connections); only the probes and /metrics answer past it", "connections"
         if len(headers) > s.max_headers:
             return 431, f"headers: {len(headers)}, over the limit of {s.max_headers} (--max-headers)", "headers"
         size = sum(len(k) + len(v) for k, v in headers)
@@ -158,13 +215,24 @@ class Front:
             host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
             if not host_allowed(host, s.allowed_hosts):
                 return 400, f"Host: {host[:100]!r} is not served here (--allowed-hosts)", "Host"
+            target = target_authority(scope)
+            if target is not None and not host_allowed(target, s.allowed_hosts):
+                return 400, f"the request target's host {target[:100]!r} is not served here (--allowed-hosts)", "Host"
+        origin = next((v for k, v in headers if k == b"origin"), None)
+        if origin is not None and scope.get("method") not in SAFE_METHODS:
+            host = next((v for k, v in headers if k == b"host"), b"").decode("latin-1")
+            shown = origin.decode("latin-1")
+            if not origin_allowed(shown, host, s.cors_origins):
+                return 403, f"Origin: {shown[:100]!r} may not post here: only pages of this service and of " \
+                            "--cors-origin may (a page of another site cannot act for its visitor)", "Origin"
         return None
 
     async def _send_error(self, send: Callable, status: int, message: str, field: str, rid: str) -> None:
         body = json_text(error_body(status, message, field, rid)).encode("utf-8")
+        retry = [(b"retry-after", b"1")] if status == 503 else []
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+                                (b"connection", b"close"), *retry]})
         await send({"type": "http.response.body", "body": body})
 
     def _access(self, scope: dict, status: int, seconds: float, rid: str) -> None:

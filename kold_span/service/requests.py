@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.config.binding import option
-from kold_span.data.example import Context, Example, context_turns
+from kold_span.data.example import Context, Example, context_turns, text_problem
 from kold_span.errors import DataError, RequestError
 from kold_span.inference.inputs import QUOTING, bad_rows, iter_inputs
 
@@ -38,6 +38,9 @@ class Limits:
 
 
 MAX_FILENAME_CHARS = 200
+# What an upload may be: text formats, whose size is their body's. Parquet, which `kold-span predict` reads,
+# is not taken here: a few hundred compressed bytes can decode to gigabytes before a row is counted.
+UPLOAD_SUFFIXES = (".txt", ".csv", ".tsv", ".jsonl")
 
 
 @dataclass
@@ -78,7 +81,8 @@ def _refuse_constant(name: str) -> float:
 
 
 def parse_json(body: bytes) -> Any:
-    """The parsed body; invalid JSON (or NaN, or nesting past Python's recursion limit) is a 422.
+    """The parsed body; invalid JSON (or NaN, or nesting past Python's recursion limit) is a 422, and so is a
+    lone surrogate in any string (`check_unicode`).
 
     Example:
         >>> parse_json(b'{"comments": []}')
@@ -91,7 +95,7 @@ def parse_json(body: bytes) -> Any:
     if not body.strip():
         raise RequestError(422, "body: empty; expected a JSON object")
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        parsed = json.loads(body, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise RequestError(422, f"body: invalid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     except UnicodeDecodeError as err:
@@ -100,6 +104,39 @@ def parse_json(body: bytes) -> Any:
         raise RequestError(422, f"body: invalid JSON ({err})") from None
     except RecursionError:
         raise RequestError(422, "body: JSON nested too deeply") from None
+    check_unicode(parsed)
+    return parsed
+
+
+def check_unicode(value: Any, where: str = "body") -> None:
+    """Refuse (422) a parsed body holding a lone surrogate in any string, key or value, naming its field.
+
+    JSON's `"\\ud800"` parses to a string no UTF-8 answer can hold; every string a route echoes (ids,
+    tokens, attribute names, unknown fields) is checked here once, before anything runs or is stored.
+    The walk visits each value once (a stack, not recursion).
+
+    Example:
+        >>> check_unicode({"comments": [{"id": chr(0xD800)}]})
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.RequestError: comments[0].id: holds a lone surrogate (U+D800) at character 0, which is ...
+    """
+    todo: list[tuple[Any, str]] = [(value, where)]
+    while todo:
+        item, at = todo.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                raise RequestError(422, f"{at}: {problem}", at)
+        elif isinstance(item, list):
+            todo.extend((x, f"{at}[{i}]") for i, x in enumerate(item))
+        elif isinstance(item, dict):
+            prefix = "" if at == "body" else f"{at}."
+            for i, (key, x) in enumerate(item.items()):
+                problem = text_problem(key)
+                if problem:
+                    raise RequestError(422, f"{at}: the name of field {i + 1} {problem}", at)
+                todo.append((x, f"{prefix}{key}"))
 
 
 def _expect(value: Any, kinds: tuple[str, ...], where: str) -> Any:
@@ -216,6 +253,22 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
 
 
 MAX_LANGUAGES = 16
+# The most attributes a request may name, and span scores one attribute of a suggestion may hold: far more than
+# any model has or a moderator marks, and few enough that checking them is quick work (413 past them).
+MAX_ATTRIBUTES, MAX_SPAN_SCORES = 100, 1000
+
+
+def check_count(items: Any, most: int, where: str, what: str) -> None:
+    """413 when a list or object holds more than `most` items (checked before any of them is read).
+
+    Example:
+        >>> check_count([1] * 3, 2, "spanScores", "spans")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.RequestError: spanScores: 3 spans, more than the 2 read
+    """
+    if len(items) > most:
+        raise RequestError(413, f"{where}: {len(items)} {what}, more than the {most} read", where)
 LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 ANALYZE_FIELDS = ("comment", "context", "requestedAttributes", "spanAnnotations", "languages", "doNotStore",
                   "clientToken", "sessionId", "communityId")
@@ -250,6 +303,7 @@ def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
         if isinstance(context, list) and len(context) == 1:
             context = context[0]
     attributes = _expect(body["requestedAttributes"], ("object",), "requestedAttributes")
+    check_count(attributes, MAX_ATTRIBUTES, "requestedAttributes", "attributes")
     if not attributes:
         raise RequestError(400, "requestedAttributes: empty; name at least one attribute", "requestedAttributes")
     thresholds: dict[str, Optional[float]] = {}
@@ -298,6 +352,10 @@ def upload_examples(name: str, data: bytes, limits: Limits, text_column: Optiona
     if quoting not in QUOTING:
         raise RequestError(422, f"quoting: must be one of {', '.join(QUOTING)}, got {quoting!r}", "quoting")
     base = upload_name(name)
+    if Path(base).suffix.lower() not in UPLOAD_SUFFIXES:
+        raise RequestError(415, f"filename: {base!r}: uploads are read as {', '.join(UPLOAD_SUFFIXES)} (by the "
+                                "name's ending); predict other files, Parquet among them, with `kold-span predict`",
+                           "filename")
     with tempfile.TemporaryDirectory(prefix="kold-span-upload-") as folder:
         path = Path(folder) / ("upload" + Path(base).suffix.lower())  # the client's name never touches the disk
         path.write_bytes(data)

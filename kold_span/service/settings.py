@@ -41,6 +41,9 @@ class Settings:
     max_batch_tokens: int = option("padded tokens per forward pass (windows × the longest window)", 8192)
     max_wait_ms: float = option("how long the first comment of a batch waits for others", 5.0)
     max_queue: int = option("comments that may wait for the model; past it requests get 429", 1024)
+    max_client_queue: Optional[int] = option(
+        "comments one client (its API key, else its address) may have waiting; past it that client's requests get "
+        "429 while others are still let in (default: half of --max-queue, at least --max-comments)")
     limits: Limits = field(default_factory=Limits)
     max_request_tokens: int = option("tokens of a request's comments (each comment's windows × its longest window; "
                                      "413 past it, before any of them runs)", 65536)
@@ -57,6 +60,10 @@ class Settings:
                                            action="append", metavar="ORIGIN")
     allowed_hosts: tuple[str, ...] = option("Host header values served (e.g. api.example.com *.example.com); others "
                                             "get 400", (), action="extend", nargs="+", metavar="HOST")
+    trusted_proxies: tuple[str, ...] = option(
+        "addresses or networks (10.0.0.0/8) of the proxies in front: only from these is X-Forwarded-For believed as "
+        "the client's address (default none: the connection's address is the client's)", (), action="extend",
+        nargs="+", metavar="ADDR")
     api_keys: Optional[str] = option("require an API key on /v1 routes: FILE holds 'NAME SHA256' lines "
                                      "(docs/SERVICE.md)", metavar="FILE")
     rate_limit: Optional[str] = option("requests per key, e.g. 20/second (with --api-keys; 429 past it)",
@@ -65,7 +72,11 @@ class Settings:
     feedback_file: Optional[str] = option(
         "keep moderators' corrections (POST /v1alpha1/comments:suggestscore) as training data: canonical JSONL "
         "appended to FILE (default: the route is off)", flag="--feedback", metavar="FILE", type="path")
-    feedback_max_bytes: int = option("the feedback file's size cap (429 past it)", 100 * 1024 * 1024)
+    feedback_max_bytes: int = option("the feedback file's size cap (507 past it)", 100 * 1024 * 1024)
+    feedback_key_share: float = option("the share of --feedback-max-bytes one API key's suggestions may take (all "
+                                       "clients without a key together count as one, 'anonymous'; 507 past it)",
+                                       0.25)
+    feedback_max_request_bytes: int = option("bytes of one suggestion as a feedback line (413 past it)", 262144)
     model_name: Optional[str] = option("the model's name in /info and the X-Model header (default: the last two "
                                        "parts of its directory)")
     drain_seconds: float = option("on SIGTERM, how long requests in flight may take to finish", 60.0)
@@ -73,3 +84,16 @@ class Settings:
                                 "balancer stops sending before the listener closes (a second signal skips it)", 2.0)
     access_log: Optional[str] = option("log every request (json: one JSON object a line); API keys are never logged",
                                        nargs="?", const="text", choices=("text", "json"))
+
+    def client_queue(self) -> int:
+        """One client's share of the queue: `max_client_queue`, else half the queue but at least one whole request.
+
+        Example:
+            >>> Settings().client_queue(), Settings(max_queue=600).client_queue()
+            (512, 512)
+            >>> Settings(max_queue=1500).client_queue(), Settings(max_client_queue=9).client_queue()
+            (750, 9)
+        """
+        if self.max_client_queue is not None:
+            return self.max_client_queue
+        return min(self.max_queue, max(self.max_queue // 2, self.limits.max_comments))

@@ -1,4 +1,4 @@
-"""Alignment between character spans and subword tokens (BIO tags).
+"""Alignment between character spans and subword tokens (BIO tags), and between code points and UTF-16 units.
 
 Encoding: `spans_to_tags` turns end-exclusive character spans into one tag per
 token of a fast tokenizer's `offset_mapping`. Decoding: `tags_to_spans` turns
@@ -265,3 +265,27 @@ def _parse_tag(tag: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     if prefix not in ("B", "I", "O"):
         raise ArgumentError(f"tag must be None, 'O' or start with 'B'/'I', got {tag!r}")
     return prefix, (tag_type or None)
+
+
+def utf16_units(text: str) -> list[int]:
+    """For each code-point offset 0..len(text), the UTF-16 code units before it (what JavaScript's indices and
+    Perspective's `spanScores` count): a character past U+FFFF is two units, a surrogate pair.
+
+    Example:
+        >>> utf16_units("a😀b")
+        [0, 1, 3, 4]
+    """
+    return [0, *accumulate(2 if ord(ch) > 0xFFFF else 1 for ch in text)]
+
+
+def from_utf16(units: list[int], unit: int) -> Optional[int]:
+    """The code-point offset of UTF-16 offset `unit`, given the text's `utf16_units`; None when it falls inside
+    a surrogate pair or outside the text.
+
+    Example:
+        >>> units = utf16_units("a😀b")
+        >>> from_utf16(units, 3), from_utf16(units, 2), from_utf16(units, 5)
+        (2, None, None)
+    """
+    at = bisect_left(units, unit)
+    return at if at < len(units) and units[at] == unit else None

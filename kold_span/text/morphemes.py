@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections import OrderedDict
 from typing import Iterable, Optional
@@ -30,7 +31,13 @@ Morphemes = tuple[tuple[int, int, str], ...]
 # (one being prepared, one in the network, one being decoded), each with its texts, their context
 # turns and their normalised forms, fit in it at batch sizes up to 256.
 CACHE_SIZE = 32768
+# And a bounded number of bytes: 32,768 comments of 20,000 characters (what a service may be sent) would
+# hold about 36 GB by count alone. 256 MiB holds the chunks above for comments of ordinary length.
+CACHE_BYTES = 256 * 1024 * 1024
+MORPHEME_BYTES = 120  # one (start, end, tag) triple: the tuple and its two ints (tags are shared strings)
 _CACHE: OrderedDict[str, Morphemes] = OrderedDict()
+_SIZES: dict[str, int] = {}  # each cached text's estimated bytes (`entry_bytes`)
+_held = 0  # their sum
 # The pipeline prepares one chunk (filling the cache) while it decodes another (reading it).
 _CACHE_LOCK = threading.Lock()
 
@@ -94,13 +101,35 @@ def _analyse(texts: list[str]) -> list[Morphemes]:
     return [tuple(a) for a in analyses]
 
 
+def entry_bytes(text: str, tags: Morphemes) -> int:
+    """An estimate of the memory a cached analysis holds: the text, its key's slot and its triples.
+
+    Example:
+        >>> entry_bytes("가" * 1000, ((0, 1, "NNG"),) * 500) > 1000 * 2 + 500 * MORPHEME_BYTES
+        True
+    """
+    return sys.getsizeof(text) + sys.getsizeof(tags) + MORPHEME_BYTES * len(tags) + 100
+
+
+def cache_held() -> tuple[int, int]:
+    """(texts, estimated bytes) the cache holds now."""
+    with _CACHE_LOCK:
+        return len(_CACHE), _held
+
+
 def _store(texts: list[str], analyses: list[Morphemes]) -> None:
-    """Cache analyses, dropping the least recently used past `CACHE_SIZE`."""
+    """Cache analyses, dropping the least recently used past `CACHE_SIZE` texts or `CACHE_BYTES`."""
+    global _held
     with _CACHE_LOCK:
         for text, tags in zip(texts, analyses):
+            _held -= _SIZES.pop(text, 0)
             _CACHE[text] = tags
-            if len(_CACHE) > CACHE_SIZE:
-                _CACHE.popitem(last=False)
+            _CACHE.move_to_end(text)
+            _SIZES[text] = entry_bytes(text, tags)
+            _held += _SIZES[text]
+            while _CACHE and (len(_CACHE) > CACHE_SIZE or _held > CACHE_BYTES):
+                old, _ = _CACHE.popitem(last=False)
+                _held -= _SIZES.pop(old)
 
 
 def prefetch(texts: Iterable[str]) -> None:
@@ -161,8 +190,11 @@ def prefetch_for(tokenizer, texts: Iterable[str], snap: bool = True) -> None:
 
 def clear_cache() -> None:
     """Forget every cached analysis (benchmarks use this to time cold runs)."""
+    global _held
     with _CACHE_LOCK:
         _CACHE.clear()
+        _SIZES.clear()
+        _held = 0
 
 
 def morpheme_pieces(text: str) -> list[tuple[int, int]]:
