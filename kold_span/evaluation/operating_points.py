@@ -251,3 +251,83 @@ def merge_decision(current: Optional[dict[str, Any]], label: Optional[str], band
             f"above the remove threshold {policy['remove']['threshold']} ({policy['remove']['target']}); a review "
             "band must flag at least what remove does: ask for a higher recall or a lower precision")
     return policy
+
+
+@dataclass(frozen=True)
+class Target:
+    """One `--set TASK[:LABEL] TARGET[=VALUE]` of `kold-span thresholds`: which task and label, what to reach.
+
+    Example:
+        >>> Target.parse(["OFF:true", "precision=0.95", "recall=0.9"])
+        [Target(task='OFF', label='true', target='precision', value=0.95), Target(task='OFF', label='true', target='recall', value=0.9)]
+        >>> Target.parse(["OFF_span", "f1"])
+        [Target(task='OFF_span', label=None, target='f1', value=None)]
+    """
+
+    task: str
+    label: Optional[str]
+    target: str
+    value: Optional[float]
+
+    @classmethod
+    def parse(cls, words: Sequence[str]) -> list["Target"]:
+        """TASK[:LABEL] and one or more targets; an `ArgumentError` naming what is wrong."""
+        if len(words) < 2:
+            raise ArgumentError(f"--set {' '.join(words)}: give TASK[:LABEL] and a target, e.g. --set OFF:true "
+                                "precision=0.95")
+        task, _, label = words[0].partition(":")
+        out = []
+        for word in words[1:]:
+            name, has_value, text = word.partition("=")
+            if name not in TARGETS or (name == "f1") == bool(has_value):
+                raise ArgumentError(f"--set {words[0]}: {word!r} is no target; use precision=P, recall=R, "
+                                    "flagged=S (a share of texts) or f1")
+            value = None
+            if has_value:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ArgumentError(f"--set {words[0]}: {word!r}: {text!r} is not a number") from None
+                if not 0 < value <= 1:
+                    raise ArgumentError(f"--set {words[0]}: {word!r}: the value must be in (0, 1]")
+            out.append(cls(task, label or None, name, value))
+        bands = [BAND_OF[t.target] for t in out]
+        if len(set(bands)) < len(bands):
+            raise ArgumentError(f"--set {words[0]}: two targets for one band ({', '.join(words[1:])}); remove takes "
+                                "precision or f1, review takes recall or flagged")
+        return out
+
+
+def decide(predictor: Any, examples: Sequence[Example], targets: Sequence[Target], data: str, data_sha256: str,
+           batch_size: int = 32, samples: int = BOOTSTRAP_SAMPLES,
+           seed: int = BOOTSTRAP_SEED) -> dict[str, dict[str, Any]]:
+    """Each targeted task's decision policy, chosen on `predictor`'s (calibrated) outputs for gold `examples`.
+
+    `predictor` is a `Predicts` (its `tasks`, `decoding`, `merged_outputs`); a task's bands not
+    targeted here are kept when the label is the same. An `UnreachableTargetError` names the best
+    value reached when a target cannot be met.
+    """
+    by_name = {task.name: task for task in predictor.tasks}
+    for target in targets:
+        if target.task not in by_name:
+            raise ArgumentError(f"--set {target.task}: the model has no task {target.task!r}; its tasks: "
+                                f"{', '.join(by_name)}")
+        if not by_name[target.task].kind.takes_decision(by_name[target.task].problem):
+            raise ArgumentError(f"--set {target.task}: a soft-label task takes no decision thresholds")
+    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
+    policies: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(t.task for t in targets):
+        task = by_name[name]
+        mine = [t for t in targets if t.task == name]
+        labels = {decision_label(task, t.label) for t in mine}
+        if len(labels) > 1:
+            raise ArgumentError(f"--set {name}: one label per task, got {', '.join(sorted(map(str, labels)))}")
+        label = labels.pop()
+        counts = task_counts(task, label, predictor.decoding, examples, merged)
+        try:
+            bands = {BAND_OF[t.target]: decision_band(counts, t.target, t.value, data, data_sha256, samples, seed)
+                     for t in mine}
+        except UnreachableTargetError as err:
+            raise UnreachableTargetError(f"task {name}{':' + label if label else ''}: {err}") from None
+        policies[name] = merge_decision(task.decision, label, bands, name)
+    return policies

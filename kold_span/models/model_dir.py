@@ -28,8 +28,8 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
                                         encoder_from_config, save_tokenizer)
-from kold_span.models.manifest import (MANIFEST_NAME, check_contained, inside, read_json, verify_manifest,
-                                      write_manifest)
+from kold_span.models.manifest import (MANIFEST_NAME, carry_over, check_contained, inside, read_json,
+                                      verify_manifest, write_manifest)
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
 from kold_span.models.tasks import Task
@@ -145,6 +145,24 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
             companion.save(staging)
         write_manifest(staging)  # last: the SHA-256 of every file above, checked at load
     return Path(directory)
+
+
+def rewrite_config(source: Union[str, Path], target: Union[str, Path], config: dict[str, Any],
+                   overwrite: bool = False) -> Path:
+    """`source`'s files with `config` as its config.json, written as `target` and signed anew; returns `target`.
+
+    `source`'s manifest is checked first (a damaged model is not re-signed); `target` is replaced
+    whole (`data.atomic.replace_directory`), so `target == source` edits a model in place safely.
+    A non-empty `target` that is no model directory is refused unless `overwrite`.
+    """
+    source = Path(source)
+    read_model_config(source)
+    verify_manifest(source)
+    with replace_directory(target, is_model_dir, MODEL_DIRECTORY, overwrite) as staging:
+        carry_over(source, staging, {CONFIG_NAME})
+        write_text_atomic(staging / CONFIG_NAME, json_text(config, indent=1, what=str(Path(target) / CONFIG_NAME)))
+        write_manifest(staging)
+    return Path(target)
 
 
 def is_model_dir(directory: Union[str, Path]) -> bool:
