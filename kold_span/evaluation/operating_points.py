@@ -331,3 +331,36 @@ def decide(predictor: Any, examples: Sequence[Example], targets: Sequence[Target
             raise UnreachableTargetError(f"task {name}{':' + label if label else ''}: {err}") from None
         policies[name] = merge_decision(task.decision, label, bands, name)
     return policies
+
+
+def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
+    """A decision policy as sentences a moderator reads, one per band (none without a policy).
+
+    Example:
+        >>> policy_in_words("OFF", {"label": "true", "review": None, "remove": {"threshold": 0.93, "precision": 0.95,
+        ...     "recall": 0.4, "precision_interval": [0.9, 0.99], "recall_interval": [0.35, 0.45], "examples": 500,
+        ...     "data": "dev.jsonl", "data_sha256": "ab12cd34ef", "date": "2026-12-06T07:00:00Z"}})
+        ['remove when P(OFF = true) >= 0.93: on 500 texts of dev.jsonl (sha256 ab12cd34…, 2026-12-06), 95% of the texts it removed were OFF = true (95% interval 90%–99%) and it removed 40% of them (35%–45%)']
+    """
+    if not policy:
+        return []
+    label = policy.get("label")
+    what = f"{task} = {label}" if label else f"a {task} span"
+    score = f"P({task} = {label})" if label else f"P(B) + P(I) of a {task} token"
+    lines = []
+    for band in ("remove", "review"):
+        chosen = policy.get(band)
+        if not chosen:
+            continue
+        verb = "removed" if band == "remove" else "sent to review"
+        precision = chosen.get("precision")
+        share = "nothing" if precision is None else f"{precision:.0%}"
+        p_low, p_high = chosen.get("precision_interval", [0, 0])
+        r_low, r_high = chosen.get("recall_interval", [0, 0])
+        unit = "texts" if label else "characters"
+        lines.append(f"{band} when {score} >= {chosen['threshold']:g}: on {chosen.get('examples')} texts of "
+                     f"{chosen.get('data')} (sha256 {str(chosen.get('data_sha256'))[:8]}…, "
+                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {verb} were {what} "
+                     f"(95% interval {p_low:.0%}–{p_high:.0%}) and it {verb} {chosen['recall']:.0%} of them "
+                     f"({r_low:.0%}–{r_high:.0%})")
+    return lines

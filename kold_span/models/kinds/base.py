@@ -96,6 +96,10 @@ class Kind(Protocol):
         """The task's probability rows of one example and their gold targets (one-hot, multi-hot or a distribution),
         [rows, columns] each; no rows when the example has no gold for the task. What temperature is fitted on."""
 
+    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
+              threshold: float) -> bool:
+        """Whether the text is flagged at `threshold`: P(label) reaches it (sequence), or a span is decoded at it."""
+
     def exclusive(self, task: "Task") -> bool:
         """Whether a row of the task's probabilities is one softmax (else a sigmoid per column)."""
 

@@ -7,6 +7,7 @@ character spans, snapped and trimmed as `align` says, each with the mean P(B) + 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
@@ -86,6 +87,10 @@ class SpanKind:
         # a text without gold spans of the type is all O, as `evaluation.task_scores` scores it
         tags = spans_to_tags(example.spans.get(task.source, []), merged.token_offsets, text=example.text)
         return probs, np.eye(len(SPAN_TAGS))[[SPAN_TAGS.index((t or "O")[0]) for t in tags]].reshape(-1, 3)
+
+    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
+              threshold: float) -> bool:
+        return bool(task_spans(replace(task, thresholds=(threshold,)), merged, text, decoding))
 
     def exclusive(self, task: "Task") -> bool:
         return True
