@@ -85,7 +85,7 @@ def test_span_counts_are_characters():
 
 def test_review_above_remove_is_refused():
     remove, review = {"threshold": 0.5, "target": "precision=0.9"}, {"threshold": 0.7, "target": "recall=0.9"}
-    with pytest.raises(UnreachableTargetError, match="review threshold 0.7"):
+    with pytest.raises(UnreachableTargetError, match="review threshold 0.7 .* no review band is needed"):
         merge_decision(None, "true", {"remove": remove, "review": review}, "OFF")
     kept = merge_decision({"label": "true", "remove": remove}, "true", {"review": {"threshold": 0.3}}, "OFF")
     assert kept["remove"] is remove and kept["review"]["threshold"] == 0.3
@@ -136,3 +136,12 @@ def test_a_decision_in_a_config_is_checked(tmp_path, decision, message):
     ok = text.replace(f"decision: {decision}", "decision: {precision: 0.9}")
     path.write_text(ok, encoding="utf-8")
     assert load_config(path).tasks[0].decision.precision == 0.9
+
+
+def test_a_review_band_above_remove_keeps_remove_alone():
+    dev = [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(GOLD)]
+    # remove at 0.8 (precision 1, recall 2/3) already reaches recall 0.3, which review would cut at 0.9
+    task = TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.95, recall=0.3))
+    chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
+    assert chosen.decisions["OFF"]["remove"]["threshold"] == 0.8 and chosen.decisions["OFF"]["review"] is None
+    assert "no review band is needed" in chosen.decision_errors["OFF"]

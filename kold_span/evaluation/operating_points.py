@@ -246,10 +246,12 @@ def merge_decision(current: Optional[dict[str, Any]], label: Optional[str], band
     kept = current if current and current.get("label") == label else {}
     policy = {"label": label, "remove": kept.get("remove"), "review": kept.get("review"), **bands}
     if policy["remove"] and policy["review"] and policy["review"]["threshold"] > policy["remove"]["threshold"]:
+        remove, review = policy["remove"], policy["review"]
         raise UnreachableTargetError(
-            f"task {task!r}: the review threshold {policy['review']['threshold']} ({policy['review']['target']}) is "
-            f"above the remove threshold {policy['remove']['threshold']} ({policy['remove']['target']}); a review "
-            "band must flag at least what remove does: ask for a higher recall or a lower precision")
+            f"task {task!r}: the review threshold {review['threshold']} ({review['target']}) is above the remove "
+            f"threshold {remove['threshold']} ({remove['target']}), which already reaches recall "
+            f"{remove.get('recall', 0):.4f}: no review band is needed; set remove alone, or ask review for a "
+            "higher recall")
     return policy
 
 

@@ -207,9 +207,10 @@ def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequen
                 log.warning("task %r: decision %s left out: %s", task.name, BAND_OF[target], err)
         try:
             decisions[task.name] = merge_decision(None, label, bands, task.name)
-        except UnreachableTargetError as err:
+        except UnreachableTargetError as err:  # review above remove: remove alone already reaches the recall
             errors[task.name] = str(err)
-            log.warning("%s; no decision policy saved", err)
+            log.warning("%s; the remove band is saved alone", err)
+            decisions[task.name] = merge_decision(None, label, {"remove": bands["remove"]}, task.name)
     return decisions, errors
 
 
