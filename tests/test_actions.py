@@ -95,3 +95,13 @@ def test_a_spacy_doc_carries_the_actions(plain, tmp_path):
     plain_nlp = spacy.blank("xx")
     plain_nlp.add_pipe("kold_span", config={"model": str(plain)})
     assert plain_nlp(TEXTS[0])._.kold_actions == {}
+
+
+def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_path):
+    from kold_span.inference.ensemble import load_predictor
+
+    same = with_policy(plain, tmp_path / "same", {"label": "true", "remove": band(0.0)})
+    other = with_policy(plain, tmp_path / "other", {"label": "true", "remove": band(0.5)})
+    assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
+    mixed = load_predictor([same, other])
+    assert mixed.tasks[0].decision is None and "actions" not in mixed.predict(TEXTS)[0]
