@@ -185,8 +185,11 @@ def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequen
     losing the trained model at its last step.
     """
     wanted = {t.name: t.decision for t in tasks if t.decision is not None}
-    decoding, digest = predictor.decoding, examples_digest(dev) if wanted else ""
-    decisions, errors = {}, {}
+    decisions: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    if not wanted:
+        return decisions, errors
+    decoding, digest = predictor.decoding, examples_digest(dev)
     for task in predictor.tasks:
         config = wanted.get(task.name)
         if config is None:
