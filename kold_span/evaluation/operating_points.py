@@ -20,13 +20,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from kold_span.data.example import Example, label_set, spans_to_offsets
+from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, UnreachableTargetError
 from kold_span.models.kinds import Decoding, MergedExample, kind_of
 from kold_span.models.kinds.span import task_spans
@@ -196,7 +196,7 @@ def examples_digest(examples: Sequence[Example]) -> str:
     """The SHA-256 of examples as canonical JSON lines: what a decision was chosen on, whatever file held them."""
     digest = hashlib.sha256()
     for ex in examples:
-        digest.update(json.dumps(ex.to_dict(), ensure_ascii=False, sort_keys=True).encode())
+        digest.update(json_text(ex.to_dict(), what=f"example {ex.id!r}").encode())
         digest.update(b"\n")
     return digest.hexdigest()
 
