@@ -70,7 +70,8 @@ def measure(run: Path, precision: float, recall: float, samples: int) -> dict:
             low, high = chosen["precision_interval"]
             entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
                 "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
-                "test": met, "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
+                "test": met,
+                "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
         out["tasks"][task.name] = entry
     return out
 
@@ -87,7 +88,8 @@ def section(result: dict, command: str) -> str:
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
              "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
     for name, entry in result["tasks"].items():
-        for band, target in (("remove", f"precision {result['precision']:g}"), ("review", f"recall {result['recall']:g}")):
+        for band, target in (("remove", f"precision {result['precision']:g}"),
+                             ("review", f"recall {result['recall']:g}")):
             chosen = entry.get(band, {})
             if "unmet" in chosen:
                 lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | |")

@@ -89,7 +89,7 @@ def needs_extra(extra: str) -> Iterator[None]:
 
 
 class UnreachableTargetError(KoldSpanError, ValueError):
-    """No threshold meets a decision target (`kold-span thresholds`, `decision:`) on the data; names the best reached."""
+    """No threshold meets a decision target (`kold-span thresholds`, `decision:`); names the best value reached."""
 
 
 class UnfinishedOutputError(DataError):

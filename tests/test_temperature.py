@@ -80,7 +80,8 @@ def test_fit_temperature_by_hand():
 
 
 def test_ece_by_hand():
-    # 6 scores, 3 bins of 2: {0.1, 0.3} hit 0/2 → |0 − 0.2|; {0.5, 0.6} 1/2 → |0.5 − 0.55|; {0.8, 0.9} 2/2 → |1 − 0.85|
+    # 6 scores, 3 bins of 2: {0.1, 0.3} hit 0/2 → |0 − 0.2|; {0.5, 0.6} 1/2 → |0.5 − 0.55|;
+    # {0.8, 0.9} 2/2 → |1 − 0.85|
     ece = expected_calibration_error([0.9, 0.1, 0.5, 0.8, 0.3, 0.6], [1, 0, 0, 1, 0, 1], bins=3)
     assert ece == pytest.approx((0.2 + 0.05 + 0.15) / 3)
     assert expected_calibration_error([], []) == 0.0

@@ -84,7 +84,8 @@ def check_values(config: Config, where: str) -> None:
                  or decision.flagged is not None,
                  f"tasks[{i}].decision needs a target: precision, f1, recall or flagged")
             need(bool(config.data.dev) or config.data.dev_fraction > 0,
-                 f"tasks[{i}].decision needs a dev split to choose its thresholds on (data.dev or data.dev_fraction > 0)")
+                 f"tasks[{i}].decision needs a dev split to choose its thresholds on "
+                 "(data.dev or data.dev_fraction > 0)")
             need(task.kind.takes_decision(task.problem),
                  f"tasks[{i}].decision applies to span tasks and single- or multi-label sequence tasks")
         need(task.fuse_ngram or not task.fuse_ngram_train,

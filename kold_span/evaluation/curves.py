@@ -23,7 +23,7 @@ from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import needs_extra
 from kold_span.evaluation import metrics
 from kold_span.evaluation.operating_points import label_scores, span_counts, sequence_counts, threshold_table
-from kold_span.evaluation.task_scores import calibration_error
+from kold_span.evaluation.task_scores import confidence_hits
 from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures, kind_of
 
 log = logging.getLogger(__name__)
@@ -73,14 +73,16 @@ def _pr(rows: Sequence[dict[str, Any]]) -> list[list[float]]:
 
 def temperature_effect(task: Any, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, Any]:
     """ECE of a task with its temperature (`merged` as the model gives them) and without it (tempered back)."""
-    after = calibration_error(task, examples, merged)
-    before = after
+    raw = merged
     if task.temperature != 1.0:
         raw = copy.deepcopy(list(merged))
         apply_temperatures([dataclasses.replace(task, temperature=1.0 / task.temperature)], raw)
-        before = calibration_error(task, examples, raw)
-    return {"bins": metrics.ECE_BINS, "temperature": task.temperature, "before": round(before, 6),
-            "after": round(after, 6)}
+    before, after = confidence_hits(task, examples, raw), confidence_hits(task, examples, merged)
+    return {"bins": metrics.ECE_BINS, "temperature": task.temperature,
+            "before": round(metrics.expected_calibration_error(*before), 6),
+            "after": round(metrics.expected_calibration_error(*after), 6),
+            "reliability_before": metrics.reliability_bins(*before),
+            "reliability_after": metrics.reliability_bins(*after)}
 
 
 def write_curves(report: dict[str, Any], out_dir: Union[str, Path]) -> list[Path]:
@@ -102,12 +104,13 @@ def write_curves(report: dict[str, Any], out_dir: Union[str, Path]) -> list[Path
 
 
 def plot_curves(name: str, curves: dict[str, Any], target: Union[Path, io.BytesIO]) -> None:
-    """The PR curve (and the ROC of a sequence task) of one task, as a PNG."""
+    """The PR curve, the ROC of a sequence task and the reliability diagram (before and after the temperature) of
+    one task, as a PNG."""
     with needs_extra("plots"):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
-    panels = 2 if "roc" in curves else 1
+    panels = 3 if "roc" in curves else 2
     fig = Figure(figsize=(4 * panels, 3.6), dpi=90)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, panels, 1)
@@ -118,13 +121,24 @@ def plot_curves(name: str, curves: dict[str, Any], target: Union[Path, io.BytesI
     ax.set_xlim(0, 1.02)
     ax.set_ylim(0, 1.02)
     ax.set_title(f"{name}: precision-recall", fontsize=9)
-    if panels == 2:
-        roc = fig.add_subplot(1, 2, 2)
+    if panels == 3:
+        roc = fig.add_subplot(1, panels, 2)
         roc.plot([f for f, _ in curves["roc"]], [t for _, t in curves["roc"]], color="#4f81bd")
         roc.plot([0, 1], [0, 1], color="#999999", linewidth=0.8, linestyle="--")
         roc.set_xlabel("flagged share of benign texts (FPR)")
         roc.set_ylabel("recall (TPR)")
         auc = curves.get("roc_auc")
         roc.set_title(f"ROC, AUC {auc:.3f}" if auc is not None else "ROC", fontsize=9)
+    ece = curves["ece"]
+    diagram = fig.add_subplot(1, panels, panels)
+    diagram.plot([0, 1], [0, 1], color="#999999", linewidth=0.8, linestyle="--")
+    for key, colour, label in (("reliability_before", "#999999", "before"), ("reliability_after", "#c0504d", "after")):
+        points = ece[key]
+        diagram.plot([b["confidence"] for b in points], [b["hit_rate"] for b in points], marker="o", markersize=3,
+                     color=colour, label=f"{label}: ECE {ece[label]:.3f}")
+    diagram.set_xlabel(f"confidence ({ece['bins']} equal-mass bins)")
+    diagram.set_ylabel("share right")
+    diagram.legend(fontsize=7, loc="upper left")
+    diagram.set_title(f"reliability, T = {ece['temperature']:g}", fontsize=9)
     fig.tight_layout()
     fig.savefig(target, format="png")

@@ -356,12 +356,25 @@ def expected_calibration_error(confidences: Sequence[float], hits: Sequence[floa
         >>> expected_calibration_error([0.9] * 10, [1] * 7 + [0] * 3)  # one bin of ties: |0.7 - 0.9|
         0.2
     """
+    bins_found = reliability_bins(confidences, hits, bins)
+    total = sum(b["count"] * abs(b["hit_rate"] - b["confidence"]) for b in bins_found)
+    return round(total / len(confidences), 12) if len(confidences) else 0.0
+
+
+def reliability_bins(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS) -> list[dict]:
+    """The equal-mass bins of `expected_calibration_error`: each one's mean confidence, hit rate and count, in
+    order of confidence (a reliability diagram's points).
+
+    Example:
+        >>> reliability_bins([0.8, 0.2, 0.6, 0.4], [1, 0, 1, 0], bins=2)
+        [{'confidence': 0.3, 'hit_rate': 0.0, 'count': 2}, {'confidence': 0.7, 'hit_rate': 1.0, 'count': 2}]
+    """
     import numpy as np
 
     if len(confidences) != len(hits):
         raise ArgumentError(f"confidences and hits differ in length: {len(confidences)} != {len(hits)}")
     if not len(confidences):
-        return 0.0
+        return []
     order = np.argsort(np.asarray(confidences, dtype=np.float64), kind="stable")
     conf = np.asarray(confidences, dtype=np.float64)[order]
     hit = np.asarray(hits, dtype=np.float64)[order]
@@ -369,11 +382,12 @@ def expected_calibration_error(confidences: Sequence[float], hits: Sequence[floa
     positions = (np.arange(n) * bins) // n
     _, first, inverse = np.unique(conf, return_index=True, return_inverse=True)
     bin_of = positions[first][inverse.reshape(-1)]
-    total = 0.0
+    out = []
     for b in np.unique(bin_of):
         members = bin_of == b
-        total += float(members.sum()) * abs(float(hit[members].mean()) - float(conf[members].mean()))
-    return round(total / n, 12)
+        out.append({"confidence": round(float(conf[members].mean()), 12),
+                    "hit_rate": round(float(hit[members].mean()), 12), "count": int(members.sum())})
+    return out
 
 
 # --------------------------------------------------------------------------- identity-term bias (Jigsaw)

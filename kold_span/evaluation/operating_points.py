@@ -81,7 +81,7 @@ def label_scores(task: Task, label: str, examples: Sequence[Example],
 
 def span_counts(task: Task, decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample],
                 grid: Sequence[float] = SPAN_GRID) -> Counts:
-    """`Counts` of a span task's characters at each P(B) + P(I) threshold of `grid`, spans decoded as `decoding` says."""
+    """`Counts` of a span task's characters at each P(B) + P(I) threshold of `grid`, decoded as `decoding` says."""
     golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
     thresholds = np.asarray(sorted(grid, reverse=True), dtype=np.float64)
     tp, flagged, texts = [], [], []

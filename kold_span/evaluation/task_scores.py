@@ -87,14 +87,17 @@ def calibration_error(task: Task, examples: Sequence[Example], merged: Sequence[
         >>> round(calibration_error(off, gold, merged, bins=2), 6)  # (|0.5 - 0.65| + |1 - 0.85|) / 2
         0.15
     """
+    return metrics.expected_calibration_error(*confidence_hits(task, examples, merged), bins)
+
+
+def confidence_hits(task: Task, examples: Sequence[Example],
+                    merged: Sequence[MergedExample]) -> tuple[np.ndarray, np.ndarray]:
+    """What a task's calibration is judged on (`calibration_error`): each score and whether it was right."""
     probs, targets = task_outcomes(task, examples, merged)
     if kind_of(task).exclusive(task):
         top = probs.argmax(axis=-1)
-        confidences = probs[np.arange(len(probs)), top]
-        hits = (top == targets.argmax(axis=-1)).astype(float)
-    else:
-        confidences, hits = probs.reshape(-1), targets.reshape(-1)
-    return metrics.expected_calibration_error(confidences, hits, bins)
+        return probs[np.arange(len(probs)), top], (top == targets.argmax(axis=-1)).astype(float)
+    return probs.reshape(-1), targets.reshape(-1)
 
 
 def task_thresholds(task: Task, decoding: Decoding, examples: Sequence[Example],
