@@ -88,6 +88,10 @@ def needs_extra(extra: str) -> Iterator[None]:
         raise MissingExtraError(f"{err.name} is not installed: pip install 'kold-span[{extra}]'") from err
 
 
+class UnreachableTargetError(KoldSpanError, ValueError):
+    """No threshold meets a decision target (`kold-span thresholds`, `decision:`); names the best value reached."""
+
+
 class UnfinishedOutputError(DataError):
     """An unfinished output that cannot be resumed: no rows of `kold-span predict`, or the rows of another input."""
 

@@ -85,7 +85,7 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
     golds = [["a"], ["b"], ["a", "b"], []]
     splits = {"train": [make(i, g) for i, g in enumerate(golds * 3)],
               "dev": [make(100 + i, g) for i, g in enumerate(golds)]}
-    task = TaskConfig("groups", source="groups", problem="multi", threshold="dev", fuse_ngram=True)
+    task = TaskConfig("groups", source="groups", problem="multi", threshold="dev", fuse_ngram=True, temperature=1)
     chosen = calibrate([task], Flat(), splits, allow_context=False)
     assert Flat.passes == 1
     # the flat encoder tells nothing, the n-gram reads the label names: dev prefers some n-gram
@@ -97,4 +97,5 @@ def test_calibrate_takes_task_settings_and_runs_dev_through_the_encoder_once():
     expected = label_thresholds(groups, golds, fused)
     assert chosen.thresholds["groups"] == dict(zip(groups.labels, expected)) != {"a": 0.3, "b": 0.3}
     assert chosen.companions["groups"] is not dev_only
-    assert calibrate([TaskConfig("groups", source="groups", problem="multi")], Flat(), splits) == Calibration()
+    assert calibrate([TaskConfig("groups", source="groups", problem="multi", temperature=1)], Flat(),
+                     splits) == Calibration()

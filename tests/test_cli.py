@@ -38,8 +38,8 @@ def test_the_print_check_sees_calls_not_strings(tmp_path):
 
 def test_every_command_module_registers_one_subcommand():
     names = list(COMMANDS)
-    assert names == ["train", "configs", "predict", "evaluate", "robustness", "functional", "convert", "agreement",
-                     "pretrain", "import-encoder", "ablate", "serve", "export"]
+    assert names == ["train", "configs", "predict", "evaluate", "thresholds", "robustness", "functional", "convert",
+                     "agreement", "pretrain", "import-encoder", "ablate", "serve", "export"]
     choices = build_parser()._subparsers._group_actions[0].choices
     assert list(choices) == names
     assert all(choices[name].get_default("run") is COMMANDS.get(name).run for name in names)

@@ -391,3 +391,18 @@ def test_the_page_says_how_each_task_decides(browser, tuned_server):
         " decision: {rule: 'threshold', thresholds: {men: 0.5, women: 0.5}}};"
         "return [ruleText('TGT'), ruleText('GRP')];")
     assert said == ["marked when P ≥ 0.35 (group), 0.6 (individual)", "each label marked when P ≥ 0.5"]
+
+
+def test_the_page_shows_each_tasks_action_and_what_its_band_promised(browser, server):
+    """A model with a decision policy: the band per task, in colour, with /info's sentence under it."""
+    open_page(browser, server)
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return Boolean(state.tasks.OFF)"))
+    shown = browser.execute_script(
+        "state.tasks.OFF.policy_in_words = ['remove when P(OFF = true) >= 0.9: as promised'];"
+        "showPrediction({text: '바보', labels: {}, spans: [], actions: {OFF: 'remove'}});"
+        "const box = document.getElementById('actions-box');"
+        "const first = [box.hidden, document.querySelector('#actions .action-remove').textContent,"
+        "               document.getElementById('actions').textContent];"
+        "showPrediction({text: '바보', labels: {}, spans: []});"
+        "return [...first, box.hidden];")
+    assert shown == [False, "remove", "OFF: removeremove when P(OFF = true) >= 0.9: as promised", True]

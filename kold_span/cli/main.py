@@ -19,19 +19,19 @@ from types import ModuleType
 from typing import Iterator, Optional, Sequence
 
 from kold_span.cli import (ablate, agreement, configs, convert, evaluate, export, functional, import_encoder, predict,
-                           pretrain, robustness, serve, train)
+                           pretrain, robustness, serve, thresholds, train)
 from kold_span.cli.options import Terminated
 from kold_span.config.registry import Registry
 from kold_span.data.atomic import error_notes
 from kold_span.errors import KoldSpanError
 
-DESCRIPTION = ("The `kold-span` command line: train, configs, predict, evaluate, robustness, functional, convert, "
-               "agreement, pretrain, ablate, import-encoder, serve, export.")
+DESCRIPTION = ("The `kold-span` command line: train, configs, predict, evaluate, thresholds, robustness, functional, "
+               "convert, agreement, pretrain, ablate, import-encoder, serve, export.")
 # Command modules by subcommand, in the order `kold-span --help` lists them; installed packages add theirs (after
 # these) under the entry-point group `kold_span.commands` (docs/ARCHITECTURE.md, "Where to add").
 COMMANDS: Registry[ModuleType] = Registry("command", "commands", group="kold_span.commands")
-for _module in (train, configs, predict, evaluate, robustness, functional, convert, agreement, pretrain, import_encoder,
-                ablate, serve, export):
+for _module in (train, configs, predict, evaluate, thresholds, robustness, functional, convert, agreement, pretrain,
+                import_encoder, ablate, serve, export):
     COMMANDS.add(_module.__name__.rsplit(".", 1)[1].replace("_", "-"), _module)
 PACKAGE_LOGGER = logging.getLogger("kold_span")
 

@@ -71,6 +71,23 @@ def check_values(config: Config, where: str) -> None:
             need(task.fuse_metric in allowed,
                  f"tasks[{i}].fuse_metric must be one of {allowed} for problem '{task.problem}', "
                  f"got {task.fuse_metric!r}")
+        numeric = isinstance(task.temperature, (int, float)) and not isinstance(task.temperature, bool)
+        need(task.temperature == "dev" or (numeric and task.temperature > 0),
+             f"tasks[{i}].temperature must be a positive number or 'dev', got {task.temperature!r}")
+        if task.decision is not None:
+            decision = task.decision
+            need(not (decision.precision is not None and decision.f1),
+                 f"tasks[{i}].decision: precision and f1 both choose the remove threshold; give one")
+            need(not (decision.recall is not None and decision.flagged is not None),
+                 f"tasks[{i}].decision: recall and flagged both choose the review threshold; give one")
+            need(decision.precision is not None or decision.f1 or decision.recall is not None
+                 or decision.flagged is not None,
+                 f"tasks[{i}].decision needs a target: precision, f1, recall or flagged")
+            need(bool(config.data.dev) or config.data.dev_fraction > 0,
+                 f"tasks[{i}].decision needs a dev split to choose its thresholds on "
+                 "(data.dev or data.dev_fraction > 0)")
+            need(task.kind.takes_decision(task.problem),
+                 f"tasks[{i}].decision applies to span tasks and single- or multi-label sequence tasks")
         need(task.fuse_ngram or not task.fuse_ngram_train,
              f"tasks[{i}].fuse_ngram_train needs fuse_ngram: true (it is the fused n-gram's extra training data)")
         if task.gate is not None:

@@ -93,6 +93,10 @@ class TaskKind(Choice):
         """
         return self is TaskKind.SEQUENCE and problem.label_valued
 
+    def takes_decision(self, problem: Problem) -> bool:
+        """Whether a decision policy (allow / review / remove) applies: span tasks and single- or multi-label tasks."""
+        return self is TaskKind.SPAN or problem.label_valued
+
     def single_label(self, problem: Problem) -> bool:
         """Whether the task predicts exactly one label per example (a single-label sequence task)."""
         return self is TaskKind.SEQUENCE and problem is Problem.SINGLE

@@ -59,6 +59,21 @@ class ModelConfig:
 
 
 @dataclass
+class DecisionConfig:
+    """The thresholds chosen on dev after training, as `kold-span thresholds` chooses them (docs/THRESHOLDS.md).
+
+    `remove` (high precision) comes from `precision` or `f1`, `review` (high recall) from `recall`
+    or `flagged` (the share of texts a reviewer sees); e.g. {precision: 0.95, recall: 0.9}.
+    """
+
+    label: Optional[str] = None  # sequence tasks: the label whose probability is cut ("true" for a true/false task)
+    precision: Optional[float] = bounded(None, 0, 1, low_open=True)
+    f1: bool = False
+    recall: Optional[float] = bounded(None, 0, 1, low_open=True)
+    flagged: Optional[float] = bounded(None, 0, 1, low_open=True)
+
+
+@dataclass
 class TaskConfig:
     """One training objective: a sequence label or a span type."""
 
@@ -84,6 +99,11 @@ class TaskConfig:
     # more labelled files (read like data.train) the fused n-gram may also learn from, not the encoder;
     # dev decides whether it does. Examples whose text is in the dev or test split are left out.
     fuse_ngram_train: Optional[list[str]] = None
+    # the temperature its probabilities are divided at (as logits): "dev" = fitted on the dev split after training
+    # by negative log-likelihood (none without dev), a number = fixed (1 = as trained)
+    temperature: Any = "dev"
+    # the allow / review / remove thresholds chosen on dev after training (`DecisionConfig`); none by default
+    decision: Optional[DecisionConfig] = None
 
 
 @dataclass

@@ -337,6 +337,59 @@ def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequ
     return float(f1_score(flat_true, flat_pred, average=average, zero_division=0))
 
 
+# --------------------------------------------------------------------------- calibration
+
+ECE_BINS = 15  # equal-mass bins of expected calibration error, as most reports of temperature scaling use
+
+
+def expected_calibration_error(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS) -> float:
+    """Expected calibration error with equal-mass bins: sum over bins of |hit rate - mean confidence| × bin share.
+
+    The scores are sorted and cut into `bins` bins of (as nearly as possible) equal counts, score
+    i of n (from 0) in bin floor(i × bins / n); equal scores share the bin of the first of them, so
+    a tie is never split by the order of its examples. 0.0 without scores.
+
+    Example:
+        >>> # bins of 2: {0.2, 0.4} hit 0 of 2 (|0 - 0.3|), {0.6, 0.8} hit 2 of 2 (|1 - 0.7|): (0.3 + 0.3) / 2
+        >>> round(expected_calibration_error([0.8, 0.2, 0.6, 0.4], [1, 0, 1, 0], bins=2), 6)
+        0.3
+        >>> expected_calibration_error([0.9] * 10, [1] * 7 + [0] * 3)  # one bin of ties: |0.7 - 0.9|
+        0.2
+    """
+    bins_found = reliability_bins(confidences, hits, bins)
+    total = sum(b["count"] * abs(b["hit_rate"] - b["confidence"]) for b in bins_found)
+    return round(total / len(confidences), 12) if len(confidences) else 0.0
+
+
+def reliability_bins(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS) -> list[dict]:
+    """The equal-mass bins of `expected_calibration_error`: each one's mean confidence, hit rate and count, in
+    order of confidence (a reliability diagram's points).
+
+    Example:
+        >>> reliability_bins([0.8, 0.2, 0.6, 0.4], [1, 0, 1, 0], bins=2)
+        [{'confidence': 0.3, 'hit_rate': 0.0, 'count': 2}, {'confidence': 0.7, 'hit_rate': 1.0, 'count': 2}]
+    """
+    import numpy as np
+
+    if len(confidences) != len(hits):
+        raise ArgumentError(f"confidences and hits differ in length: {len(confidences)} != {len(hits)}")
+    if not len(confidences):
+        return []
+    order = np.argsort(np.asarray(confidences, dtype=np.float64), kind="stable")
+    conf = np.asarray(confidences, dtype=np.float64)[order]
+    hit = np.asarray(hits, dtype=np.float64)[order]
+    n = len(conf)
+    positions = (np.arange(n) * bins) // n
+    _, first, inverse = np.unique(conf, return_index=True, return_inverse=True)
+    bin_of = positions[first][inverse.reshape(-1)]
+    out = []
+    for b in np.unique(bin_of):
+        members = bin_of == b
+        out.append({"confidence": round(float(conf[members].mean()), 12),
+                    "hit_rate": round(float(hit[members].mean()), 12), "count": int(members.sum())})
+    return out
+
+
 # --------------------------------------------------------------------------- identity-term bias (Jigsaw)
 # The Jigsaw Unintended Bias in Toxicity Classification benchmark (Borkan et al., 2019): for each identity
 # term, three ROC AUCs that compare the texts mentioning it (the subgroup) with the rest (the background).

@@ -61,6 +61,8 @@ def prediction_fields(record: dict[str, Any], where: str, lenient: bool = False)
     if not isinstance(raw_labels, dict):
         raise DataError(f"{where}: field 'labels' must be an object of label name → value")
     labels = {k: (v["label"] if isinstance(v, dict) and "label" in v else v) for k, v in raw_labels.items()}
+    # predict output's probabilities, by label name, where a row has them (the label's ECE needs them)
+    probs = {k: v["probs"] for k, v in raw_labels.items() if isinstance(v, dict) and isinstance(v.get("probs"), dict)}
     raw_spans = record.get("spans") or {}
     spans: dict[str, list[tuple[int, int]]] = {}
     if isinstance(raw_spans, list):  # `kold-span predict` output
@@ -80,7 +82,7 @@ def prediction_fields(record: dict[str, Any], where: str, lenient: bool = False)
             spans[span_type] = [pair for pair in checked if pair is not None]
     else:
         raise DataError(f"{where}: field 'spans' must be a list of spans or an object of type → [[start, end]]")
-    return {"labels": labels, "spans": spans}
+    return {"labels": labels, "spans": spans, **({"probs": probs} if probs else {})}
 
 
 def _checked_pair(pair: Any, where: str, field_name: str, lenient: bool) -> Optional[tuple[int, int]]:
@@ -196,4 +198,29 @@ def evaluate_examples(gold: list[Example], preds: dict[str, dict[str, Any]], pol
             for key in ("precision", "recall", "f1"):
                 scores[f"label/{name}/{key}"] = prf[key]
         scores[f"label/{name}/per_class"] = report["per_class"]
+        ece = label_calibration_error(gold, preds, name)
+        if ece is not None:
+            scores[f"label/{name}/ece_{metrics.ECE_BINS}_bins"] = ece
     return scores
+
+
+def label_calibration_error(gold: list[Example], preds: dict[str, dict[str, Any]], name: str) -> Optional[float]:
+    """ECE (`metrics.ECE_BINS` equal-mass bins) of a single-label task's top probability in predict's rows; None
+    when no row holds probabilities.
+
+    Example:
+        >>> gold = [Example(id=str(i), text="t", labels={"OFF": v}) for i, v in enumerate([True, False])]
+        >>> preds = {"0": {"labels": {"OFF": True}, "probs": {"OFF": {"false": 0.2, "true": 0.8}}},
+        ...          "1": {"labels": {"OFF": True}, "probs": {"OFF": {"false": 0.4, "true": 0.6}}}}
+        >>> round(label_calibration_error(gold, preds, "OFF"), 6)  # bins of one: |1 - 0.8| and |0 - 0.6|
+        0.4
+    """
+    confidences, hits = [], []
+    for ex in gold:
+        probs = preds[ex.id].get("probs", {}).get(name)
+        if not probs or ex.labels.get(name) is None:
+            continue
+        top = max(probs, key=lambda label: probs[label])
+        confidences.append(float(probs[top]))
+        hits.append(1.0 if top == label_str(ex.labels[name]) else 0.0)
+    return metrics.expected_calibration_error(confidences, hits) if confidences else None

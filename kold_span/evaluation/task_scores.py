@@ -15,7 +15,7 @@ import numpy as np
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.data.example import Example, label_set, label_str, spans_to_offsets
 from kold_span.evaluation import metrics
-from kold_span.models.kinds import Decoding, MergedExample
+from kold_span.models.kinds import Decoding, MergedExample, kind_of
 from kold_span.models.kinds.problems import soft_distribution
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags, task_spans
@@ -50,7 +50,54 @@ def score(decoding: Decoding, examples: Sequence[Example], merged: Sequence[Merg
     out: dict[str, float] = {}
     for task in decoding.tasks:
         out.update(SCORERS[task.kind].scores(task, decoding, examples, merged))
+        probs, _targets = task_outcomes(task, examples, merged)
+        if len(probs):
+            out[f"{task.name}/ece"] = calibration_error(task, examples, merged)
     return out
+
+
+def task_outcomes(task: Task, examples: Sequence[Example],
+                  merged: Sequence[MergedExample]) -> tuple[np.ndarray, np.ndarray]:
+    """One task's probability rows over `examples` and their gold targets, stacked ([rows, columns] each).
+
+    A sequence task gives a row per labelled example, a span task a row per token (O, B, I).
+    """
+    kind = kind_of(task)
+    pairs = [kind.outcomes(task, ex, m) for ex, m in zip(examples, merged)]
+    columns = len(task.labels) if not kind.token_level else 3
+    if not pairs:
+        return np.zeros((0, columns)), np.zeros((0, columns))
+    return (np.concatenate([p for p, _ in pairs]).reshape(-1, columns),
+            np.concatenate([t for _, t in pairs]).reshape(-1, columns))
+
+
+def calibration_error(task: Task, examples: Sequence[Example], merged: Sequence[MergedExample],
+                      bins: int = metrics.ECE_BINS) -> float:
+    """Expected calibration error of one task's probabilities (equal-mass `bins`).
+
+    A softmax task (single, soft, a span task's tokens) is judged on its top label's probability
+    (a hit when it is the gold's top label); a multi-label task on every label's probability (a hit
+    when the gold has the label).
+
+    Example:
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> gold = [Example(id=str(i), text="t", labels={"OFF": v}) for i, v in enumerate([True, True, False, False])]
+        >>> merged = [MergedExample({"OFF": np.array(p)}) for p in ([0.2, 0.8], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7])]
+        >>> # top-label confidences 0.8 hit, 0.6 hit, 0.9 hit, 0.7 miss; bins of 2: {0.6, 0.7} 1/2, {0.8, 0.9} 2/2
+        >>> round(calibration_error(off, gold, merged, bins=2), 6)  # (|0.5 - 0.65| + |1 - 0.85|) / 2
+        0.15
+    """
+    return metrics.expected_calibration_error(*confidence_hits(task, examples, merged), bins)
+
+
+def confidence_hits(task: Task, examples: Sequence[Example],
+                    merged: Sequence[MergedExample]) -> tuple[np.ndarray, np.ndarray]:
+    """What a task's calibration is judged on (`calibration_error`): each score and whether it was right."""
+    probs, targets = task_outcomes(task, examples, merged)
+    if kind_of(task).exclusive(task):
+        top = probs.argmax(axis=-1)
+        return probs[np.arange(len(probs)), top], (top == targets.argmax(axis=-1)).astype(float)
+    return probs.reshape(-1), targets.reshape(-1)
 
 
 def task_thresholds(task: Task, decoding: Decoding, examples: Sequence[Example],

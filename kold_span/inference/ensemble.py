@@ -60,8 +60,11 @@ class Ensemble(Predicts[tuple[Encoded, ...], list[PreparedChunk], list[list[Host
                     raise ArgumentError(f"{name} and {names[0]} differ in {what} ({theirs} vs {mine}); an ensemble's "
                                         "members need the same")
         self._members, self.names = members, names
-        self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(
-            task, [m.tasks[i] for m in members], names)) for i, task in enumerate(first.tasks)]
+        # A decision policy promised what one model did on its data: the ensemble keeps it only when all agree.
+        self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(task, [m.tasks[i] for m in members], names),
+                                          decision=task.decision if all(m.tasks[i].decision == task.decision
+                                                                        for m in members) else None)
+                      for i, task in enumerate(first.tasks)]
         self.settings = first.settings  # each member reads inputs by its own; perspective and normalize as checked
         self.precision = first.precision  # each member runs its network in its own
 

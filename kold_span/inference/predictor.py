@@ -24,7 +24,7 @@ from kold_span.data.example import Context, Example, context_problem, context_tu
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError
 from kold_span.models.decoding import merge_windows, prediction
-from kold_span.models.kinds import Decoding, MergedExample
+from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures
 from kold_span.models.manifest import directory_identity, inside
 from kold_span.models.model_dir import CONFIG_NAME, read_model_dir, write_model_dir
 from kold_span.models.network import MultiTaskModel
@@ -307,7 +307,8 @@ class Predictor(Predicts[Encoded, PreparedChunk, list[HostProbs]]):
         return [to_host(self.tasks, self.network(inputs)) for _rows, inputs in prepared.batches]
 
     def merge(self, prepared: PreparedChunk, outputs: list[HostProbs]) -> list[MergedExample]:
-        """Per-example outputs of a chunk: its windows merged, n-gram companions fused."""
+        """Per-example outputs of a chunk: its windows merged, n-gram companions fused, each task's temperature
+        applied."""
         probs: list[dict[str, np.ndarray]] = [{} for _ in prepared.windows]
         for (rows, _inputs), host in zip(prepared.batches, outputs, strict=True):
             for j, row in zip(rows, host.rows()):
@@ -319,6 +320,8 @@ class Predictor(Predicts[Encoded, PreparedChunk, list[HostProbs]]):
         merged = [merge_windows(self.tasks, [windows[j] for j in js], [probs[j] for j in js]) for js in grouped]
         fuse_companions(self.companions, self.tasks, [e.text for e in prepared.encoded],
                         [e.context for e in prepared.encoded], merged)
+        # The one place probabilities are calibrated: everything that leaves the package comes through here.
+        apply_temperatures(self.tasks, merged)
         for m, e in zip(merged, prepared.encoded):
             m.normalized = e.normalized
         return merged

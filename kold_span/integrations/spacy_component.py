@@ -16,6 +16,8 @@ What a processed doc holds:
   `alignment_mode` ("strict", "contract" or "expand" (the default), as `Doc.char_span`) says how such a span
   becomes tokens; one that cannot (strict, or contract inside one token) stays only here.
 - `doc._.kold_context`: the title or dialogue turns the prediction read.
+- `doc._.kold_actions`: each task's action, `allow`, `review` or `remove`, for a model with a
+  decision policy (`kold-span thresholds`, docs/THRESHOLDS.md); {} for one without.
 
 The context comes from `nlp.pipe([(text, {"context": ...})], as_tuples=True)`, else from
 `doc._.kold_context` set before the component runs. The model loads on the first doc (or on
@@ -45,11 +47,12 @@ logger = logging.getLogger(__name__)
 
 CONTEXT_ATTR = "kold_context"
 PREDICTION_ATTR = "kold_prediction"
+ACTIONS_ATTR = "kold_actions"
 MODEL_DIR = "model"  # the model directory inside the component's folder of a saved pipeline
 MAIN_SPAN_KEY = "sc"
 ALIGNMENT_MODES = ("strict", "contract", "expand")
 
-for _attr in (CONTEXT_ATTR, PREDICTION_ATTR):
+for _attr in (CONTEXT_ATTR, PREDICTION_ATTR, ACTIONS_ATTR):
     if not Doc.has_extension(_attr):
         Doc.set_extension(_attr, default=None)
 
@@ -211,6 +214,7 @@ class KoldSpanComponent:
         for doc, context, prediction in zip(docs, contexts, predictions):
             setattr(doc._, CONTEXT_ATTR, context)
             setattr(doc._, PREDICTION_ATTR, prediction)
+            setattr(doc._, ACTIONS_ATTR, dict(prediction.get("actions", {})))
             doc.cats.update(cats_of(prediction["labels"]))
             for key, group in span_groups(doc, prediction["spans"], self._keys, self.alignment_mode).items():
                 doc.spans[key] = group
@@ -228,7 +232,8 @@ class KoldSpanComponent:
 
 @Language.factory("kold_span", default_config={"span_keys": {}, "alignment_mode": "expand", "batch_size": 32,
                                                "device": "cpu", "runtime": "auto"},
-                  assigns=["doc.cats", "doc.spans", f"doc._.{PREDICTION_ATTR}", f"doc._.{CONTEXT_ATTR}"])
+                  assigns=["doc.cats", "doc.spans", f"doc._.{PREDICTION_ATTR}", f"doc._.{CONTEXT_ATTR}",
+                           f"doc._.{ACTIONS_ATTR}"])
 def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, str], alignment_mode: str,
                    batch_size: int, device: str, runtime: str = "auto") -> KoldSpanComponent:
     """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.

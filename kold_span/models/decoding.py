@@ -62,4 +62,29 @@ def prediction(decoding: Decoding, merged: MergedExample, text: str) -> dict[str
     for task in decoding.tasks:
         kind_of(task).add_prediction(task, merged, text, decoding, out)
     out["spans"].sort(key=lambda s: (s["start"], s["type"]))
+    actions = {task.name: action(task, merged, text, decoding) for task in decoding.tasks if task.decision}
+    if actions:  # only a model with a decision policy states actions: the others' rows stay as they were
+        out["actions"] = actions
     return out
+
+
+ACTIONS = ("allow", "review", "remove")
+
+
+def action(task: Task, merged: MergedExample, text: str, decoding: Decoding) -> str:
+    """What a task's decision policy does with one text: remove at its `remove` threshold, else review at its
+    `review` threshold, else allow (a band the policy lacks never applies).
+
+    Example:
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"),
+        ...            decision={"label": "true", "remove": {"threshold": 0.9}, "review": {"threshold": 0.5}})
+        >>> [action(off, MergedExample({"OFF": np.array([1 - p, p])}), "t", Decoding([off])) for p in (0.95, 0.6, 0.2)]
+        ['remove', 'review', 'allow']
+    """
+    policy = task.decision or {}
+    kind = kind_of(task)
+    for band in ("remove", "review"):
+        chosen = policy.get(band)
+        if chosen and kind.flags(task, merged, text, decoding, policy.get("label"), chosen["threshold"]):
+            return band
+    return "allow"

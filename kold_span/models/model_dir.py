@@ -28,8 +28,8 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
                                         encoder_from_config, save_tokenizer)
-from kold_span.models.manifest import (MANIFEST_NAME, check_contained, inside, read_json, verify_manifest,
-                                      write_manifest)
+from kold_span.models.manifest import (MANIFEST_NAME, carry_over, check_contained, inside, read_json,
+                                      verify_manifest, write_manifest)
 from kold_span.models.network import MultiTaskModel
 from kold_span.models.ngram import Companion
 from kold_span.models.tasks import Task
@@ -145,6 +145,24 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
             companion.save(staging)
         write_manifest(staging)  # last: the SHA-256 of every file above, checked at load
     return Path(directory)
+
+
+def rewrite_config(source: Union[str, Path], target: Union[str, Path], config: dict[str, Any],
+                   overwrite: bool = False) -> Path:
+    """`source`'s files with `config` as its config.json, written as `target` and signed anew; returns `target`.
+
+    `source`'s manifest is checked first (a damaged model is not re-signed); `target` is replaced
+    whole (`data.atomic.replace_directory`), so `target == source` edits a model in place safely.
+    A non-empty `target` that is no model directory is refused unless `overwrite`.
+    """
+    source = Path(source)
+    read_model_config(source)
+    verify_manifest(source)
+    with replace_directory(target, is_model_dir, MODEL_DIRECTORY, overwrite) as staging:
+        carry_over(source, staging, {CONFIG_NAME})
+        write_text_atomic(staging / CONFIG_NAME, json_text(config, indent=1, what=str(Path(target) / CONFIG_NAME)))
+        write_manifest(staging)
+    return Path(target)
 
 
 def is_model_dir(directory: Union[str, Path]) -> bool:
@@ -299,10 +317,50 @@ def _check_task_fields(task: dict[str, Any], where: str) -> None:
         ("gate", task.get("gate") is None or isinstance(task.get("gate"), str), "null or a task name"),
         ("class_weights", numbers(task.get("class_weights", [])), "a list of numbers"),
         ("thresholds", numbers(task.get("thresholds", [])), "a list of numbers"),
+        ("temperature", numbers([task.get("temperature", 1.0)]) and 0 < task.get("temperature", 1.0) < float("inf"),
+         "a positive number"),
+        ("decision", decision_problem(task.get("decision")) is None,
+         f"null or a decision policy ({decision_problem(task.get('decision'))})"),
     ]
     for key, ok, expected in checks:
         if not ok:
             raise ModelFormatError(f"{where}: {key} must be {expected}, got {repr(task.get(key))[:60]}")
+
+
+BANDS = ("remove", "review")  # a decision policy's bands, strictest first
+
+
+def decision_problem(decision: Any) -> Optional[str]:
+    """What is wrong with a saved task's decision policy, or None when it is null or a valid one.
+
+    A policy is {"label": str or null, "remove": band or null, "review": band or null}; a band is an
+    object whose "threshold" is a number in [0, 1] (what it promised sits beside it); review's threshold is at
+    most remove's.
+
+    Example:
+        >>> decision_problem({"label": "true", "remove": {"threshold": 0.9}, "review": {"threshold": 0.4}}) is None
+        True
+        >>> decision_problem({"label": "true", "remove": {"threshold": 0.3}, "review": {"threshold": 0.4}})
+        "review's threshold 0.4 is above remove's 0.3"
+    """
+    if decision is None:
+        return None
+    if not isinstance(decision, dict) or not set(decision) <= {"label", *BANDS}:
+        return "an object of label, remove and review"
+    if decision.get("label") is not None and not isinstance(decision["label"], str):
+        return "label must be a string"
+    thresholds = {}
+    for band in BANDS:
+        value = decision.get(band)
+        if value is None:
+            continue
+        threshold = value.get("threshold") if isinstance(value, dict) else None
+        if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold <= 1):
+            return f"{band} must be an object with a threshold in [0, 1]"
+        thresholds[band] = threshold
+    if len(thresholds) == 2 and thresholds["review"] > thresholds["remove"]:
+        return f"review's threshold {thresholds['review']} is above remove's {thresholds['remove']}"
+    return None
 
 
 def _get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:

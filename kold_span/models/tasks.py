@@ -32,6 +32,11 @@ class Task:
     # multi-label: decision threshold per label (empty = all 0.5); span tasks: one P(B) + P(I) threshold
     # (empty = the most probable tag per token)
     thresholds: tuple[float, ...] = ()
+    # what divides its logits before the softmax or sigmoid, fitted on dev (`models.temperature`); 1 = as trained
+    temperature: float = 1.0
+    # the decision policy (`kold-span thresholds`, `decision:` in a config): {"label", "remove", "review"}, each
+    # band its threshold and what it promised on the data it was chosen on; None = no action is stated
+    decision: Optional[dict[str, Any]] = None
 
     def __post_init__(self) -> None:
         self.kind = TaskKind.parse(self.kind, f"task {self.name!r}: kind")
@@ -48,6 +53,11 @@ class Task:
         d["labels"] = list(self.labels)
         d["class_weights"] = list(self.class_weights)
         d["thresholds"] = list(self.thresholds)
+        # Written only when set: a model without them keeps the config.json bytes it always had.
+        if self.temperature == 1.0:
+            del d["temperature"]
+        if self.decision is None:
+            del d["decision"]
         return d
 
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
 from kold_span.data.example import Example, context_turns
+from kold_span.evaluation.operating_points import policy_in_words
 from kold_span.inference.inputs import prediction_record
 from kold_span.inference.predictor import Predicts
 from kold_span.service.batching import Shape
@@ -117,7 +118,10 @@ class ServedModel:
         config, settings = members[0].model.encoder.config, members[0].settings
         return {
             "tasks": [{"name": t.name, "kind": t.kind, "source": t.source, "problem": t.problem,
-                       "labels": list(t.labels), "gate": t.gate, "decision": decision(t)} for t in predictor.tasks],
+                       "labels": list(t.labels), "gate": t.gate, "decision": decision(t),
+                       # the allow / review / remove thresholds and what each promised (docs/THRESHOLDS.md)
+                       "policy": t.decision, "policy_in_words": policy_in_words(t.name, t.decision)}
+                      for t in predictor.tasks],
             "perspective": predictor.settings.perspective,
             "encoder": {"model_type": config.model_type, "hidden_size": getattr(config, "hidden_size", None),
                         "layers": getattr(config, "num_hidden_layers", None),

@@ -1,6 +1,9 @@
 """Calibration after training: the choices made on the dev split once the encoder is trained.
 
-Two kinds, each asked for per task in the config: the decision thresholds of a task with
+First each task's temperature (`temperature: dev`, the default: the one number that divides its
+logits with the least negative log-likelihood on dev, `models.temperature`), so that every later
+choice is made on the probabilities the saved model gives; then, each asked for per task in the
+config: the decision thresholds of a task with
 `threshold: dev` (each label's of a multi-label task, the P(B) + P(I) cut of a span task), and
 the n-gram companion of a sequence task with `fuse_ngram: true` (see `kold_span.models.ngram`):
 the fusion weight (1 = encoder only, 0 = n-gram only) and whether the n-gram also reads the
@@ -9,7 +12,8 @@ extra) only: fitted on dev too, it would make the fused dev probabilities look p
 n-gram that is saved is then refitted on train + dev.
 
 `calibrate` returns the choices as a `Calibration` and changes nothing; `apply_to` makes the
-calibrated predictor.
+calibrated predictor. Last come the decision policies (`decision:`, the allow / review / remove
+thresholds of `evaluation.operating_points`), chosen on the calibrated dev outputs.
 
 Example:
     >>> from kold_span.config.schema import ScratchEncoderConfig
@@ -27,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -36,15 +41,21 @@ from kold_span.config.schema import Config, TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.perspectives import expand_by_annotator
 from kold_span.data.selection import keep_example
-from kold_span.errors import DataError
+from kold_span.errors import DataError, UnreachableTargetError
 from kold_span.evaluation.baselines import HybridScorer, Metric
-from kold_span.evaluation.task_scores import task_thresholds
-from kold_span.models.kinds import MergedExample
+from kold_span.evaluation.metrics import ECE_BINS
+from kold_span.evaluation.operating_points import (BAND_OF, decision_band, decision_label, examples_digest,
+                                                   merge_decision, task_counts)
+from kold_span.evaluation.task_scores import calibration_error, task_outcomes, task_thresholds
+from kold_span.models.kinds import MergedExample, apply_temperatures, kind_of
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
+from kold_span.models.temperature import fit_temperature
 
 if TYPE_CHECKING:
     from kold_span.inference.predictor import Predictor
+
+log = logging.getLogger(__name__)
 
 # task → (the examples offered to its n-gram besides train, how many were left out as dev or test texts)
 NgramExtra = dict[str, tuple[list[Example], int]]
@@ -72,6 +83,11 @@ class Calibration:
     companions: dict[str, Companion] = field(default_factory=dict)
     dev_companions: dict[str, Companion] = field(default_factory=dict)
     fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
+    temperatures: dict[str, float] = field(default_factory=dict)
+    # {task: {temperature, bins, dev_ece_before, dev_ece_after}}: what metrics.json reports of them
+    temperature_report: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # {task: decision policy}
+    decision_errors: dict[str, str] = field(default_factory=dict)  # {task: why a target was not met}
 
     def apply_to(self, predictor: Predictor, dev: bool = False) -> Predictor:
         """A copy of the trained `predictor` (sharing its model) with these thresholds and companions.
@@ -85,7 +101,9 @@ class Calibration:
         return calibrated
 
     def _thresholded(self, task: Task) -> Task:
-        """`task` with the thresholds chosen for it, if any."""
+        """`task` with the temperature, thresholds and decision policy chosen for it, if any."""
+        task = replace(task, temperature=self.temperatures.get(task.name, task.temperature),
+                       decision=self.decisions.get(task.name, task.decision))
         chosen = self.thresholds.get(task.name)
         if chosen is None:
             return task
@@ -114,15 +132,89 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
         The `Calibration`; empty when no task asks for one.
     """
     dev = splits["dev"]
+    fixed = {t.name: float(t.temperature) for t in tasks if t.temperature != "dev" and float(t.temperature) != 1.0}
     tuned = bool(dev) and any(t.threshold == "dev" for t in tasks)
-    if not (tuned or any(t.fuse_ngram for t in tasks)):
-        return Calibration()
+    fitted = bool(dev) and any(t.temperature == "dev" or t.decision is not None for t in tasks)
+    if not (tuned or fitted or any(t.fuse_ngram for t in tasks)):
+        return Calibration(temperatures=fixed)
     texts, contexts = [e.text for e in dev], [e.context for e in dev]
     merged = predictor.merged_outputs(texts, contexts, batch_size)
     dev_companions, fusion = choose_companions(tasks, predictor.tasks, splits, merged, extra, allow_context)
     fuse_companions(dev_companions, predictor.tasks, texts, contexts, merged)
+    temperatures, report = fit_temperatures(tasks, predictor.tasks, dev, merged)
+    temperatures = {**temperatures, **fixed}
+    tempered = Calibration(temperatures=temperatures).apply_to(predictor)
+    apply_temperatures(tempered.tasks, merged)
+    for name, entry in report.items():
+        task = next(t for t in tempered.tasks if t.name == name)
+        entry["dev_ece_after"] = round(calibration_error(task, dev, merged), 6)
     thresholds = dev_thresholds(tasks, predictor, dev, merged) if tuned else {}
-    return Calibration(thresholds, refit_companions(tasks, dev_companions, splits, extra), dev_companions, fusion)
+    decided = Calibration(thresholds, temperatures=temperatures).apply_to(predictor)
+    decisions, errors = dev_decisions(tasks, decided, dev, merged)
+    return Calibration(thresholds, refit_companions(tasks, dev_companions, splits, extra), dev_companions, fusion,
+                       temperatures, report, decisions, errors)
+
+
+def fit_temperatures(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: Sequence[Example],
+                     merged: Sequence[MergedExample]) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Each `temperature: dev` task's temperature, fitted on its dev outputs `merged` by NLL, and a report of it.
+
+    Returns ({task: temperature}, {task: {"temperature", "bins", "dev_ece_before"}}); a task without gold on
+    dev keeps 1.
+    """
+    wanted = {t.name for t in tasks if t.temperature == "dev"}
+    temperatures, report = {}, {}
+    for task in trained:
+        if task.name not in wanted:
+            continue
+        probs, targets = task_outcomes(task, dev, merged)
+        if not len(probs):
+            continue
+        temperature = fit_temperature(probs, targets, kind_of(task).exclusive(task))
+        temperatures[task.name] = temperature
+        report[task.name] = {"temperature": temperature, "bins": ECE_BINS, "rows": len(probs),
+                             "dev_ece_before": round(calibration_error(task, dev, merged), 6)}
+    return temperatures, report
+
+
+def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequence[Example],
+                  merged: Sequence[MergedExample]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The decision policy of every task configured with `decision:`, chosen on the calibrated dev outputs.
+
+    A target dev cannot meet leaves its band out and is reported ({task: message}), rather than
+    losing the trained model at its last step.
+    """
+    wanted = {t.name: t.decision for t in tasks if t.decision is not None}
+    decisions: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    if not wanted:
+        return decisions, errors
+    decoding, digest = predictor.decoding, examples_digest(dev)
+    for task in predictor.tasks:
+        config = wanted.get(task.name)
+        if config is None:
+            continue
+        label = decision_label(task, config.label)
+        counts = task_counts(task, label, decoding, dev, merged)
+        targets = [("precision", config.precision), ("f1", True if config.f1 else None),
+                   ("recall", config.recall), ("flagged", config.flagged)]
+        bands = {}
+        for target, value in targets:
+            if value is None:
+                continue
+            try:
+                bands[BAND_OF[target]] = decision_band(counts, target, None if target == "f1" else value, "dev",
+                                                       digest)
+            except UnreachableTargetError as err:
+                errors[task.name] = f"{target}: {err}"
+                log.warning("task %r: decision %s left out: %s", task.name, BAND_OF[target], err)
+        try:
+            decisions[task.name] = merge_decision(None, label, bands, task.name)
+        except UnreachableTargetError as err:  # review above remove: remove alone already reaches the recall
+            errors[task.name] = str(err)
+            log.warning("%s; the remove band is saved alone", err)
+            decisions[task.name] = merge_decision(None, label, {"remove": bands["remove"]}, task.name)
+    return decisions, errors
 
 
 def dev_thresholds(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequence[Example],

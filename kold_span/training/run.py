@@ -412,6 +412,11 @@ def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibr
         results["ngram_fusion"] = calibration.fusion
     if calibration.thresholds:
         results["thresholds"] = calibration.thresholds
+    if calibration.temperature_report:  # ECE before and after, on dev (test's after is test/<task>/ece)
+        results["temperature"] = calibration.temperature_report
+    if calibration.decisions or calibration.decision_errors:
+        results["decision"] = {**calibration.decisions, **{f"{name}/unmet": message
+                                                           for name, message in calibration.decision_errors.items()}}
     results["seconds"] = round(time.time() - started, 1)
     write_text_atomic(run_dir / "metrics.json", json_text(finite_or_null(results), indent=1))
     if not tc.keep_checkpoints:

@@ -14,6 +14,7 @@ a module here implementing `Kind`, added to `KINDS` (a `config.registry.Registry
 from __future__ import annotations
 
 import logging
+from typing import Sequence
 
 from kold_span.config.choices import TaskKind
 from kold_span.config.registry import Registry
@@ -43,6 +44,14 @@ def kind_of(task: Task) -> Kind:
     return KINDS.get(task.kind)
 
 
+def apply_temperatures(tasks: Sequence[Task], merged: Sequence[MergedExample]) -> None:
+    """Temper, in place, every task's probabilities in `merged` that has a temperature other than 1."""
+    for task in tasks:
+        if task.temperature != 1.0:
+            for m in merged:
+                kind_of(task).temper(task, m)
+
+
 def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task]:
     """Fix each task's label vocabulary: from the config, else from the training data."""
     tasks = []
@@ -70,4 +79,4 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
     return tasks
 
 
-__all__ = ["KINDS", "Decoding", "Kind", "MergedExample", "build_tasks", "kind_of"]
+__all__ = ["KINDS", "Decoding", "Kind", "MergedExample", "apply_temperatures", "build_tasks", "kind_of"]

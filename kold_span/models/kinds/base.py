@@ -89,6 +89,20 @@ class Kind(Protocol):
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         """Store in `merged` the mean of several models' probabilities of the task for one example."""
 
+    def temper(self, task: "Task", merged: "MergedExample") -> None:
+        """Replace the task's probabilities in `merged` by them at the task's temperature (`models.temperature`)."""
+
+    def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
+        """The task's probability rows of one example and their gold targets (one-hot, multi-hot or a distribution),
+        [rows, columns] each; no rows when the example has no gold for the task. What temperature is fitted on."""
+
+    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
+              threshold: float) -> bool:
+        """Whether the text is flagged at `threshold`: P(label) reaches it (sequence), or a span is decoded at it."""
+
+    def exclusive(self, task: "Task") -> bool:
+        """Whether a row of the task's probabilities is one softmax (else a sigmoid per column)."""
+
     def implied_thresholds(self, task: "Task") -> Optional[tuple[float, ...]]:
         """The thresholds that decode as the task does without any; None when no threshold does."""
 

@@ -30,6 +30,7 @@ class LabelProblem(Protocol):
     """What one label problem does; `PROBLEMS` holds one per `Problem`."""
 
     problem: Problem
+    exclusive: bool  # the labels' probabilities are one softmax (one label, or a distribution), not a sigmoid each
 
     def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
         """The sorted label names of `source` seen in the examples."""
@@ -63,6 +64,7 @@ class SingleLabel:
     """One label per example: cross-entropy over the labels, softmax, the most probable label."""
 
     problem = Problem.SINGLE
+    exclusive = True
 
     def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
         return value_vocabulary(examples, source)
@@ -112,6 +114,7 @@ class MultiLabel:
     """Any set of labels per example: binary cross-entropy per label, sigmoid, every label at its threshold."""
 
     problem = Problem.MULTI
+    exclusive = False
 
     def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
         return value_vocabulary(examples, source)
@@ -157,6 +160,7 @@ class SoftLabel:
     """A distribution over the labels (annotators' vote shares): soft cross-entropy, softmax, the top label."""
 
     problem = Problem.SOFT
+    exclusive = True
 
     def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
         names: set[str] = set()

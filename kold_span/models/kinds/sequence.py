@@ -14,6 +14,7 @@ from kold_span.data.example import Example
 from kold_span.errors import ConfigError
 from kold_span.models.kinds.base import Decoding, MergedExample
 from kold_span.models.kinds.problems import label_problem
+from kold_span.models.temperature import temper
 
 if TYPE_CHECKING:
     import torch
@@ -67,6 +68,28 @@ class SequenceKind:
 
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         merged.sequence_probs[task.name] = np.mean([m.sequence_probs[task.name] for m in members], axis=0)
+
+    def temper(self, task: "Task", merged: "MergedExample") -> None:
+        merged.sequence_probs[task.name] = temper(merged.sequence_probs[task.name], task.temperature,
+                                                  self.exclusive(task))
+
+    def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
+        probs = np.asarray(merged.sequence_probs[task.name], dtype=np.float64).reshape(1, -1)
+        target = label_problem(task.problem).target(task, example)
+        columns = len(task.labels)
+        if isinstance(target, list) and not target or isinstance(target, int) and target < 0:  # no gold
+            return probs[:0], np.zeros((0, columns))
+        if isinstance(target, int):  # a single label's index
+            target = np.eye(columns)[target]
+        return probs, np.asarray(target, dtype=np.float64).reshape(1, -1)
+
+    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
+              threshold: float) -> bool:
+        # rounded as predictions show it, and as `evaluation.operating_points` counts it when it chooses thresholds
+        return round(float(merged.sequence_probs[task.name][task.labels.index(label or "true")]), 6) >= threshold
+
+    def exclusive(self, task: "Task") -> bool:
+        return label_problem(task.problem).exclusive
 
     def implied_thresholds(self, task: "Task") -> Optional[tuple[float, ...]]:
         return (0.5,) * len(task.labels)  # a multi-label task without thresholds decides at 0.5

@@ -7,12 +7,14 @@ character spans, snapped and trimmed as `align` says, each with the mean P(B) + 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
 from kold_span.data.example import Example
 from kold_span.models.kinds.base import Decoding, MergedExample
+from kold_span.models.temperature import temper
 from kold_span.text.align import IGNORE_INDEX, OverlapIndex, spans_to_tags, tags_to_spans
 
 if TYPE_CHECKING:
@@ -72,6 +74,26 @@ class SpanKind:
 
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         merged.token_probs[task.name] = np.mean([m.token_probs[task.name] for m in members], axis=0)
+
+    def temper(self, task: "Task", merged: "MergedExample") -> None:
+        probs = merged.token_probs[task.name]
+        if len(probs):
+            merged.token_probs[task.name] = temper(probs, task.temperature, exclusive=True)
+
+    def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
+        probs = np.asarray(merged.token_probs[task.name], dtype=np.float64).reshape(-1, len(SPAN_TAGS))
+        if not len(probs):
+            return probs, np.zeros((0, len(SPAN_TAGS)))
+        # a text without gold spans of the type is all O, as `evaluation.task_scores` scores it
+        tags = spans_to_tags(example.spans.get(task.source, []), merged.token_offsets, text=example.text)
+        return probs, np.eye(len(SPAN_TAGS))[[SPAN_TAGS.index((t or "O")[0]) for t in tags]].reshape(-1, 3)
+
+    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
+              threshold: float) -> bool:
+        return bool(task_spans(replace(task, thresholds=(threshold,)), merged, text, decoding))
+
+    def exclusive(self, task: "Task") -> bool:
+        return True
 
     def implied_thresholds(self, task: "Task") -> Optional[tuple[float, ...]]:
         return None  # the most probable tag is no threshold on P(B) + P(I)

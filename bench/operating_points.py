@@ -1,0 +1,124 @@
+"""Do thresholds chosen on dev keep their promise on held-out data? Written into docs/benchmarks/operating-points.md.
+
+    python bench/operating_points.py --run checkpoints/demo/demo --name demo
+
+For every task of a trained run that takes a decision: `remove` chosen on the run's dev split for
+precision `--precision` (0.90) and `review` for recall `--recall` (0.90), as `kold-span thresholds`
+chooses them (with its bootstrap interval); then, on the run's test split (held out from both
+training and the choice), the precision and recall met at `remove`, whether that precision lies in
+the interval promised on dev, and the share of benign test texts (no gold positive) the review band
+shows a reviewer. The splits are the run's own, carved again from its config.json (`report.run_splits`).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from report import DOCS, isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
+
+from kold_span.errors import UnreachableTargetError  # noqa: E402
+from kold_span.evaluation.operating_points import (Counts, decision_band, decision_label,  # noqa: E402
+                                                   examples_digest, label_scores, span_counts, task_counts,
+                                                   threshold_table)
+from kold_span.inference.predictor import Predictor  # noqa: E402
+from kold_span.models.kinds import kind_of  # noqa: E402
+
+PAGE = DOCS / "operating-points.md"
+
+
+def at_threshold(task, label, decoding, examples, merged, threshold: float) -> dict:
+    """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table)."""
+    import numpy as np
+
+    if kind_of(task).token_level:
+        return threshold_table(span_counts(task, decoding, examples, merged, grid=(threshold,)))[0]
+    scores, gold = label_scores(task, label, examples, merged)
+    flagged, positive = np.array([round(s, 6) >= threshold for s in scores]), np.array(gold, dtype=bool)
+    return threshold_table(Counts(np.array([threshold]), (flagged & positive)[None].astype(float),
+                                  flagged[None].astype(float), positive.astype(float), flagged[None], ~positive))[0]
+
+
+def measure(run: Path, precision: float, recall: float, samples: int) -> dict:
+    """Per task: the dev choice and what the test split meets at it."""
+    _config, splits = run_splits(run)
+    predictor = Predictor.from_pretrained(run / "model")
+    dev, test = splits["dev"], splits["test"]
+    merged = {name: predictor.merged_outputs([e.text for e in split], [e.context for e in split])
+              for name, split in (("dev", dev), ("test", test))}
+    out = {"run": str(run), "dev": len(dev), "test": len(test), "samples": samples, "tasks": {}}
+    for task in predictor.tasks:
+        if not task.kind.takes_decision(task.problem):
+            continue
+        spans = kind_of(task).token_level
+        if not (spans or task.is_boolean):
+            continue  # a sequence task that is not true/false: name its label with `kold-span thresholds`
+        label = decision_label(task, None)
+        counts = task_counts(task, label, predictor.decoding, dev, merged["dev"])
+        entry = {}
+        for band, target, value in (("remove", "precision", precision), ("review", "recall", recall)):
+            try:
+                chosen = decision_band(counts, target, value, "dev", examples_digest(dev), samples)
+            except UnreachableTargetError as err:
+                entry[band] = {"unmet": str(err)}
+                continue
+            met = at_threshold(task, label, predictor.decoding, test, merged["test"], chosen["threshold"])
+            low, high = chosen["precision_interval"]
+            entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
+                "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
+                "test": met,
+                "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
+        out["tasks"][task.name] = entry
+    return out
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def section(result: dict, command: str) -> str:
+    """The Markdown section: one row per task and band."""
+    lines = [f"### {result['name']}", "", f"`{command}`", "",
+             f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, test {result['test']} "
+             f"texts; bootstrap {result['samples']} samples, seed 0, 95% intervals.", "",
+             "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
+             "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, entry in result["tasks"].items():
+        for band, target in (("remove", f"precision {result['precision']:g}"),
+                             ("review", f"recall {result['recall']:g}")):
+            chosen = entry.get(band, {})
+            if "unmet" in chosen:
+                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | |")
+                continue
+            dev, test = chosen["dev"], chosen["test"]
+            low, high = dev["precision_interval"]
+            lines.append(f"| {name} | {band} ({target}) | {chosen['threshold']:g} | {_pct(dev['precision'])} "
+                         f"[{_pct(low)}, {_pct(high)}] | {_pct(test['precision'])} | "
+                         f"{'yes' if chosen['test_precision_in_interval'] else 'no'} | {_pct(test['recall'])} | "
+                         f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, type=Path, help="a trained run folder (holds config.json and model/)")
+    parser.add_argument("--name", required=True, help="the section's name, e.g. demo")
+    parser.add_argument("--precision", type=float, default=0.9)
+    parser.add_argument("--recall", type=float, default=0.9)
+    parser.add_argument("--samples", type=int, default=1000)
+    args = parser.parse_args(argv)
+    result = {"name": args.name, "precision": args.precision, "recall": args.recall,
+              **measure(args.run, args.precision, args.recall, args.samples)}
+    command = "python bench/operating_points.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    save_results(f"operating-points-{args.name}", result)
+    write_section(f"operating-points-{args.name}", section(result, command), PAGE)
+    print(section(result, command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

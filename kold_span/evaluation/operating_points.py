@@ -1,0 +1,368 @@
+"""Operating points: a task's precision, recall and flagged shares at every threshold, and the one a target picks.
+
+A sequence task is cut on one label's probability (a text is flagged when P(label) reaches the
+threshold); a span task on P(B) + P(I), its precision and recall counted on characters as the
+span F1 counts them (micro: every text's characters together), a text flagged when it gets a span.
+`threshold_table` lists the points, `choose` picks the one a target asks for (`precision=0.95`,
+`recall=0.9`, `flagged=0.05`, `f1`), `bootstrap_interval` says how far its precision and recall
+may move on other data like this, and `decision_band` puts them together as a model directory
+saves them (docs/THRESHOLDS.md).
+
+Example:
+    >>> counts = sequence_counts([0.9, 0.8, 0.4, 0.2], [True, False, True, False])
+    >>> [(row["threshold"], row["precision"], row["recall"]) for row in threshold_table(counts)]
+    [(0.9, 1.0, 0.5), (0.8, 0.5, 0.5), (0.4, 0.666667, 1.0), (0.2, 0.5, 1.0)]
+    >>> choose(threshold_table(counts), "recall", 1.0)["threshold"]  # the highest threshold that finds both
+    0.4
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from kold_span.data.example import Example, label_set, spans_to_offsets
+from kold_span.data.jsonl import json_text
+from kold_span.errors import ArgumentError, UnreachableTargetError
+from kold_span.models.kinds import Decoding, MergedExample, kind_of
+from kold_span.models.kinds.span import task_spans
+from kold_span.models.tasks import Task
+
+TARGETS = ("precision", "recall", "flagged", "f1")
+# Which band a target sets: precision or F1 make the strict `remove` cut, recall or a reviewer's share `review`.
+BAND_OF = {"precision": "remove", "f1": "remove", "recall": "review", "flagged": "review"}
+SPAN_GRID = tuple(round(0.025 * i, 3) for i in range(1, 40))  # 0.025 … 0.975: spans are decoded once per threshold
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_LEVEL = 0.95
+DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Per threshold (rows) and text (columns): true positives, flagged units, and per text its gold positives.
+
+    Units are texts for a sequence task and characters for a span task; `texts_flagged` says whether
+    each text is flagged at all, `benign` which texts have no gold positive.
+    """
+
+    thresholds: np.ndarray  # [t], descending
+    tp: np.ndarray  # [t, n]
+    flagged: np.ndarray  # [t, n]
+    positives: np.ndarray  # [n]
+    texts_flagged: np.ndarray  # [t, n] of bool
+    benign: np.ndarray  # [n] of bool
+
+
+def sequence_counts(scores: Sequence[float], gold: Sequence[bool]) -> Counts:
+    """`Counts` of a text-level decision at every distinct score (a text is flagged when its score reaches it)."""
+    s, y = np.asarray(scores, dtype=np.float64), np.asarray(gold, dtype=bool)
+    if len(s) != len(y):
+        raise ArgumentError(f"scores and gold differ in length: {len(s)} != {len(y)}")
+    thresholds = np.unique(np.round(s, DIGITS))[::-1]
+    flagged = np.round(s, DIGITS)[None, :] >= thresholds[:, None]
+    return Counts(thresholds, (flagged & y).astype(float), flagged.astype(float), y.astype(float), flagged, ~y)
+
+
+def label_scores(task: Task, label: str, examples: Sequence[Example],
+                 merged: Sequence[MergedExample]) -> tuple[list[float], list[bool]]:
+    """The probability of `label` of a sequence task and whether the gold has it, for each example with a gold."""
+    if label not in task.labels:
+        raise ArgumentError(f"task {task.name!r} has no label {label!r}; its labels: {', '.join(task.labels)}")
+    column = task.labels.index(label)
+    pairs = [(float(m.sequence_probs[task.name][column]), label in label_set(ex.labels[task.source]))
+             for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
+    return [s for s, _ in pairs], [g for _, g in pairs]
+
+
+def span_counts(task: Task, decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample],
+                grid: Sequence[float] = SPAN_GRID) -> Counts:
+    """`Counts` of a span task's characters at each P(B) + P(I) threshold of `grid`, decoded as `decoding` says."""
+    golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
+    thresholds = np.asarray(sorted(grid, reverse=True), dtype=np.float64)
+    tp, flagged, texts = [], [], []
+    for t in thresholds:
+        trial = dataclasses.replace(task, thresholds=(float(t),))
+        guesses = [spans_to_offsets((s["start"], s["end"]) for s in task_spans(trial, m, ex.text, decoding))
+                   for ex, m in zip(examples, merged)]
+        tp.append([len(g & gold) for g, gold in zip(guesses, golds)])
+        flagged.append([len(g) for g in guesses])
+        texts.append([bool(g) for g in guesses])
+    positives = np.asarray([len(g) for g in golds], dtype=float)
+    return Counts(thresholds, np.asarray(tp, dtype=float).reshape(len(thresholds), -1),
+                  np.asarray(flagged, dtype=float).reshape(len(thresholds), -1), positives,
+                  np.asarray(texts, dtype=bool).reshape(len(thresholds), -1), positives == 0)
+
+
+def threshold_table(counts: Counts) -> list[dict[str, Any]]:
+    """One row per threshold, highest first: precision, recall, F1, share of texts flagged, share of benign texts
+    flagged (null without benign texts), and the ROC's false positive rate (texts: the benign share).
+
+    Precision is null where nothing is flagged.
+    """
+    rows = []
+    positives = counts.positives.sum()
+    benign = counts.benign
+    for i, t in enumerate(counts.thresholds):
+        tp, flagged = counts.tp[i].sum(), counts.flagged[i].sum()
+        precision = tp / flagged if flagged else None
+        recall = tp / positives if positives else 0.0
+        f1 = 2 * tp / (flagged + positives) if flagged + positives else 0.0
+        texts = counts.texts_flagged[i]
+        rows.append({"threshold": round(float(t), DIGITS),
+                     "precision": None if precision is None else round(float(precision), DIGITS),
+                     "recall": round(float(recall), DIGITS), "f1": round(float(f1), DIGITS),
+                     "flagged": round(float(texts.mean()), DIGITS) if len(texts) else 0.0,
+                     "benign_flagged": round(float(texts[benign].mean()), DIGITS) if benign.any() else None})
+    return rows
+
+
+def choose(rows: Sequence[dict[str, Any]], target: str, value: Optional[float] = None) -> dict[str, Any]:
+    """The row of `threshold_table` a target picks; an `UnreachableTargetError` naming the best value reached.
+
+    - precision=v: the highest recall among rows of precision at least v (ties: the higher threshold);
+    - recall=v: the highest threshold whose recall is at least v (the fewest texts flagged);
+    - flagged=v: the highest recall among rows flagging at most v of the texts, and some;
+    - f1: the highest F1 (ties: the higher threshold).
+
+    Example:
+        >>> rows = threshold_table(sequence_counts([0.9, 0.8, 0.4, 0.2], [True, False, True, False]))
+        >>> choose(rows, "precision", 0.6)["threshold"], choose(rows, "flagged", 0.5)["threshold"]
+        (0.4, 0.9)
+        >>> choose(rows, "precision", 1.0)["threshold"]
+        0.9
+    """
+    if target not in TARGETS:
+        raise ArgumentError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    if target != "f1" and (value is None or not 0 < value <= 1):
+        raise ArgumentError(f"target {target} needs a value in (0, 1], got {value!r}")
+    by_height = sorted(rows, key=lambda row: -row["threshold"])  # a max() keeps the first: the higher threshold
+    if target == "f1":
+        return max(by_height, key=lambda row: row["f1"])
+    if target == "precision":
+        met = [row for row in by_height if row["precision"] is not None and row["precision"] >= value]
+        reached = max((row["precision"] for row in rows if row["precision"] is not None), default=0.0)
+        if met:
+            return max(met, key=lambda row: row["recall"])
+    elif target == "recall":
+        met = [row for row in by_height if row["recall"] >= value]
+        reached = max((row["recall"] for row in rows), default=0.0)
+        if met:
+            return met[0]
+    else:
+        met = [row for row in by_height if 0 < row["flagged"] <= value]
+        reached = min((row["flagged"] for row in rows if row["flagged"] > 0), default=0.0)
+        if met:
+            return max(met, key=lambda row: row["recall"])
+    best = "highest" if target != "flagged" else "lowest (above 0)"
+    raise UnreachableTargetError(f"no threshold reaches {target}={value:g} on these data; the {best} {target} "
+                                 f"reached is {reached:.4f}")
+
+
+def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRAP_SAMPLES,
+                       seed: int = BOOTSTRAP_SEED, level: float = BOOTSTRAP_LEVEL) -> dict[str, list[float]]:
+    """Percentile intervals of precision and recall at `threshold`, texts resampled with replacement (seeded).
+
+    Example:
+        >>> counts = sequence_counts([0.9, 0.8, 0.4, 0.2], [True, False, True, False])
+        >>> interval = bootstrap_interval(counts, 0.9, samples=200)
+        >>> interval["precision"]  # the one flagged text is always right when drawn
+        [1.0, 1.0]
+    """
+    i = int(np.argmin(np.abs(counts.thresholds - threshold)))
+    n = counts.tp.shape[1]
+    if not n:
+        return {"precision": [0.0, 0.0], "recall": [0.0, 0.0]}
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(float)  # [samples, n] draws per text
+    tp, flagged, positives = weights @ counts.tp[i], weights @ counts.flagged[i], weights @ counts.positives
+    precision = tp[flagged > 0] / flagged[flagged > 0]
+    recall = tp[positives > 0] / positives[positives > 0]
+    tail = (1 - level) / 2 * 100
+
+    def interval(values: np.ndarray) -> list[float]:
+        if not len(values):
+            return [0.0, 0.0]
+        return [round(float(np.percentile(values, tail)), 4), round(float(np.percentile(values, 100 - tail)), 4)]
+
+    return {"precision": interval(precision), "recall": interval(recall)}
+
+
+def examples_digest(examples: Sequence[Example]) -> str:
+    """The SHA-256 of examples as canonical JSON lines: what a decision was chosen on, whatever file held them."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(json_text(ex.to_dict(), what=f"example {ex.id!r}").encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def task_counts(task: Task, label: Optional[str], decoding: Decoding, examples: Sequence[Example],
+                merged: Sequence[MergedExample]) -> Counts:
+    """The `Counts` of one task: by `label`'s probability (a sequence task), or by its characters (a span task)."""
+    if kind_of(task).token_level:  # a span task: spans, not labels, are what is cut
+        return span_counts(task, decoding, examples, merged)
+    scores, gold = label_scores(task, decision_label(task, label), examples, merged)
+    return sequence_counts(scores, gold)
+
+
+def decision_label(task: Task, label: Optional[str]) -> Optional[str]:
+    """The label a sequence task is cut on: `label`, else "true" for a true/false task; None for a span task."""
+    if kind_of(task).token_level:
+        if label is not None:
+            raise ArgumentError(f"task {task.name!r} is a span task; its threshold is on P(B) + P(I), name no label")
+        return None
+    if label is None:
+        if not task.is_boolean:
+            raise ArgumentError(f"task {task.name!r}: name the label to cut on (TASK:LABEL), one of "
+                                f"{', '.join(task.labels)}")
+        return "true"
+    if label not in task.labels:
+        raise ArgumentError(f"task {task.name!r} has no label {label!r}; its labels: {', '.join(task.labels)}")
+    return label
+
+
+def decision_band(counts: Counts, target: str, value: Optional[float], data: str, data_sha256: str,
+                  samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """The band a target picks, as a model directory saves it: threshold, what it promised, on what, when."""
+    row = choose(threshold_table(counts), target, value)
+    interval = bootstrap_interval(counts, row["threshold"], samples, seed)
+    return {"threshold": row["threshold"], "target": target if value is None else f"{target}={value:g}",
+            "precision": row["precision"], "recall": row["recall"], "f1": row["f1"], "flagged": row["flagged"],
+            "benign_flagged": row["benign_flagged"], "precision_interval": interval["precision"],
+            "recall_interval": interval["recall"],
+            "bootstrap": {"samples": samples, "seed": seed, "level": BOOTSTRAP_LEVEL},
+            "examples": int(counts.tp.shape[1]), "data": data, "data_sha256": data_sha256,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def merge_decision(current: Optional[dict[str, Any]], label: Optional[str], bands: dict[str, dict[str, Any]],
+                   task: str) -> dict[str, Any]:
+    """A task's decision policy with `bands` set (the others kept when the label is the same); review ≤ remove."""
+    kept = current if current and current.get("label") == label else {}
+    policy = {"label": label, "remove": kept.get("remove"), "review": kept.get("review"), **bands}
+    if policy["remove"] and policy["review"] and policy["review"]["threshold"] > policy["remove"]["threshold"]:
+        remove, review = policy["remove"], policy["review"]
+        raise UnreachableTargetError(
+            f"task {task!r}: the review threshold {review['threshold']} ({review['target']}) is above the remove "
+            f"threshold {remove['threshold']} ({remove['target']}), which already reaches recall "
+            f"{remove.get('recall', 0):.4f}: no review band is needed; set remove alone, or ask review for a "
+            "higher recall")
+    return policy
+
+
+@dataclass(frozen=True)
+class Target:
+    """One `--set TASK[:LABEL] TARGET[=VALUE]` of `kold-span thresholds`: which task and label, what to reach.
+
+    Example:
+        >>> Target.parse(["OFF:true", "precision=0.95", "recall=0.9"])
+        [Target(task='OFF', label='true', target='precision', value=0.95), Target(task='OFF', label='true', target='recall', value=0.9)]
+        >>> Target.parse(["OFF_span", "f1"])
+        [Target(task='OFF_span', label=None, target='f1', value=None)]
+    """
+
+    task: str
+    label: Optional[str]
+    target: str
+    value: Optional[float]
+
+    @classmethod
+    def parse(cls, words: Sequence[str]) -> list["Target"]:
+        """TASK[:LABEL] and one or more targets; an `ArgumentError` naming what is wrong."""
+        if len(words) < 2:
+            raise ArgumentError(f"--set {' '.join(words)}: give TASK[:LABEL] and a target, e.g. --set OFF:true "
+                                "precision=0.95")
+        task, _, label = words[0].partition(":")
+        out = []
+        for word in words[1:]:
+            name, has_value, text = word.partition("=")
+            if name not in TARGETS or (name == "f1") == bool(has_value):
+                raise ArgumentError(f"--set {words[0]}: {word!r} is no target; use precision=P, recall=R, "
+                                    "flagged=S (a share of texts) or f1")
+            value = None
+            if has_value:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ArgumentError(f"--set {words[0]}: {word!r}: {text!r} is not a number") from None
+                if not 0 < value <= 1:
+                    raise ArgumentError(f"--set {words[0]}: {word!r}: the value must be in (0, 1]")
+            out.append(cls(task, label or None, name, value))
+        bands = [BAND_OF[t.target] for t in out]
+        if len(set(bands)) < len(bands):
+            raise ArgumentError(f"--set {words[0]}: two targets for one band ({', '.join(words[1:])}); remove takes "
+                                "precision or f1, review takes recall or flagged")
+        return out
+
+
+def decide(predictor: Any, examples: Sequence[Example], targets: Sequence[Target], data: str, data_sha256: str,
+           batch_size: int = 32, samples: int = BOOTSTRAP_SAMPLES,
+           seed: int = BOOTSTRAP_SEED) -> dict[str, dict[str, Any]]:
+    """Each targeted task's decision policy, chosen on `predictor`'s (calibrated) outputs for gold `examples`.
+
+    `predictor` is a `Predicts` (its `tasks`, `decoding`, `merged_outputs`); a task's bands not
+    targeted here are kept when the label is the same. An `UnreachableTargetError` names the best
+    value reached when a target cannot be met.
+    """
+    by_name = {task.name: task for task in predictor.tasks}
+    for target in targets:
+        if target.task not in by_name:
+            raise ArgumentError(f"--set {target.task}: the model has no task {target.task!r}; its tasks: "
+                                f"{', '.join(by_name)}")
+        if not by_name[target.task].kind.takes_decision(by_name[target.task].problem):
+            raise ArgumentError(f"--set {target.task}: a soft-label task takes no decision thresholds")
+    merged = predictor.merged_outputs([e.text for e in examples], [e.context for e in examples], batch_size)
+    policies: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(t.task for t in targets):
+        task = by_name[name]
+        mine = [t for t in targets if t.task == name]
+        labels = {decision_label(task, t.label) for t in mine}
+        if len(labels) > 1:
+            raise ArgumentError(f"--set {name}: one label per task, got {', '.join(sorted(map(str, labels)))}")
+        label = labels.pop()
+        counts = task_counts(task, label, predictor.decoding, examples, merged)
+        try:
+            bands = {BAND_OF[t.target]: decision_band(counts, t.target, t.value, data, data_sha256, samples, seed)
+                     for t in mine}
+        except UnreachableTargetError as err:
+            raise UnreachableTargetError(f"task {name}{':' + label if label else ''}: {err}") from None
+        policies[name] = merge_decision(task.decision, label, bands, name)
+    return policies
+
+
+def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
+    """A decision policy as sentences a moderator reads, one per band (none without a policy).
+
+    Example:
+        >>> policy_in_words("OFF", {"label": "true", "review": None, "remove": {"threshold": 0.93, "precision": 0.95,
+        ...     "recall": 0.4, "precision_interval": [0.9, 0.99], "recall_interval": [0.35, 0.45], "examples": 500,
+        ...     "data": "dev.jsonl", "data_sha256": "ab12cd34ef", "date": "2026-12-06T07:00:00Z"}})
+        ['remove when P(OFF = true) >= 0.93: on 500 texts of dev.jsonl (sha256 ab12cd34…, 2026-12-06), 95% of the texts it removed were OFF = true (95% interval 90%–99%) and it removed 40% of them (35%–45%)']
+    """
+    if not policy:
+        return []
+    label = policy.get("label")
+    what = f"{task} = {label}" if label else f"a {task} span"
+    score = f"P({task} = {label})" if label else f"P(B) + P(I) of a {task} token"
+    lines = []
+    for band in ("remove", "review"):
+        chosen = policy.get(band)
+        if not chosen:
+            continue
+        verb = "removed" if band == "remove" else "sent to review"
+        precision = chosen.get("precision")
+        share = "nothing" if precision is None else f"{precision:.0%}"
+        p_low, p_high = chosen.get("precision_interval", [0, 0])
+        r_low, r_high = chosen.get("recall_interval", [0, 0])
+        unit = "texts" if label else "characters"
+        lines.append(f"{band} when {score} >= {chosen['threshold']:g}: on {chosen.get('examples')} texts of "
+                     f"{chosen.get('data')} (sha256 {str(chosen.get('data_sha256'))[:8]}…, "
+                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {verb} were {what} "
+                     f"(95% interval {p_low:.0%}–{p_high:.0%}) and it {verb} {chosen['recall']:.0%} of them "
+                     f"({r_low:.0%}–{r_high:.0%})")
+    return lines

@@ -1,0 +1,147 @@
+"""Operating points: tables, choices and bootstrap intervals checked by hand on tiny data, and their promise."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kold_span.config.schema import TaskConfig, DecisionConfig
+from kold_span.data.example import Example
+from kold_span.errors import UnreachableTargetError
+from kold_span.evaluation.operating_points import (bootstrap_interval, choose, decision_band, merge_decision,
+                                                   sequence_counts, span_counts, threshold_table)
+from kold_span.models.kinds import Decoding, MergedExample
+from kold_span.models.tasks import Task
+from kold_span.training.calibration import calibrate
+
+SCORES = [0.9, 0.8, 0.7, 0.4, 0.3, 0.1]
+GOLD = [True, True, False, True, False, False]
+
+
+def test_the_table_by_hand():
+    rows = threshold_table(sequence_counts(SCORES, GOLD))
+    # at 0.7: flagged 0.9, 0.8, 0.7: 2 right of 3, 2 of 3 positives, 1 of 3 benign texts flagged
+    at = {row["threshold"]: row for row in rows}
+    assert at[0.7] == {"threshold": 0.7, "precision": 0.666667, "recall": 0.666667, "f1": 0.666667,
+                       "flagged": 0.5, "benign_flagged": 0.333333}
+    assert at[0.1]["recall"] == 1.0 and at[0.1]["flagged"] == 1.0 and at[0.1]["benign_flagged"] == 1.0
+    assert [row["threshold"] for row in rows] == sorted(SCORES, reverse=True)
+
+
+def test_choices_by_hand():
+    rows = threshold_table(sequence_counts(SCORES, GOLD))
+    assert choose(rows, "precision", 0.95)["threshold"] == 0.8  # 2/2, recall 2/3; 0.9 is 1/1 with recall 1/3
+    assert choose(rows, "precision", 0.75)["threshold"] == 0.4  # 3/4, recall 1
+    assert choose(rows, "recall", 1.0)["threshold"] == 0.4
+    assert choose(rows, "flagged", 0.4)["threshold"] == 0.8  # 2 of 6 texts, recall 2/3
+    assert choose(rows, "f1")["threshold"] == 0.4  # 2·3/(4+3) = 0.857
+    with pytest.raises(UnreachableTargetError, match="highest recall reached is 0.0000"):
+        choose(threshold_table(sequence_counts([0.5, 0.4], [False, False])), "recall", 0.9)
+
+
+def test_an_unreachable_precision_names_the_best_one():
+    rows = threshold_table(sequence_counts([0.9, 0.8, 0.7], [False, True, False]))
+    with pytest.raises(UnreachableTargetError, match=r"precision=0.95 .* highest precision reached is 0.5000"):
+        choose(rows, "precision", 0.95)
+
+
+def test_the_bootstrap_is_seeded_and_brackets_the_point():
+    counts = sequence_counts(SCORES * 5, GOLD * 5)
+    first, again = bootstrap_interval(counts, 0.4, samples=300), bootstrap_interval(counts, 0.4, samples=300)
+    assert first == again
+    low, high = first["precision"]
+    assert low <= 0.75 <= high and high - low > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.booleans()), min_size=4, max_size=40), st.floats(0.3, 1.0))
+def test_a_chosen_precision_is_met_on_the_data_it_was_chosen_on(pairs, target):
+    """The property of issue 57: a threshold never promises less precision than it has on its own data."""
+    scores, gold = [s for s, _ in pairs], [g for _, g in pairs]
+    counts = sequence_counts(scores, gold)
+    try:
+        band = decision_band(counts, "precision", target, "test", "0" * 64, samples=200)
+    except UnreachableTargetError:
+        assert all(row["precision"] is None or row["precision"] < target for row in threshold_table(counts))
+        return
+    flagged = [g for s, g in zip(scores, gold) if round(s, 6) >= band["threshold"]]
+    precision = sum(flagged) / len(flagged)
+    assert precision >= target - 1e-6 and precision == pytest.approx(band["precision"], abs=1e-6)
+    low, high = band["precision_interval"]
+    assert low - 1e-6 <= precision <= high + 1e-6
+
+
+def test_span_counts_are_characters():
+    span = Task("OFF_span", "span", "OFF")
+    example = Example("1", "ab cd", spans={"OFF": [(0, 2)]})
+    # tokens "ab" (inside 0.9) and "cd" (inside 0.5): at 0.6 only "ab", at 0.4 both
+    merged = MergedExample(token_offsets=[(0, 2), (3, 5)],
+                           token_probs={"OFF_span": np.array([[0.1, 0.9, 0.0], [0.5, 0.5, 0.0]])})
+    counts = span_counts(span, Decoding([span]), [example], [merged], grid=(0.4, 0.6))
+    rows = {row["threshold"]: row for row in threshold_table(counts)}
+    assert rows[0.6]["precision"] == 1.0 and rows[0.6]["recall"] == 1.0
+    assert rows[0.4]["precision"] == 0.5 and rows[0.4]["recall"] == 1.0  # 2 of 4 characters
+    assert rows[0.4]["benign_flagged"] is None  # no text without a gold span
+
+
+def test_review_above_remove_is_refused():
+    remove, review = {"threshold": 0.5, "target": "precision=0.9"}, {"threshold": 0.7, "target": "recall=0.9"}
+    with pytest.raises(UnreachableTargetError, match="review threshold 0.7 .* no review band is needed"):
+        merge_decision(None, "true", {"remove": remove, "review": review}, "OFF")
+    kept = merge_decision({"label": "true", "remove": remove}, "true", {"review": {"threshold": 0.3}}, "OFF")
+    assert kept["remove"] is remove and kept["review"]["threshold"] == 0.3
+
+
+class Fixed:
+    """A predictor whose dev outputs are SCORES."""
+
+    tasks = [Task("OFF", "sequence", "OFF", labels=("false", "true"))]
+    companions = {}
+    decoding = Decoding(tasks)
+
+    def merged_outputs(self, texts, contexts, batch_size=32):
+        return [MergedExample({"OFF": np.array([1 - s, s])}) for s in SCORES]
+
+
+def test_training_ends_with_the_configured_decision():
+    dev = [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(GOLD)]
+    task = TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.95, recall=1.0))
+    chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
+    policy = chosen.decisions["OFF"]
+    assert policy["label"] == "true" and policy["remove"]["threshold"] == 0.8 and policy["review"]["threshold"] == 0.4
+    assert policy["remove"]["data"] == "dev" and len(policy["remove"]["data_sha256"]) == 64
+    unmet = calibrate([TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.99,
+                                                                                               flagged=0.01))],
+                      Fixed(), {"train": [], "dev": dev})
+    assert "OFF" in unmet.decision_errors  # a target dev cannot meet is reported, the run is not lost
+
+
+@pytest.mark.parametrize("decision, message", [
+    ("{precision: 0.9, f1: true}", "precision and f1 both choose the remove threshold"),
+    ("{recall: 0.9, flagged: 0.1}", "recall and flagged both choose the review threshold"),
+    ("{label: 'true'}", "decision needs a target"),
+])
+def test_a_decision_in_a_config_is_checked(tmp_path, decision, message):
+    from kold_span.config.loading import load_config
+    from kold_span.errors import ConfigError
+
+    from conftest import TINY
+
+    text = TINY.read_text(encoding="utf-8").replace("dev_fraction: 0.0", "dev_fraction: 0.2").replace(
+        "{name: OFF, kind: sequence, source: OFF}",
+                                                    f"{{name: OFF, kind: sequence, source: OFF, decision: {decision}}}")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+    ok = text.replace(f"decision: {decision}", "decision: {precision: 0.9}")
+    path.write_text(ok, encoding="utf-8")
+    assert load_config(path).tasks[0].decision.precision == 0.9
+
+
+def test_a_review_band_above_remove_keeps_remove_alone():
+    dev = [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(GOLD)]
+    # remove at 0.8 (precision 1, recall 2/3) already reaches recall 0.3, which review would cut at 0.9
+    task = TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.95, recall=0.3))
+    chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
+    assert chosen.decisions["OFF"]["remove"]["threshold"] == 0.8 and chosen.decisions["OFF"]["review"] is None
+    assert "no review band is needed" in chosen.decision_errors["OFF"]
