@@ -41,7 +41,7 @@ from report import run_splits  # noqa: E402
 from kold_span.config import Problem, TaskConfig  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import label_str, spans_to_offsets  # noqa: E402
-from kold_span.evaluation import metrics  # noqa: E402
+from kold_span import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
 from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402

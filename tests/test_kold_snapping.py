@@ -7,7 +7,7 @@ import pytest
 
 from kold_span.config.loading import load_config
 from kold_span.data.example import spans_to_offsets
-from kold_span.evaluation import metrics
+from kold_span import metrics
 from kold_span.models.kinds import Decoding
 from kold_span.models.tasks import THRESHOLD_GRID
 

@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
 
 from kold_span.errors import ArgumentError, needs_extra
-from kold_span.evaluation.metrics import char_f1
+from kold_span.metrics import char_f1
 
 Ratings = Sequence[Mapping[Hashable, Hashable]]
 

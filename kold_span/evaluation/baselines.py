@@ -18,7 +18,7 @@ from kold_span.config.choices import Problem
 from kold_span.config.schema import FUSE_METRICS
 from kold_span.data.example import (Example, Span, merge_spans, spans_to_offsets)
 from kold_span.errors import ArgumentError
-from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
+from kold_span.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
                                     ngram_problem)

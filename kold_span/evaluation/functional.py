@@ -29,7 +29,7 @@ from kold_span.config.choices import Problem
 from kold_span.data.atomic import write_text_atomic
 from kold_span.data.example import Example
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.evaluation.metrics import bias_aucs, bias_summary
+from kold_span.metrics import bias_aucs, bias_summary
 from kold_span.models.kinds import kind_of
 from kold_span.models.tasks import Task
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from kold_span.config.choices import Problem, SnapMode, TaskKind
 from kold_span.data.example import Example, label_set, label_str, spans_to_offsets
-from kold_span.evaluation import metrics
+from kold_span import metrics
 from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.kinds.problems import soft_distribution
 from kold_span.models.kinds.sequence import sequence_prediction
