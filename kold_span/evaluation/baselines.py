@@ -18,7 +18,8 @@ from kold_span.config.choices import Problem
 from kold_span.config.schema import FUSE_METRICS
 from kold_span.data.example import (Example, Span, merge_spans, spans_to_offsets)
 from kold_span.errors import ArgumentError
-from kold_span.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
+from kold_span.metrics import (best_on_grid, binary_prf, classification_report_dict, mean_char_f1,
+                               multilabel_scores)
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
 from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
                                     ngram_problem)
@@ -285,9 +286,11 @@ class HybridScorer:
         """`fuse` with this scorer's weight."""
         return self.fuse(probs_a, probs_b, self.weight)
 
-    def predict(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs]) -> list[Prediction]:
-        """The fused probabilities decoded into labels (see `decode_probs`)."""
-        return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(probs_a, probs_b)]
+    def predict(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs],
+                weight: Optional[float] = None) -> list[Prediction]:
+        """The probabilities fused (at this scorer's weight, or `weight`) and decoded into labels (`decode_probs`)."""
+        fused = self.fuse(probs_a, probs_b, self.weight if weight is None else weight)
+        return [decode_probs(p, self.problem, self.threshold) for p in fused]
 
     def choose_weight(self, dev_probs_a: Sequence[Probs], dev_probs_b: Sequence[Probs],
                       dev_gold: Sequence[Any], metric: Metric = "macro_f1") -> float:
@@ -312,13 +315,8 @@ class HybridScorer:
         """
         gold = [label_problem(self.problem).gold_label(g) for g in dev_gold]
         score = self._metric(metric, gold)
-        self.dev_scores_ = {}
-        for weight in WEIGHT_GRID:
-            predicted = [decode_probs(p, self.problem, self.threshold)
-                         for p in self.fuse(dev_probs_a, dev_probs_b, weight)]
-            self.dev_scores_[weight] = score(gold, predicted)
-        best = max(self.dev_scores_.values())
-        self.weight = min(w for w, s in self.dev_scores_.items() if s == best)
+        self.dev_scores_ = {w: score(gold, self.predict(dev_probs_a, dev_probs_b, w)) for w in WEIGHT_GRID}
+        self.weight = best_on_grid(WEIGHT_GRID, self.dev_scores_.__getitem__, prefer=0.0)
         return self.weight
 
     def _metric(self, metric: Metric, gold: list[Prediction]) -> Callable[[list, list], float]:
