@@ -64,8 +64,8 @@ def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[E
                 context=unquote_title(titles[index]) or None,
                 labels={"hate": _one_of(row["hate"], HATE, where, "hate"),
                         "bias": _one_of(row["bias"], BIAS, where, "bias"),
-                        "contain_gender_bias": parse_bool(row["contain_gender_bias"], where,
-                                                          "contain_gender_bias")}))
+                        "contain_gender_bias": parse_bool(row["contain_gender_bias"],
+                                                          "contain_gender_bias", where)}))
         except DataError as err:
             bad.handle(err)
     if records.count != len(titles):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
-from kold_span.corpora._common import reports_skipped
+from kold_span.corpora._common import parse_bool, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
 from kold_span.data.jsonl import iter_json_lines, parse_json_document, read_utf8
@@ -98,17 +98,6 @@ def parse_target(tgt: Any, offensive: bool) -> Optional[str]:
     if value not in TARGET_TYPES:
         raise DataError(f"field 'TGT': unknown target type {tgt!r}; expected one of {TARGET_TYPES}")
     return value
-
-
-def parse_bool(value: Any, field: str) -> bool:
-    """KOLD booleans (true/false, 'True', 1/0) → bool."""
-    if isinstance(value, bool):
-        return value
-    if value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise DataError(f"field {field!r}: expected a boolean, got {value!r}")
 
 
 def parse_record(record: Any, min_annotators: int) -> Example:

@@ -156,8 +156,8 @@ def _read_annotations(file: Path, texts: dict[str, str], bad: BadRecords) -> dic
                 raise bad_field(where, "comment_id", f"{row['comment_id']!r} is not in comments.csv")
             raw[row["annotation"]] = _RawAnnotation(
                 comment_id=row["comment_id"], worker=row["worker"], country=row["country"],
-                all_toxic=parse_bool(row["all toxic"], where, "all toxic"),
-                not_toxic=parse_bool(row["not toxic"], where, "not toxic"))
+                all_toxic=parse_bool(row["all toxic"], "all toxic", where),
+                not_toxic=parse_bool(row["not toxic"], "not toxic", where))
         except DataError as err:
             bad.handle(err)
     return raw
