@@ -36,7 +36,7 @@ from kold_span.data.example import Example
 from kold_span.data.jsonl import json_text
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
-from kold_span.inference.inputs import ReadOptions, prediction_record
+from kold_span.inference.inputs import ReadOptions
 from kold_span.inference.pipeline import Pipeline, RunOptions
 from kold_span.inference.predictor import Predicts
 from kold_span.models.kinds import kind_of
@@ -62,6 +62,16 @@ def output_kind(path: Union[str, Path]) -> OutputFormat:
         ['parquet', 'jsonl', 'jsonl']
     """
     return OutputFormat.PARQUET if Path(path).suffix.lower() == ".parquet" else OutputFormat.JSONL
+
+
+def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:
+    """The object `kold-span predict` writes per comment: id, text, then the prediction's labels and spans.
+
+    Example:
+        >>> prediction_record(Example(id="7", text="바보"), {"id": "7", "labels": {}, "spans": []})
+        {'id': '7', 'text': '바보', 'labels': {}, 'spans': []}
+    """
+    return {"id": example.id, "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}
 
 
 def output_row(example: Example, prediction: dict[str, Any]) -> str:

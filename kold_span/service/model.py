@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
 from kold_span.data.example import Example, context_turns
-from kold_span.inference.inputs import prediction_record
+from kold_span.inference.outputs import prediction_record
 from kold_span.inference.predictor import Predicts
 from kold_span.service.batching import Shape
 
