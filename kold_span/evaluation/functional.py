@@ -62,7 +62,7 @@ def offensive_task(tasks: Sequence[Task]) -> Optional[Task]:
 
 
 def case_outcome(tasks: Sequence[Task], merged: Any, row: dict[str, Any]) -> tuple[bool, float]:
-    """(flagged, score) of one prediction: `row` as `Predictor.format` gives it, `merged` its probabilities.
+    """(flagged, score) of one prediction: `row` as `Predictor.labels_and_spans` gives it, `merged` its probabilities.
 
     Example:
         >>> from kold_span.models.kinds import MergedExample
@@ -89,7 +89,7 @@ def predict_cases(model: Any, cases: Sequence[Example], batch_size: int = 32) ->
         chunk = cases[start:start + CHUNK]
         texts, contexts = [c.text for c in chunk], [c.context for c in chunk]
         for text, merged in zip(texts, model.merged_outputs(texts, contexts, batch_size)):
-            out.append(case_outcome(model.tasks, merged, model.format(text, merged)))
+            out.append(case_outcome(model.tasks, merged, model.labels_and_spans(text, merged)))
     return out
 
 

@@ -123,7 +123,7 @@ def row_problem(row: dict[str, Any], tasks: Sequence[Task]) -> Optional[str]:
     return None
 
 
-ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # what `Predictor.format` and `prediction_record` write
+ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # `Predictor.labels_and_spans` and `prediction_record`
 
 
 def _count(value: Any) -> bool:

@@ -108,7 +108,8 @@ class ServedModel:
             merged = self.predictor.run_encoded([c.encoded for c in chosen],
                                                 sum(self.predictor.window_shape(c.encoded)[0] for c in chosen))
             for item, m in zip(chosen, merged):
-                records[id(item)] = prediction_record(item.example, self.predictor.format(item.example.text, m))
+                prediction = self.predictor.labels_and_spans(item.example.text, m)
+                records[id(item)] = prediction_record(item.example, prediction)
         return [records[id(item)] for item in items]
 
     def describe(self) -> dict[str, Any]:
