@@ -21,7 +21,7 @@ from kold_span.errors import ArgumentError
 from kold_span.metrics import (best_on_grid, binary_prf, classification_report_dict, mean_char_f1,
                                multilabel_scores)
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
-from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
+from kold_span.models.ngram import (NgramBaseline, context_string, decode_probs, fuse_probs, labelled_examples,
                                     ngram_problem)
 from kold_span.text.align import eojeol_offsets
 
@@ -62,7 +62,7 @@ class MajorityBaseline:
         if self.problem is None:
             self.problem = (Problem.MULTI if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
                             else Problem.SINGLE)
-        _, golds = _labelled(examples, self.label, self.problem)
+        _, golds = labelled_examples(examples, self.label, self.problem)
         if self.problem.thresholded:  # each label on its own: those of most examples
             counts = Counter(name for gold in golds for name in gold)
             self.prediction_ = sorted(name for name, n in counts.items() if n > len(golds) / 2)
@@ -414,8 +414,8 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
     problem = ngram_problem(problem)
     results: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
     if label is not None:
-        train_l, _ = _labelled(train, label, problem)
-        test_l, gold = _labelled(test, label, problem)
+        train_l, _ = labelled_examples(train, label, problem)
+        test_l, gold = labelled_examples(test, label, problem)
         results.update(n_train=len(train_l), n_test=len(test_l))
         majority = MajorityBaseline(label, problem).fit(train_l)
         results["majority"] = label_scores(gold, majority.predict(test_l), problem)

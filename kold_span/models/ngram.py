@@ -46,7 +46,8 @@ def ngram_problem(problem: Problem) -> Problem:
     return Problem(problem)
 
 
-def _labelled(examples: Sequence[Example], label: str, problem: Problem) -> tuple[list[Example], list[Prediction]]:
+def labelled_examples(examples: Sequence[Example], label: str,
+                      problem: Problem) -> tuple[list[Example], list[Prediction]]:
     """The examples that carry `label`, with their gold labels; an error when there are none."""
     pairs = [(ex, gold) for ex in examples if (gold := gold_label(ex, label, problem)) is not None]
     if not pairs:
@@ -139,7 +140,7 @@ class NgramBaseline:
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import MultiLabelBinarizer
 
-        examples, golds = _labelled(examples, self.label, self.problem)
+        examples, golds = labelled_examples(examples, self.label, self.problem)
         if self.use_context and not any(context_string(ex).strip() for ex in examples):
             raise ArgumentError(f"use_context=True but none of the {len(examples)} training examples has a context")
         columns = [("text", self._vectorizers(), 0)]
