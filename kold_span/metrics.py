@@ -442,8 +442,8 @@ def bias_summary(labels: Sequence[bool], scores: Sequence[float], per_term: Mapp
         0.875
     """
     out: dict[str, Optional[float]] = {"overall_auc": roc_auc(labels, scores)}
-    for key in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
-        out[f"mean_{key}"] = generalized_mean([m.get(key) for m in per_term.values()], power)
+    out |= {f"mean_{key}": generalized_mean([m.get(key) for m in per_term.values()], power)
+            for key in ("subgroup_auc", "bpsn_auc", "bnsp_auc")}
     parts = list(out.values())
     out["final"] = None if any(p is None for p in parts) else sum(parts) / 4  # type: ignore[arg-type]
     return out

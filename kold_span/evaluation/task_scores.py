@@ -27,10 +27,8 @@ def score(decoding: Decoding, examples: Sequence[Example], merged: Sequence[Merg
         >>> scores["OFF/accuracy"], scores["OFF/precision"], scores["OFF/recall"]
         (0.5, 0.5, 1.0)
     """
-    out: dict[str, float] = {}
-    for task in decoding.tasks:
-        out.update(kind_of(task).scores(task, decoding, examples, merged))
-    return out
+    return {key: value for task in decoding.tasks
+            for key, value in kind_of(task).scores(task, decoding, examples, merged).items()}
 
 
 def task_thresholds(task: Task, decoding: Decoding, examples: Sequence[Example],
@@ -84,7 +82,6 @@ def format_table(scores: dict[str, Any]) -> str:
     """A readable two-column table of metric → value."""
     width = max((len(k) for k in scores), default=6)
     lines = [f"{'metric':<{width}}  value", f"{'-' * width}  ------"]
-    for key in sorted(scores):
-        value = scores[key]
-        lines.append(f"{key:<{width}}  {value:.4f}" if isinstance(value, float) else f"{key:<{width}}  {value}")
+    lines += [f"{key:<{width}}  {value:.4f}" if isinstance(value, float) else f"{key:<{width}}  {value}"
+              for key, value in sorted(scores.items())]
     return "\n".join(lines)

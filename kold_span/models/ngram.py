@@ -208,11 +208,8 @@ def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float
         raise ArgumentError(f"weight must be in [0, 1], got {weight}")
     if len(probs_a) != len(probs_b):
         raise ValueError(f"probs_a and probs_b differ in length: {len(probs_a)} != {len(probs_b)}")
-    fused = []
-    for a, b in zip(probs_a, probs_b):
-        names = list(a) + [name for name in b if name not in a]
-        fused.append({name: weight * a.get(name, 0.0) + (1 - weight) * b.get(name, 0.0) for name in names})
-    return fused
+    return [{name: weight * a.get(name, 0.0) + (1 - weight) * b.get(name, 0.0)
+             for name in [*a, *(n for n in b if n not in a)]} for a, b in zip(probs_a, probs_b)]
 
 
 NGRAM_DIR = "ngram"

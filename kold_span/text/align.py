@@ -176,11 +176,8 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
             run_type = tag_type
             in_run = True
         runs[-1].append(token_spans[i])
-    spans = []
-    for pieces in runs:
-        nonempty = [(s, e) for s, e in pieces if s < e]
-        if nonempty:
-            spans.append((min(s for s, _ in nonempty), max(e for _, e in nonempty)))
+    nonempty = [[(s, e) for s, e in pieces if s < e] for pieces in runs]
+    spans = [(min(s for s, _ in piece), max(e for _, e in piece)) for piece in nonempty if piece]
     if trim:
         spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
     spans = snap_spans(spans, text, snap)
