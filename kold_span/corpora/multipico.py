@@ -93,18 +93,10 @@ def _read_traits(file: Path) -> dict[str, dict[str, Any]]:
     data = _load_json(file)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{file}: expected a JSON object mapping annotator ids to objects of traits")
-    return {_annotator_id(key): {_snake(name): _trait_value(value) for name, value in answers.items()}
+    # The metadata key "12" (or "Ann12") is "Ann12" in annotations; 'Country of birth' → 'country_of_birth'.
+    return {key if key.startswith("Ann") else f"Ann{key}":
+            {re.sub(r"\W+", "_", name.strip()).lower(): _trait_value(value) for name, value in answers.items()}
             for key, answers in data.items()}
-
-
-def _annotator_id(key: str) -> str:
-    """The metadata key "12" (or "Ann12") as it appears in annotations: "Ann12"."""
-    return key if key.startswith("Ann") else f"Ann{key}"
-
-
-def _snake(name: str) -> str:
-    """'Country of birth' → 'country_of_birth'."""
-    return re.sub(r"\W+", "_", name.strip()).lower()
 
 
 def _trait_value(value: Any) -> Any:

@@ -329,11 +329,6 @@ class HybridScorer:
         return lambda g, p: label_scores(g, p, self.problem)[metric]
 
 
-def _label_inventory(*label_lists: Sequence[list[str]]) -> list[str]:
-    """Every label in some lists of label lists, sorted."""
-    return sorted({name for labels in label_lists for names in labels for name in names})
-
-
 # --------------------------------------------------------------------------- scores
 
 
@@ -371,7 +366,8 @@ def single_prediction_scores(gold: Sequence[str], predicted: Sequence[str],
 def multi_prediction_scores(gold: Sequence[list[str]], predicted: Sequence[list[str]],
                             probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
     """Predicted label lists' micro_f1 and macro_f1 over the labels either side names; lrap too with `probs`."""
-    return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
+    return multilabel_scores(gold, predicted, labels=sorted({name for names in [*gold, *predicted] for name in names}),
+                             scores=probs)
 
 
 # The scores of a label baseline, per problem (an n-gram or majority model learns label values only).

@@ -435,14 +435,11 @@ def words_of_length(length: int, langs: tuple[str, ...] = ("en", "es")) -> str:
     scores: dict[str, float] = {}
     for lang in langs:
         for word, freq in _frequencies(lang).items():
-            if len(word) == length and (_all_syllables(word) if lang == "ko" else word.isascii() and word.isalpha()):
+            if len(word) == length and (all("\uac00" <= c <= "\ud7a3" for c in word) if lang == "ko"
+                                        else word.isascii() and word.isalpha()):
                 scores[word] = max(scores.get(word, 0.0), freq)
     floor = 10 ** (WORD_ZIPF - 9)
     return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
-
-
-def _all_syllables(word: str) -> bool:
-    return all("\uac00" <= c <= "\ud7a3" for c in word)
 
 
 def best_words(pattern: str, length: int, langs: tuple[str, ...] = ("en", "es"), count: int = 2) -> list[str]:
