@@ -38,7 +38,6 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
 
     Args:
         path: an `MP_<split>.json` file or the directory holding it.
-        split: which file to take from a directory.
         annotators_meta: the annotator metadata file; default `MP_annotators_meta.json`
             beside the data file.
 

@@ -26,9 +26,6 @@ FILE_NAMES = ("unsmile_train_v1.0.tsv", "unsmile_valid_v1.0.tsv")
 def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
     """Read an UnSmile TSV file (a directory means its `unsmile_train_v1.0.tsv`).
 
-    Args:
-        path: the TSV file or the directory holding it.
-
     Returns:
         Examples with id `<file stem>-<row index>`, no context, and `labels["groups"]`: the
         names of the columns marked 1, in file column order (clean, 악플/욕설 and 개인지칭

@@ -203,7 +203,6 @@ def write_predictions(predictor: Predicts, examples: Iterable[Example], output: 
     """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
     Args:
-        predictor: the model (or ensemble).
         examples: the input rows, in order (`iter_inputs`).
         output: the .jsonl or .parquet file; replaced only when every row is written.
         html: the HTML page to write too; replaced only on success as well.

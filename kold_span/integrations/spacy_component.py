@@ -234,8 +234,6 @@ def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, st
     """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.
 
     Args:
-        nlp: the pipeline.
-        name: the component's name in it.
         model: the model directory (loaded on the first doc).
         span_keys: span type → `doc.spans` key, for the types whose key is not the default.
         alignment_mode: how a span off token boundaries becomes tokens ("strict", "contract", "expand").

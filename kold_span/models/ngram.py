@@ -71,7 +71,6 @@ class NgramBaseline:
         """A TF-IDF + logistic-regression classifier of `label`.
 
         Args:
-            label: the label key to predict.
             problem: SINGLE (one label per example) or MULTI (a list of labels); a `Problem` or its value.
             analyzers: which TF-IDF vectorizers to union: "char_wb" (character n-grams
                 inside word boundaries) and/or "word".

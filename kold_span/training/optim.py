@@ -28,7 +28,6 @@ def decay_groups(parameters: Iterable[torch.nn.Parameter], weight_decay: float) 
     Frozen parameters (`requires_grad` off) are left out.
 
     Args:
-        parameters: a model's parameters (`model.parameters()`).
         weight_decay: the decoupled weight decay of the first group.
 
     Returns:

@@ -185,7 +185,6 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
     unless `overwrite`.
 
     Args:
-        config: the pretraining config.
         quiet: no log lines, progress bar or model summary.
         resume: continue `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it.
         overwrite: replace `output` even when it is a non-empty folder of something else.

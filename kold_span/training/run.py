@@ -84,7 +84,6 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
     refused before training unless `overwrite`.
 
     Args:
-        config: the experiment config.
         resume: continue the run's last checkpoint (`run_directory` says which run).
         quiet: no progress bar or model summary.
         overwrite: replace the run's `model/` folder even when it is no model directory.
