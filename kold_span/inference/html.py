@@ -174,12 +174,9 @@ def _bar_shadows(bars: Mapping[int, str]) -> str:
     A shadow shifted down by d paints the d pixels under the text; the first listed is on top, so
     lane l's bar shows between the gap above it and the next lane's gap.
     """
-    shadows = []
-    for lane in range(max(bars) + 1):
-        step = lane * (BAR_PX + GAP_PX)
-        shadows.append(f"0 {step + GAP_PX}px 0 0 var(--ks-bg)")
-        shadows.append(f"0 {step + GAP_PX + BAR_PX}px 0 0 {bars.get(lane, 'var(--ks-bg)')}")
-    return ",".join(shadows)
+    return ",".join(shadow for lane in range(max(bars) + 1) for step in [lane * (BAR_PX + GAP_PX)]
+                    for shadow in (f"0 {step + GAP_PX}px 0 0 var(--ks-bg)",
+                                   f"0 {step + GAP_PX + BAR_PX}px 0 0 {bars.get(lane, 'var(--ks-bg)')}"))
 
 
 def _tag(span: Mapping[str, Any]) -> str:
@@ -193,11 +190,9 @@ def _label_html(task: str, value: Mapping[str, Any]) -> str:
     probs = value.get("probs") or {}
     label = value.get("label")
     chosen = label if isinstance(label, list) else [label]
-    shown = []
-    for lab in chosen:
-        p = probs.get(label_str(lab))
-        shown.append(f'<span class="ks-value">{_escape(label_str(lab))}</span>'
-                     + (f' <span class="ks-prob">{p:.2f}</span>' if p is not None else ""))
+    shown = [f'<span class="ks-value">{_escape(name)}</span>'
+             + (f' <span class="ks-prob">{probs[name]:.2f}</span>' if probs.get(name) is not None else "")
+             for name in map(label_str, chosen)]
     title = " · ".join(f"{name} {p:.3f}" for name, p in sorted(probs.items(), key=lambda kv: -kv[1]))
     values = ", ".join(shown) or '<span class="ks-value">none</span>'
     return (f'<span class="ks-label" title="{html.escape(title)}"><span class="ks-task">{_escape(task)}</span> '
