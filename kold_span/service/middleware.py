@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 from starlette.requests import ClientDisconnect
 
 from kold_span.data.jsonl import json_text
-from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.prometheus import ServiceMetrics
 from kold_span.service.settings import Settings
 
 log = logging.getLogger(__name__)
