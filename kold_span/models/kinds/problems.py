@@ -132,9 +132,7 @@ class MultiLabel:
     """Any set of labels per example: binary cross-entropy per label, sigmoid, every label at its threshold."""
 
     problem = Problem.MULTI
-
-    def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
-        return value_vocabulary(examples, source)
+    vocabulary = SingleLabel.vocabulary
 
     def class_weights(self, examples: Sequence[Example], source: str, labels: tuple[str, ...]) -> tuple[float, ...]:
         return positive_weights(examples, source, labels)
@@ -212,11 +210,7 @@ class SoftLabel:
 
         return masked_mean(task, logits, batch, lambda target: -(target * F.log_softmax(logits, dim=-1)).sum(-1))
 
-    def probabilities(self, logits: "torch.Tensor") -> "torch.Tensor":
-        return logits.softmax(-1)
-
-    def decide(self, task: "Task", probs: np.ndarray) -> Any:
-        return task.decode_label(task.labels[int(np.argmax(probs))])
+    probabilities, decide = SingleLabel.probabilities, SingleLabel.decide  # softmax, the top label
 
     def gold_label(self, value: Any) -> Prediction:
         raise ValueError("a soft task's gold is a distribution of votes, not a label value")
