@@ -19,12 +19,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from report import DOCS, isa_flags, local, machine_line, write_section  # noqa: E402
+from report import DOCS, isa_flags, machine_line, write_section  # noqa: E402
 
 from kold_span.cli.main import main as kold_span  # noqa: E402
 from kold_span.evaluation.functional import render_markdown  # noqa: E402
 
 PAGE = DOCS / "functional.md"
+
+
+def local(path: Path) -> str:
+    """A path relative to the checkout when it lies inside it (as the docs show it), else as it is.
+
+    Example:
+        >>> local(ROOT / "checkpoints" / "m"), local(Path("/elsewhere/m"))
+        ('checkpoints/m', '/elsewhere/m')
+    """
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
 def section(name: str, report: dict, bench_command: str, command: str, note: str = "") -> str:

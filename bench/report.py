@@ -28,16 +28,6 @@ Sections are rewritten in place when their benchmark is run again.
 """
 
 
-def local(path: Path) -> str:
-    """A path relative to the checkout when it lies inside it (as the docs show it), else as it is.
-
-    Example:
-        >>> local(ROOT / "checkpoints" / "m"), local(Path("/elsewhere/m"))
-        ('checkpoints/m', '/elsewhere/m')
-    """
-    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
-
-
 def topic_page(name: str) -> Path:
     """The docs page a section belongs to.
 

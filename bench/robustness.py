@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from report import DOCS, local, machine_line, write_section  # noqa: E402
+from report import DOCS, machine_line, write_section  # noqa: E402
 
 from kold_span import corpora  # noqa: E402
 from kold_span.cli.options import add_key_values  # noqa: E402
@@ -41,6 +41,11 @@ from kold_span.data.jsonl import write_jsonl  # noqa: E402
 from kold_span.evaluation.robustness import render_markdown  # noqa: E402
 
 PAGE = DOCS / "robustness.md"
+
+
+def local(path: Path) -> str:
+    """A path relative to the checkout when it lies inside it (as the docs show it), else as it is."""
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
 def gold_examples(args: argparse.Namespace) -> list:
