@@ -50,9 +50,7 @@ def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -
     pred, gold = set(pred), set(gold)
     if not gold:
         return 1.0 if policy == "kold" or not pred else 0.0
-    if not pred:
-        return 0.0
-    return 2 * len(pred & gold) / (len(pred) + len(gold))
+    return 0.0 if not pred else 2 * len(pred & gold) / (len(pred) + len(gold))
 
 
 def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy: str = "semeval") -> float:

@@ -111,9 +111,7 @@ def unquote_title(line: str) -> str:
     >>> unquote_title("no quotes")
     'no quotes'
     """
-    if len(line) >= 2 and line[0] == line[-1] == '"':
-        return line[1:-1].replace('""', '"')
-    return line
+    return line[1:-1].replace('""', '"') if len(line) >= 2 and line[0] == line[-1] == '"' else line
 
 
 def _one_of(value: str, allowed: tuple[str, ...], where: str, field_name: str) -> str:

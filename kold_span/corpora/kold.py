@@ -72,9 +72,7 @@ def flatten(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, list):
-        return [item for v in value for item in flatten(v)]
-    return [str(value)]
+    return [item for v in value for item in flatten(v)] if isinstance(value, list) else [str(value)]
 
 
 def parse_groups(grp: Any) -> list[str]:
@@ -160,9 +158,7 @@ def span_text_agrees(example: Example, name: str) -> bool:
     if stated is None:
         return True
     texts = example.span_texts(name)
-    if len(texts) <= 1:
-        return "".join(texts) == stated
-    return _squeeze("".join(texts)) == _squeeze(stated)
+    return "".join(texts) == stated if len(texts) <= 1 else _squeeze("".join(texts)) == _squeeze(stated)
 
 
 def _squeeze(text: str) -> str:

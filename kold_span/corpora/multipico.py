@@ -102,9 +102,7 @@ def _trait_value(value: Any) -> Any:
     """None for withdrawn/missing answers, int for whole-number floats, else unchanged."""
     if value == MISSING_TRAIT or (isinstance(value, float) and math.isnan(value)):
         return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _example(example_id: str, record: Any, traits: dict[str, dict[str, Any]], where: str) -> Example:

@@ -467,9 +467,7 @@ def companion_of(path: Union[str, Path], output: Union[str, Path]) -> Optional[s
              f".{target.name}{LOCK_SUFFIX}": "lock file"}
     if path.name in roles:
         return roles[path.name]
-    if re.fullmatch(_TEMPORARY.format(name=re.escape(target.name)), path.name):
-        return "temporary file"
-    return None
+    return "temporary file" if re.fullmatch(_TEMPORARY.format(name=re.escape(target.name)), path.name) else None
 
 
 def check_outside(paths: Mapping[str, Optional[Union[str, Path]]], folders: Sequence[Union[str, Path]],

@@ -64,9 +64,7 @@ def is_negative(value: LabelValue, negative: Iterable[str]) -> bool:
         (False, False)
     """
     negative = set(negative)
-    if isinstance(value, list):
-        return all(label_str(v) in negative for v in value)
-    return label_str(value) in negative
+    return all(label_str(v) in negative for v in value) if isinstance(value, list) else label_str(value) in negative
 
 
 def _labels(example_labels: dict[str, LabelValue]) -> dict[str, LabelValue]:
@@ -270,9 +268,7 @@ def summarize_runs(runs: Sequence[dict[str, Any]], clean: dict[str, Optional[flo
 
 
 def _number(value: Optional[float], sd: Optional[float] = None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.3f}" + (f" ± {sd:.3f}" if sd is not None else "")
+    return "–" if value is None else f"{value:.3f}" + (f" ± {sd:.3f}" if sd is not None else "")
 
 
 def render_markdown(report: dict[str, Any], command: str = "") -> str:

@@ -38,6 +38,4 @@ def _md_row(cells: Iterable[str]) -> str:
 
 
 def _fmt_mean_std(mean: Optional[float], std: Optional[float]) -> str:
-    if mean is None:
-        return "n/a"
-    return f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
+    return "n/a" if mean is None else (f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}")

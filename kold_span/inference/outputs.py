@@ -386,9 +386,7 @@ def _differences(before: dict[str, Any], now: dict[str, Any]) -> Iterator[tuple[
 
 def _short(value: Any) -> str:
     """An option's value for a message: a model's SHA-256 cut to 12 digits, anything else as repr (cut at 60)."""
-    if isinstance(value, str) and len(value) == 64:
-        return value[:12]
-    return repr(value)[:60]
+    return value[:12] if isinstance(value, str) and len(value) == 64 else repr(value)[:60]
 
 
 def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:

@@ -196,9 +196,7 @@ def member_paths(members: list[zipfile.ZipInfo]) -> dict[str, PurePosixPath]:
     tops = {path.parts[0] for path in paths.values()}
     wrapped = len(tops) == 1 and all(len(path.parts) > 1 or info.is_dir()
                                      for info, path in zip(members, paths.values()))
-    if wrapped:
-        return {name: PurePosixPath(*path.parts[1:]) for name, path in paths.items()}
-    return paths
+    return {name: PurePosixPath(*path.parts[1:]) for name, path in paths.items()} if wrapped else paths
 
 
 def unzip_safely(archive: zipfile.ZipFile, out: Path) -> int:

@@ -346,9 +346,7 @@ def _unit_kind(char: str, beside: Optional[str]) -> Optional[str]:
     if _MARK.match(char):
         return beside
     found = readings(char)
-    if not found:
-        return None
-    return "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
+    return None if not found else ("hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin")
 
 
 def _read_latin(text: str, start: int, end: int) -> list[Replacement]:

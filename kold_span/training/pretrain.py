@@ -128,9 +128,7 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
             total, count = total + float(loss), count + n
             total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
     model.train()
-    if not count:
-        return None, None
-    return total / count, total_unigram / count
+    return (None, None) if not count else (total / count, total_unigram / count)
 
 
 class MaskedLMModule(pl.LightningModule):

@@ -198,9 +198,7 @@ class SoftLabel:
 
     def target(self, task: "Task", example: Example) -> list[float]:
         dist = soft_distribution(example, task.source)
-        if dist is None:
-            return []
-        return [dist.get(label, 0.0) for label in task.labels]
+        return [] if dist is None else [dist.get(label, 0.0) for label in task.labels]
 
     def collate(self, task: "Task", targets: Sequence[Any]) -> dict[str, "torch.Tensor"]:
         return vector_targets(task, targets)

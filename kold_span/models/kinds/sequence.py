@@ -59,9 +59,7 @@ class SequenceKind:
 
     def collate(self, task: "Task", windows: Sequence[dict[str, Any]]) -> dict[str, "torch.Tensor"]:
         key = f"target_{task.name}"
-        if key not in windows[0]:
-            return {}
-        return label_problem(task.problem).collate(task, [w[key] for w in windows])
+        return {} if key not in windows[0] else label_problem(task.problem).collate(task, [w[key] for w in windows])
 
     def loss(self, task: "Task", logits: "torch.Tensor", batch: dict[str, "torch.Tensor"]) -> "torch.Tensor":
         return label_problem(task.problem).loss(task, logits, batch)
