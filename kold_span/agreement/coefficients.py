@@ -256,10 +256,7 @@ def interpret_kappa(value: float) -> str:
     """
     if math.isnan(value):
         raise ArgumentError("cannot interpret an undefined (NaN) coefficient")
-    for upper, name in KAPPA_BANDS:
-        if value <= upper:
-            return name
-    return "almost perfect"
+    return next((name for upper, name in KAPPA_BANDS if value <= upper), "almost perfect")
 
 
 # --------------------------------------------------------------------------- per-item views
