@@ -58,7 +58,7 @@ def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[E
         if index >= len(titles):
             break
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             examples.append(Example(
                 id=f"beep-{file.stem}-{index}", text=row["comments"],
                 context=unquote_title(titles[index]) or None,
@@ -66,8 +66,6 @@ def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[E
                         "bias": _one_of(row["bias"], BIAS, where, "bias"),
                         "contain_gender_bias": parse_bool(row["contain_gender_bias"],
                                                           "contain_gender_bias", where)}))
-        except DataError as err:
-            bad.handle(err)
     if records.count != len(titles):
         more = "at least " if records.count > len(titles) else ""
         raise DataError(f"{titles_file}: {len(titles)} title lines but {file} has {more}{records.count} "

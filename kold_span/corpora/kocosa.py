@@ -65,10 +65,8 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
     examples = []
     for key in keys:
         where = f"{file}: record {key!r}"
-        try:
+        with bad.guard():
             examples.append(_example(f"{file.stem}-{key}", {c: columns[c].get(key) for c in COLUMNS}, where))
-        except DataError as err:
-            bad.handle(err)
     return swap_share(examples, speaker_swap, seed) if speaker_swap else examples
 
 

@@ -73,10 +73,8 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
         raise DataError(f"{file}: expected a JSON object of records keyed by id, got {type(records).__name__}")
     examples = []
     for key, record in records.items():
-        try:
+        with bad.guard():
             examples.append(_example(f"{file.stem}-{key}", record, traits, f"{file}: record {key!r}"))
-        except DataError as err:
-            bad.handle(err)
     return examples
 
 
