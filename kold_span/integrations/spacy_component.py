@@ -4,18 +4,9 @@
     nlp.add_pipe("kold_span", config={"model": "checkpoints/demo/demo/model"})
     doc = nlp("이 쓰레기 같은 정치인들")
 
-What a processed doc holds:
-
-- `doc.cats["{task}/{label}"]`: each sequence task's probability of each label (a single-label
-  task's sum to 1; a multi-label task's are independent scores).
-- `doc.spans[key]`: one span group per span type, labelled with the type, its scores in
-  `attrs["scores"]`. The main span type (the model's first span task) goes under "sc", which
-  displaCy and spancat read; other types under their own name; `span_keys` remaps them.
-- `doc._.kold_prediction`: what `Predictor.predict` returns for the text, `{labels, spans}`, with
-  the exact character offsets of every span, also those that do not fall on token boundaries.
-  `alignment_mode` ("strict", "contract" or "expand" (the default), as `Doc.char_span`) says how such a span
-  becomes tokens; one that cannot (strict, or contract inside one token) stays only here.
-- `doc._.kold_context`: the title or dialogue turns the prediction read.
+What a processed doc holds (`doc.cats`, a span group per span type in `doc.spans`, the whole
+prediction in `doc._.kold_prediction`, the context read in `doc._.kold_context`) is docs/SPACY.md's
+table, the one place that lists it.
 
 The context comes from `nlp.pipe([(text, {"context": ...})], as_tuples=True)`, else from
 `doc._.kold_context` set before the component runs. The model loads on the first doc (or on
