@@ -15,8 +15,8 @@ case, defined here and nowhere else:
 `metrics.bias_aucs` and `metrics.bias_summary` the Jigsaw benchmark's subgroup, BPSN and BNSP AUCs per
 identity term. `render_markdown` and `write_report` write functional.md, functional.json and cases.jsonl.
 
-The model is anything with `tasks`, `merged_outputs(texts, contexts, batch_size)` and `format(text, merged)`
-(`inference.Predictor`, an ensemble).
+The model is anything with `tasks`, `merged_outputs(texts, contexts, batch_size)` and
+`labels_and_spans(text, merged)` (`inference.Predictor`, an ensemble).
 """
 from __future__ import annotations
 
