@@ -4,21 +4,8 @@
 function, for `kold-span predict --html` and for any page that shows a prediction (it needs
 `PAGE_STYLE`, which `page_head` writes). `HtmlWriter` streams a page of them, one row at a time.
 
-How a fragment reads:
-
-- The text is written character for character (escaped) in a ``white-space: pre-wrap`` block:
-  no space is added or lost and line breaks stay. Markup is cut only where a span starts or
-  ends, so a long text costs a few elements per span, never one per character.
-- Each span type has its colour (`span_colours`, shown by the page's legend). A span is a bar
-  under its characters, at a depth (its lane) that no overlapping span shares, so overlapping
-  and nested spans can each be followed; its characters get a light tint of its colour.
-- A small badge after a span's last character gives its type and score. CSS draws it from an
-  attribute (``::after``), so it is not part of the text: selecting or copying gives the input.
-- A hidden character (a zero-width space, a bidi override: what `text.normalize` removes) is
-  kept but shown by a small named badge, and a bidi control cannot reverse the text around it.
-- A normalizing model's `signals` (what it removed or folded) follow the labels.
-- Each label shows its probability; hovering over it shows every label's probability, and
-  hovering over marked text lists the spans covering it.
+How a fragment reads (the text exactly as written, a bar per span in lanes, badges drawn by CSS, hidden
+characters shown, probabilities on hover) is told once, in docs/PREDICTING.md.
 
 Example:
     >>> fragment = render_prediction_html("너 진짜 바보냐", {
