@@ -41,9 +41,9 @@ from report import run_splits  # noqa: E402
 from kold_span.config import Problem, TaskConfig  # noqa: E402
 from kold_span.config.choices import TaskKind  # noqa: E402
 from kold_span.data.example import label_str, spans_to_offsets  # noqa: E402
-from kold_span.evaluation import metrics  # noqa: E402
+from kold_span import metrics  # noqa: E402
 from kold_span.evaluation.baselines import label_scores  # noqa: E402
-from kold_span.evaluation.task_scores import predicted_offsets, span_threshold  # noqa: E402
+from kold_span.models.kinds.span import predicted_offsets, span_threshold  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.models.kinds.span import gate_open  # noqa: E402
 from kold_span.models.tasks import THRESHOLD_GRID  # noqa: E402
@@ -174,7 +174,7 @@ def shared_threshold(run: Path) -> dict:
     _, dev_fused = fused_probs(predictor, calibration.dev_companions, task, dev)
     names = sorted(dev_fused[0])
     dev_by_t = {t: macro(dev, dev_fused, dict.fromkeys(names, t)) for t in THRESHOLD_GRID}
-    shared = max(THRESHOLD_GRID, key=lambda t: (dev_by_t[t], -abs(t - 0.5)))
+    shared = metrics.best_on_grid(THRESHOLD_GRID, dev_by_t.__getitem__)
     per_label = calibration.thresholds[task]
     _, fused = fused_probs(predictor, calibration.companions, task, test)
     return {"run": run.name, "weight": calibration.companions[task].weight, "shared": shared,

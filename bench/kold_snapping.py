@@ -55,9 +55,7 @@ def inside(position: int, units: Sequence[Span]) -> bool:
 
 def edge_kind(position: int, morphemes: Sequence[Span], eojeols: Sequence[Span]) -> str:
     """An edge's boundary: "eojeol" (whitespace), "morpheme" (inside an eojeol, between morphemes) or "neither"."""
-    if not inside(position, eojeols):
-        return "eojeol"
-    return "neither" if inside(position, morphemes) else "morpheme"
+    return "eojeol" if not inside(position, eojeols) else ("neither" if inside(position, morphemes) else "morpheme")
 
 
 def edge_counts(examples: Sequence[Example], span_type: str = "OFF") -> dict[str, dict[str, int]]:
@@ -83,9 +81,7 @@ def edge_counts(examples: Sequence[Example], span_type: str = "OFF") -> dict[str
 
 def mean_std(values: Sequence[float]) -> str:
     """Mean ± sample std (the value alone for one run)."""
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+    return f"{values[0]:.4f}" if len(values) == 1 else f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 def snap_table(runs: Sequence[dict[str, Any]]) -> list[str]:

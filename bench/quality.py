@@ -499,9 +499,7 @@ def target_cell(name: str, values: list[float]) -> str:
 
 def aim_cell(aim: Optional[float], values: list[float]) -> str:
     """An aim and whether the mean of `values` reaches it ("—" where none is set)."""
-    if aim is None:
-        return "—"
-    return f"{aim:.2f}: {'met' if statistics.mean(values) >= aim else 'missed'}"
+    return "—" if aim is None else f"{aim:.2f}: {'met' if statistics.mean(values) >= aim else 'missed'}"
 
 
 def render_headline(results: dict[str, Any]) -> list[str]:

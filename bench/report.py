@@ -37,10 +37,8 @@ def topic_page(name: str) -> Path:
         >>> topic_page("serve-load").name
         'serve-load.md'
     """
-    for prefix, page in TOPICS:
-        if name == prefix or name.startswith(prefix + "-"):
-            return DOCS / page
-    return DOCS / f"{name}.md"
+    return next((DOCS / page for prefix, page in TOPICS if name == prefix or name.startswith(prefix + "-")),
+                DOCS / f"{name}.md")
 
 
 def vector_extensions(flags: str) -> str:

@@ -220,10 +220,8 @@ async def burst(host: str, port: int, comments: list[dict], rate: float, seconds
 # -- the server process and its memory ------------------------------------------------------------
 def rss_mb(pid: int) -> float:
     """Resident memory of a process in MB (Linux /proc)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmRSS:")), 0.0)
 
 
 class MemoryWatch:

@@ -4,15 +4,10 @@
 >>> Example(id="1", text="너 진짜 바보냐", spans={"OFF": [(5, 8)]}).span_texts("OFF")
 ['바보냐']
 """
-import sys
-
+from kold_span import metrics
 from kold_span.data.example import Annotation, Example
 from kold_span.data.jsonl import read_jsonl, write_jsonl
 from kold_span.errors import DataError, KoldSpanError
-from kold_span.evaluation import metrics
-
-# The metric functions were `kold_span.metrics` before the package had layers; that path still imports.
-sys.modules.setdefault("kold_span.metrics", metrics)
 
 __version__ = "0.1.0"
 __all__ = ["Annotation", "DataError", "Example", "KoldSpanError", "Predictor", "metrics", "read_jsonl", "write_jsonl"]

@@ -4,15 +4,8 @@ Each subclass also derives from the built-in error it refines (`ValueError` for 
 values, `RuntimeError` for a model that cannot be loaded), so callers that caught
 those before still do.
 
-Which to raise: a mistake the user can fix is one of these, named by where it was made
-(`ConfigError` a config file or override, `DataError` an input file, `ModelFormatError`
-a trained model directory, `EncoderLoadError` an encoder, `ArgumentError` a value passed
-to a function or a command-line option, `OutputInUseError` an output another run is writing,
-`OutputTargetError` an output the command will not write, `NonFiniteError` a number that came out NaN or
-infinite: a training that diverged, `MissingExtraError` an optional package not installed, raised by the
-`needs_extra` block around its import);
-their refinements (an unresumable predict output, encoder files, what `kold-span serve` refuses)
-follow, every subclass defined here. A path that does not exist is the built-in
+Which to raise: a mistake the user can fix is one of these, named by where it was made (each class
+says where), every subclass defined here. A path that does not exist is the built-in
 `FileNotFoundError`, which the command line reports with its path. What only a bug can cause (a
 model used before `fit`, two parallel sequences of different lengths) stays a built-in error, so
 that it shows its traceback.

@@ -7,8 +7,9 @@ from kold_span.data.example import Example
 from kold_span.inference.predictor import Predictor
 from kold_span.models.backbones import scratch_encoder
 from kold_span.models.network import MultiTaskModel
+from kold_span.models.kinds.problems import label_thresholds
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer
-from kold_span.models.tasks import Task, label_thresholds
+from kold_span.models.tasks import Task
 from kold_span.training.calibration import Calibration, calibrate
 
 from conftest import TINY

@@ -13,7 +13,7 @@ from kold_span import corpora
 from kold_span.cli.main import main
 from kold_span.corpora.functional import SUITE, expand, generate, held_out_families, korean_particle
 from kold_span.errors import ArgumentError, DataError
-from kold_span.evaluation import metrics
+from kold_span import metrics
 from kold_span.evaluation.functional import case_outcome, measure, offensive_task, predict_cases
 from kold_span.models.kinds import MergedExample
 from kold_span.models.tasks import Task

@@ -15,7 +15,6 @@ from kold_span.config.schema import FUSE_METRICS
 from kold_span.data.example import Annotation, Example
 from kold_span.errors import ConfigError
 from kold_span.evaluation.baselines import LABEL_SCORES
-from kold_span.evaluation.task_scores import SCORERS, SEQUENCE_SCORES
 from kold_span.models.decoding import merge_windows, prediction
 from kold_span.models.kinds import KINDS, Decoding, MergedExample, kind_of
 from kold_span.models.kinds.problems import PROBLEMS, label_problem
@@ -53,8 +52,9 @@ def test_parse_names_what_and_the_allowed_values():
 
 
 def test_every_kind_and_problem_has_its_behaviour_and_its_scores():
-    assert set(KINDS) == set(SCORERS) == set(TaskKind)
-    assert set(PROBLEMS) == set(SEQUENCE_SCORES) == set(Problem)
+    assert set(KINDS) == set(TaskKind) and set(PROBLEMS) == set(Problem)
+    assert all(callable(KINDS.get(k).scores) and callable(KINDS.get(k).tune_thresholds) for k in KINDS)
+    assert all(callable(problem.scores) for problem in PROBLEMS.values())
     label_valued = {p for p in Problem if p.label_valued}
     assert label_valued == set(LABEL_SCORES) == set(FUSE_METRICS) == {Problem.SINGLE, Problem.MULTI}
 

@@ -7,7 +7,7 @@ import pytest
 
 from kold_span.config.loading import load_config
 from kold_span.data.example import spans_to_offsets
-from kold_span.evaluation import metrics
+from kold_span import metrics
 from kold_span.models.kinds import Decoding
 from kold_span.models.tasks import THRESHOLD_GRID
 
@@ -45,7 +45,7 @@ def test_each_snap_mode_gets_its_own_dev_threshold_and_the_test_score_at_it(tmp_
         assert 0.0 <= result[snap]["dev"] <= 1.0 and 0.0 <= result[snap]["test"] <= 1.0
     # the chosen threshold is dev's best under that mode: no other threshold of the grid scores dev higher
     from kold_span.corpora.experiment import load_splits
-    from kold_span.evaluation.task_scores import predicted_offsets
+    from kold_span.models.kinds.span import predicted_offsets
     from kold_span.inference.predictor import Predictor
 
     predictor = Predictor.from_pretrained(run / "model")

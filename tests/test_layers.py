@@ -1,9 +1,9 @@
 """The package's folders are its layers: each module imports only from its own folder or the layers below,
 and the modules of one layer do not import each other in a circle.
 
-The order is the one docs/ARCHITECTURE.md draws. Layers of the same rank (agreement and inference;
-training, integrations and service) are siblings: neither imports the other. `kold_span/__init__.py` is the
-facade over all of them.
+The order is the one docs/ARCHITECTURE.md draws. Layers of the same rank (corpora and metrics;
+agreement and inference; training, integrations and service) are siblings: neither imports the other.
+`kold_span/__init__.py` is the facade over all of them.
 
 What counts as an import, read from the syntax tree of each file: `import kold_span.x`, `from kold_span.x
 import y`, relative imports (`from . import y`, `from ..models import x`), and `importlib.import_module(...)`
@@ -23,7 +23,7 @@ import pytest
 
 from conftest import PACKAGE
 
-RANKS = {"errors": 0, "config": 1, "data": 2, "corpora": 3, "text": 4, "models": 5, "evaluation": 6,
+RANKS = {"errors": 0, "config": 1, "data": 2, "corpora": 3, "metrics": 3, "text": 4, "models": 5, "evaluation": 6,
          "agreement": 7, "inference": 7, "training": 8, "integrations": 8, "service": 8, "experiments": 9,
          "cli": 10}
 DYNAMIC = {"import_module", "__import__"}

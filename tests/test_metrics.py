@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kold_span.evaluation.metrics import (binary_prf, char_f1, classification_report_dict, manhattan_distance,
+from kold_span.metrics import (binary_prf, char_f1, classification_report_dict, manhattan_distance,
                                           mean_char_f1, micro_char_prf, multilabel_scores, perspectivist_f1,
                                           seqeval_prf, soft_cross_entropy, span_char_f1, vote_distribution)
 

@@ -122,7 +122,7 @@ class Stages:
     def merge(self, prepared, outputs):
         return outputs
 
-    def format(self, text, merged):
+    def labels_and_spans(self, text, merged):
         return {"length": merged}
 
 

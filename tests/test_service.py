@@ -288,7 +288,7 @@ class GatedPredictor:
         assert self.gate.wait(60)
         return [None for _ in encoded]
 
-    def format(self, text, merged):
+    def labels_and_spans(self, text, merged):
         return {"labels": {"OFF": {"label": False, "probs": {"false": 1.0, "true": 0.0}}}, "spans": []}
 
 

@@ -274,8 +274,8 @@ def test_a_page_of_another_origin_cannot_post(tmp_path, keys):
 class Spanning(Fake):
     """The stand-in marking each comment's last two characters as an OFF span."""
 
-    def format(self, text, merged):
-        record = super().format(text, merged)
+    def labels_and_spans(self, text, merged):
+        record = super().labels_and_spans(text, merged)
         return {**record, "spans": [{"type": "OFF", "start": len(text) - 2, "end": len(text), "text": text[-2:],
                                      "score": 0.9}]}
 

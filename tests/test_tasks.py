@@ -10,14 +10,14 @@ from kold_span.config.schema import TaskConfig
 from kold_span.data.example import Example
 from kold_span.data.jsonl import write_jsonl
 from kold_span.errors import ConfigError
-from kold_span.evaluation.task_scores import score, span_threshold
+from kold_span.evaluation.task_scores import score
 from kold_span.inference.predictor import Predictor
 from kold_span.models.kinds import Decoding, MergedExample, build_tasks
 from kold_span.models.kinds.problems import balanced_weights, positive_weights
-from kold_span.models.kinds.sequence import sequence_prediction
-from kold_span.models.kinds.span import span_tags, task_spans
+from kold_span.models.kinds.problems import label_thresholds, sequence_prediction
+from kold_span.models.kinds.span import span_tags, span_threshold, task_spans
 from kold_span.models.network import task_loss
-from kold_span.models.tasks import THRESHOLD_GRID, Task, label_thresholds
+from kold_span.models.tasks import THRESHOLD_GRID, Task
 from kold_span.training.run import train
 
 from conftest import DEMO, FIXTURE, TINY

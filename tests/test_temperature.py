@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kold_span.config.schema import ScratchEncoderConfig, TaskConfig
 from kold_span.data.example import Example
-from kold_span.evaluation.metrics import expected_calibration_error
+from kold_span.metrics import expected_calibration_error
 from kold_span.evaluation.task_scores import calibration_error
 from kold_span.inference.predictor import Predictor
 from kold_span.models.backbones import scratch_encoder

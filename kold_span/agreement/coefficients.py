@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
 
 from kold_span.errors import ArgumentError, needs_extra
-from kold_span.evaluation.metrics import char_f1
+from kold_span.metrics import char_f1
 
 Ratings = Sequence[Mapping[Hashable, Hashable]]
 
@@ -46,9 +46,7 @@ def ordered_labels(labels: Iterable[Hashable]) -> list:
         ([1.5, 2, 10], ['a', 'b'])
     """
     distinct = set(labels)
-    if all(is_number(label) for label in distinct):
-        return sorted(distinct)
-    return sorted(distinct, key=str)
+    return sorted(distinct) if all(is_number(label) for label in distinct) else sorted(distinct, key=str)
 
 
 def numeric_labels(ratings: Ratings, what: str) -> list[float]:
@@ -258,10 +256,7 @@ def interpret_kappa(value: float) -> str:
     """
     if math.isnan(value):
         raise ArgumentError("cannot interpret an undefined (NaN) coefficient")
-    for upper, name in KAPPA_BANDS:
-        if value <= upper:
-            return name
-    return "almost perfect"
+    return next((name for upper, name in KAPPA_BANDS if value <= upper), "almost perfect")
 
 
 # --------------------------------------------------------------------------- per-item views
@@ -275,9 +270,7 @@ def majority_label(labels: Iterable[Hashable]) -> Optional[Hashable]:
         (1, None)
     """
     top = Counter(labels).most_common(2)
-    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
-        return None
-    return top[0][0]
+    return None if not top or (len(top) == 2 and top[0][1] == top[1][1]) else top[0][0]
 
 
 def unanimity(ratings: Ratings) -> dict:

@@ -37,9 +37,7 @@ def label_kind(value: Any) -> Optional[LabelKind]:
     """
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "text" if isinstance(value, str) else None
+    return "number" if isinstance(value, (int, float)) else ("text" if isinstance(value, str) else None)
 
 
 def default_label(examples: Sequence[Example]) -> str:

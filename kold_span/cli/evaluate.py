@@ -79,7 +79,7 @@ def evaluate_model(args: argparse.Namespace):
         raise DataError(f"{args.gold}: no gold examples to score against")
     predictor = load_predictor([args.model], RunOptions(args.batch_size))
     merged = predictor.merged_outputs([e.text for e in gold], [e.context for e in gold], args.batch_size)
-    preds = {ex.id: prediction_fields(predictor.format(ex.text, m), f"{args.gold}: id {ex.id}")
+    preds = {ex.id: prediction_fields(predictor.labels_and_spans(ex.text, m), f"{args.gold}: id {ex.id}")
              for ex, m in zip(gold, merged)}
     scores = evaluate_examples(gold, preds, args.policy)
     curves = curves_report(predictor.decoding, gold, merged)

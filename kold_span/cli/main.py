@@ -55,9 +55,7 @@ def log_level(args: argparse.Namespace) -> int:
     """DEBUG with -v; WARNING with -q or the command's own --quiet; INFO otherwise."""
     if args.log_verbose:
         return logging.DEBUG
-    if args.log_quiet or getattr(args, "quiet", False):
-        return logging.WARNING
-    return logging.INFO
+    return logging.WARNING if args.log_quiet or getattr(args, "quiet", False) else logging.INFO
 
 
 @contextmanager

@@ -7,9 +7,8 @@ validates them; every other layer imports them from here.
 
 What a kind or problem *is* (which options apply to it) is stated here once, as methods of
 its member. What it *does* lives a layer up: `kold_span.models.kinds` (targets, loss,
-probabilities, decoding, one module per kind; `kold_span.models.kinds.problems` for the label
-problems) and `kold_span.evaluation.task_scores` (scores). A new kind is a member here, its
-module under `models/kinds/` and its scorer in `evaluation/task_scores.py`.
+probabilities, decoding, scores and thresholds, one module per kind; `kold_span.models.kinds.problems`
+for the label problems). A new kind is a member here and its module under `models/kinds/`.
 """
 from __future__ import annotations
 

@@ -135,7 +135,5 @@ def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
 
 def _config_root(path: Path) -> Path:
     """The `configs/` folder that holds the sections, found above the experiment file."""
-    for parent in path.resolve().parents:
-        if (parent / "data").is_dir() and (parent / "model").is_dir():
-            return parent
-    return path.resolve().parent
+    return next((parent for parent in path.resolve().parents if (parent / "data").is_dir()
+                 and (parent / "model").is_dir()), path.resolve().parent)

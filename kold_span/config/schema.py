@@ -347,12 +347,8 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data: the enum members as their strings."""
-        return dataclasses.asdict(self, dict_factory=_plain_dict)
-
-
-def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
-    """`dataclasses.asdict`'s dict with each enum member replaced by its value."""
-    return {key: value.value if isinstance(value, Enum) else value for key, value in items}
+        return dataclasses.asdict(self, dict_factory=lambda items: {
+            key: value.value if isinstance(value, Enum) else value for key, value in items})
 
 
 SECTIONS = ("data", "model", "trainer", "context", "align", "tasks", "debug")

@@ -18,7 +18,7 @@ Reader = Callable[..., list[Example]]
 # Reader modules register themselves on import; this lists where each name lives. Installed packages add
 # readers under the entry-point group `kold_span.corpora` (docs/ARCHITECTURE.md, "Where to add").
 READERS: Registry[Reader] = Registry("corpus reader", "readers", group="kold_span.corpora", modules={
-    "jsonl": "kold_span.corpora.jsonl",
+    "jsonl": "kold_span.corpora.canonical",
     "kold": "kold_span.corpora.kold",
     "kold_gs": "kold_span.corpora.kold_gs",
     "toxic_spans": "kold_span.corpora.toxic_spans",

@@ -16,7 +16,7 @@ import inspect
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from kold_span.config.limits import LINE_BYTES, allow_csv_fields, csv_field_too_long
 from kold_span.corpora import Reader
@@ -138,13 +138,21 @@ class CsvRecords:
                 start = rows.line_num + 1
 
 
-def parse_bool(value: str, where: str, field_name: str, true: str = "True", false: str = "False") -> bool:
-    """`true` → True, `false` → False, anything else a `DataError`."""
-    if value == true:
-        return True
-    if value == false:
-        return False
-    raise bad_field(where, field_name, f"expected {true!r} or {false!r}, got {value!r}")
+def parse_bool(value: Any, field_name: str, where: str = "") -> bool:
+    """A boolean field: a JSON boolean, 0 or 1, or true / false in any case; anything else a `DataError`.
+
+    Example:
+        >>> parse_bool("True", "OFF"), parse_bool(0, "OFF"), parse_bool(" false", "OFF")
+        (True, False, False)
+    """
+    if isinstance(value, bool):
+        return value
+    if value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    problem = f"expected a boolean, got {value!r}"
+    raise bad_field(where, field_name, problem) if where else DataError(f"field {field_name!r}: {problem}")
 
 
 def majority(votes: Counter) -> Optional[str]:

@@ -58,16 +58,14 @@ def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[E
         if index >= len(titles):
             break
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             examples.append(Example(
                 id=f"beep-{file.stem}-{index}", text=row["comments"],
                 context=unquote_title(titles[index]) or None,
                 labels={"hate": _one_of(row["hate"], HATE, where, "hate"),
                         "bias": _one_of(row["bias"], BIAS, where, "bias"),
-                        "contain_gender_bias": parse_bool(row["contain_gender_bias"], where,
-                                                          "contain_gender_bias")}))
-        except DataError as err:
-            bad.handle(err)
+                        "contain_gender_bias": parse_bool(row["contain_gender_bias"],
+                                                          "contain_gender_bias", where)}))
     if records.count != len(titles):
         more = "at least " if records.count > len(titles) else ""
         raise DataError(f"{titles_file}: {len(titles)} title lines but {file} has {more}{records.count} "
@@ -111,9 +109,7 @@ def unquote_title(line: str) -> str:
     >>> unquote_title("no quotes")
     'no quotes'
     """
-    if len(line) >= 2 and line[0] == line[-1] == '"':
-        return line[1:-1].replace('""', '"')
-    return line
+    return line[1:-1].replace('""', '"') if len(line) >= 2 and line[0] == line[-1] == '"' else line
 
 
 def _one_of(value: str, allowed: tuple[str, ...], where: str, field_name: str) -> str:

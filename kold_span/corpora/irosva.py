@@ -14,7 +14,7 @@ from kold_span.corpora import register
 from kold_span.corpora._common import CsvRecords, bad_field, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
-from kold_span.errors import ArgumentError, DataError
+from kold_span.errors import ArgumentError
 
 VARIANTS = ("cu", "es", "mx")
 _FILE_NAME = re.compile(r"^irosva\.([a-z]+)\.")
@@ -74,7 +74,7 @@ def _read_file(file: Path, variant: str, bad: BadRecords) -> list[Example]:
     seen: set[str] = set()
     for index, line, row in CsvRecords(file, ("ID", "TOPIC", "IS_IRONIC", "MESSAGE"), bad):
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             if row["IS_IRONIC"] not in ("0", "1"):
                 raise bad_field(where, "IS_IRONIC", f"expected 0 or 1, got {row['IS_IRONIC']!r}")
             if not row["ID"]:
@@ -86,6 +86,4 @@ def _read_file(file: Path, variant: str, bad: BadRecords) -> list[Example]:
             examples.append(Example(id=example_id, text=row["MESSAGE"], context=row["TOPIC"],
                                     labels={"irony": row["IS_IRONIC"] == "1"},
                                     meta={"variant": variant}))
-        except DataError as err:
-            bad.handle(err)
     return examples

@@ -32,8 +32,6 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
     """Read a KoCoSa JSON file (a directory means its `KoCoSa_{split}.json`).
 
     Args:
-        path: the JSON file or the directory holding it.
-        split: which file to take from a directory.
         speaker_swap: the share of examples whose speakers are swapped (0.5 reproduces
             the paper's augmentation; exactly round(share × n) examples, chosen with `seed`).
         seed: seed of the choice of swapped examples.
@@ -67,10 +65,8 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
     examples = []
     for key in keys:
         where = f"{file}: record {key!r}"
-        try:
+        with bad.guard():
             examples.append(_example(f"{file.stem}-{key}", {c: columns[c].get(key) for c in COLUMNS}, where))
-        except DataError as err:
-            bad.handle(err)
     return swap_share(examples, speaker_swap, seed) if speaker_swap else examples
 
 

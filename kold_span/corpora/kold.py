@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kold_span.corpora import register
-from kold_span.corpora._common import reports_skipped
+from kold_span.corpora._common import parse_bool, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, offsets_to_spans
 from kold_span.data.jsonl import iter_json_lines, parse_json_document, read_utf8
@@ -72,9 +72,7 @@ def flatten(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, list):
-        return [item for v in value for item in flatten(v)]
-    return [str(value)]
+    return [item for v in value for item in flatten(v)] if isinstance(value, list) else [str(value)]
 
 
 def parse_groups(grp: Any) -> list[str]:
@@ -98,17 +96,6 @@ def parse_target(tgt: Any, offensive: bool) -> Optional[str]:
     if value not in TARGET_TYPES:
         raise DataError(f"field 'TGT': unknown target type {tgt!r}; expected one of {TARGET_TYPES}")
     return value
-
-
-def parse_bool(value: Any, field: str) -> bool:
-    """KOLD booleans (true/false, 'True', 1/0) → bool."""
-    if isinstance(value, bool):
-        return value
-    if value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise DataError(f"field {field!r}: expected a boolean, got {value!r}")
 
 
 def parse_record(record: Any, min_annotators: int) -> Example:
@@ -171,9 +158,7 @@ def span_text_agrees(example: Example, name: str) -> bool:
     if stated is None:
         return True
     texts = example.span_texts(name)
-    if len(texts) <= 1:
-        return "".join(texts) == stated
-    return _squeeze("".join(texts)) == _squeeze(stated)
+    return "".join(texts) == stated if len(texts) <= 1 else _squeeze("".join(texts)) == _squeeze(stated)
 
 
 def _squeeze(text: str) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kold_span.corpora import register
-from kold_span.corpora._common import bad_field, reports_skipped
-from kold_span.corpora.kold import load_records, parse_bool, parse_target
+from kold_span.corpora._common import bad_field, parse_bool, reports_skipped
+from kold_span.corpora.kold import load_records, parse_target
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example, Span, merge_spans
 from kold_span.errors import ArgumentError, DataError

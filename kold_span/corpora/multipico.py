@@ -38,7 +38,6 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
 
     Args:
         path: an `MP_<split>.json` file or the directory holding it.
-        split: which file to take from a directory.
         annotators_meta: the annotator metadata file; default `MP_annotators_meta.json`
             beside the data file.
 
@@ -74,10 +73,8 @@ def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
         raise DataError(f"{file}: expected a JSON object of records keyed by id, got {type(records).__name__}")
     examples = []
     for key, record in records.items():
-        try:
+        with bad.guard():
             examples.append(_example(f"{file.stem}-{key}", record, traits, f"{file}: record {key!r}"))
-        except DataError as err:
-            bad.handle(err)
     return examples
 
 
@@ -93,27 +90,17 @@ def _read_traits(file: Path) -> dict[str, dict[str, Any]]:
     data = _load_json(file)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{file}: expected a JSON object mapping annotator ids to objects of traits")
-    return {_annotator_id(key): {_snake(name): _trait_value(value) for name, value in answers.items()}
+    # The metadata key "12" (or "Ann12") is "Ann12" in annotations; 'Country of birth' → 'country_of_birth'.
+    return {key if key.startswith("Ann") else f"Ann{key}":
+            {re.sub(r"\W+", "_", name.strip()).lower(): _trait_value(value) for name, value in answers.items()}
             for key, answers in data.items()}
-
-
-def _annotator_id(key: str) -> str:
-    """The metadata key "12" (or "Ann12") as it appears in annotations: "Ann12"."""
-    return key if key.startswith("Ann") else f"Ann{key}"
-
-
-def _snake(name: str) -> str:
-    """'Country of birth' → 'country_of_birth'."""
-    return re.sub(r"\W+", "_", name.strip()).lower()
 
 
 def _trait_value(value: Any) -> Any:
     """None for withdrawn/missing answers, int for whole-number floats, else unchanged."""
     if value == MISSING_TRAIT or (isinstance(value, float) and math.isnan(value)):
         return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _example(example_id: str, record: Any, traits: dict[str, dict[str, Any]], where: str) -> Example:

@@ -37,7 +37,7 @@ from kold_span.corpora._common import (CsvRecords, bad_field, find_file, majorit
                                        reports_skipped)
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Annotation, Example, Span, merge_spans, offsets_to_spans
-from kold_span.errors import ArgumentError, DataError
+from kold_span.errors import ArgumentError
 
 
 @register("toxic_spans")
@@ -62,10 +62,8 @@ def read_toxic_spans(path: Path, *, bad: BadRecords, split: str = "train") -> li
     file = find_file(path, [f"tsd_{split}.csv"], "toxic_spans")
     examples = []
     for index, line, row in CsvRecords(file, ("spans", "text"), bad):
-        try:
+        with bad.guard():
             examples.append(_tsd_example(row, f"{file.stem}-{index}", f"{file}:{line}"))
-        except DataError as err:
-            bad.handle(err)
     return examples
 
 
@@ -149,17 +147,15 @@ def _read_annotations(file: Path, texts: dict[str, str], bad: BadRecords) -> dic
     raw: dict[str, _RawAnnotation] = {}
     for _, line, row in CsvRecords(file, columns, bad):
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             if row["annotation"] in raw:
                 raise bad_field(where, "annotation", f"duplicate id {row['annotation']!r}")
             if row["comment_id"] not in texts:
                 raise bad_field(where, "comment_id", f"{row['comment_id']!r} is not in comments.csv")
             raw[row["annotation"]] = _RawAnnotation(
                 comment_id=row["comment_id"], worker=row["worker"], country=row["country"],
-                all_toxic=parse_bool(row["all toxic"], where, "all toxic"),
-                not_toxic=parse_bool(row["not toxic"], where, "not toxic"))
-        except DataError as err:
-            bad.handle(err)
+                all_toxic=parse_bool(row["all toxic"], "all toxic", where),
+                not_toxic=parse_bool(row["not toxic"], "not toxic", where))
     return raw
 
 
@@ -167,7 +163,7 @@ def _read_spans(file: Path, raw: dict[str, _RawAnnotation], texts: dict[str, str
     """Attach each spans.csv row (end-exclusive) to its annotation."""
     for _, line, row in CsvRecords(file, ("annotation", "type", "start", "end"), bad):
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             annotation = raw.get(row["annotation"])
             if annotation is None:
                 raise bad_field(where, "annotation", f"{row['annotation']!r} is not in annotations.csv")
@@ -178,8 +174,6 @@ def _read_spans(file: Path, raw: dict[str, _RawAnnotation], texts: dict[str, str
                                 f"span [{start}, {end}) outside comment {annotation.comment_id} "
                                 f"of length {text_len}, or empty")
             annotation.typed_spans.append((row["type"] or None, (start, end)))
-        except DataError as err:
-            bad.handle(err)
 
 
 def _raw_example(comment_id: str, text: str, raw: list[_RawAnnotation],

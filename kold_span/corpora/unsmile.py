@@ -13,7 +13,6 @@ from kold_span.corpora import register
 from kold_span.corpora._common import CsvRecords, bad_field, find_file, reports_skipped
 from kold_span.data.bad_records import BadRecords
 from kold_span.data.example import Example
-from kold_span.errors import DataError
 
 TEXT_COLUMN = "문장"
 GROUP_COLUMNS = ("여성/가족", "남성", "성소수자", "인종/국적", "연령", "지역", "종교", "기타 혐오", "악플/욕설",
@@ -25,9 +24,6 @@ FILE_NAMES = ("unsmile_train_v1.0.tsv", "unsmile_valid_v1.0.tsv")
 @reports_skipped("unsmile")
 def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
     """Read an UnSmile TSV file (a directory means its `unsmile_train_v1.0.tsv`).
-
-    Args:
-        path: the TSV file or the directory holding it.
 
     Returns:
         Examples with id `<file stem>-<row index>`, no context, and `labels["groups"]`: the
@@ -49,11 +45,9 @@ def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
     examples = []
     for index, line, row in records:
         where = f"{file}:{line}"
-        try:
+        with bad.guard():
             examples.append(Example(id=f"{file.stem}-{index}", text=row[TEXT_COLUMN],
                                     labels={"groups": _groups(row, where)}))
-        except DataError as err:
-            bad.handle(err)
     return examples
 
 

@@ -1,37 +1,12 @@
 """Output files written whole or not at all: a temporary file beside the target, renamed over it on success.
 
-Every file the package writes goes through `atomic_write`, text always in UTF-8 (`write_jsonl`, `predict`'s
-JSONL and HTML, `evaluate --out`, the reports, a run's config.json and metrics.json, and each file of a model
-or encoder directory: its config.json, manifest, n-gram settings, import record); only what a library writes
-into a directory being built (`save_pretrained`, safetensors) and the service's append-only feedback file
-do not. Until the block ends
-without an error the target is untouched: a run that fails midway, or is killed, leaves the
-previous file as it was instead of an empty or half-written one that looks complete. The
-rename is `os.replace` on the same directory, so a reader of the target sees either the old
-file or the new one, never a mixture.
-
-A run that can continue after a kill (`kold-span predict --resume`) names its temporary file
-itself (`partial`): that file is kept when the block fails (unless it is empty), and the error
-says where it is.
-Any other temporary file is removed on failure. Either way the error gets a note naming the
-target left as it was (or not written, when there was none); the command line prints an
-error's notes after its message.
-
-One run writes a target at a time: `atomic_write` holds an exclusive lock on it (`output_lock`:
-`flock` on a hidden `.<name>.lock` beside it, removed when released) from the start of the block
-to the rename, and a second run, in another process or thread, is refused at once with an
-`OutputInUseError` instead of mixing its rows with the first's. A caller that does more than one
-write to a target (`predict`: its resume point, its partial file, the Parquet conversion) holds
-`output_lock` around all of them; the same thread takes a lock it holds again freely.
-`check_outputs_apart` refuses an output that is one of the inputs (the same path, a link to it),
-another output, or a file kept beside one of them (`companion_of`) before anything is read.
-
-What a target may be (`output_target`): a regular file its user may write, or a new name. A
-device, pipe or socket would be replaced by the rename, and a write-protected file is the
-user's word that it stays: both are refused, root or not. A replaced file keeps its mode (and,
-where allowed, its owner); a symbolic link is followed, so the link stays and its target gets
-the output. Directories (a model, an encoder) are never edited in place: `replace_directory`
-builds the new one beside the old and swaps it in with renames.
+Every file the package writes goes through `atomic_write`, text always in UTF-8; only what a library writes
+into a directory being built (`save_pretrained`, safetensors) and the service's append-only feedback file do
+not. What it promises is told once, in docs/ROBUSTNESS.md ("Output files", "What a command may write"): the
+target untouched until the rename (`os.replace` in its directory), the error noting it (`add_note`); a
+resumable run's own temporary file kept (`partial`); one run per target (`output_lock`); outputs apart from
+inputs and from each other (`check_outputs_apart`, `companion_of`); which targets may be replaced
+(`output_target`); directories built beside and swapped in whole (`replace_directory`).
 
 Example:
     >>> import tempfile
@@ -467,9 +442,7 @@ def companion_of(path: Union[str, Path], output: Union[str, Path]) -> Optional[s
              f".{target.name}{LOCK_SUFFIX}": "lock file"}
     if path.name in roles:
         return roles[path.name]
-    if re.fullmatch(_TEMPORARY.format(name=re.escape(target.name)), path.name):
-        return "temporary file"
-    return None
+    return "temporary file" if re.fullmatch(_TEMPORARY.format(name=re.escape(target.name)), path.name) else None
 
 
 def check_outside(paths: Mapping[str, Optional[Union[str, Path]]], folders: Sequence[Union[str, Path]],

@@ -21,9 +21,10 @@ Example:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from kold_span.errors import DataError
 
@@ -94,3 +95,11 @@ class BadRecords:
         if not self.skip_bad:
             raise DataError(f"{err} ({self.how_to_skip})" if self.how_to_skip else str(err)) from err
         self.report.reasons.append(str(err))
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """The block's `DataError` is a bad record (`handle`): raised with how to skip it, or noted and passed."""
+        try:
+            yield
+        except DataError as err:
+            self.handle(err)

@@ -168,9 +168,7 @@ def context_problem(value: Any) -> Optional[str]:
 
 def context_turns(context: Context) -> list[str]:
     """The context as a list of segments (empty when there is none)."""
-    if context is None:
-        return []
-    return [context] if isinstance(context, str) else list(context)
+    return [] if context is None else ([context] if isinstance(context, str) else list(context))
 
 
 def label_str(value: Any) -> str:

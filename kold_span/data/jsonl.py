@@ -69,9 +69,7 @@ def finite_or_null(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_or_null(v) for v in value]
-    return value
+    return [finite_or_null(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def require_path(path: Union[str, Path], key: str) -> None:

@@ -74,9 +74,7 @@ def _is_number(value: Any) -> bool:
 
 def with_perspective(context: Context, segment: Optional[str]) -> Context:
     """The context with the annotator segment appended (unchanged without one)."""
-    if segment is None:
-        return context
-    return context_turns(context) + [segment]
+    return context if segment is None else context_turns(context) + [segment]
 
 
 def expand_by_annotator(examples: Iterable[Example], label: str, traits: Sequence[str]) -> list[Example]:

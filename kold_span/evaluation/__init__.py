@@ -1,6 +1,5 @@
-"""Layer 6, evaluation: metrics as plain functions, task scores of model outputs, file scoring, baselines.
+"""Layer 6, evaluation: task scores of model outputs, file scoring, baselines (the metrics are `kold_span.metrics`).
 
-`metrics` (character F1, seqeval, label and distribution scores), `task_scores` (merged model
-outputs against gold, per task), `prediction_files` (`kold-span evaluate`), `baselines` (majority,
-TF-IDF n-grams, a span lexicon).
+`task_scores` (merged model outputs against gold, each task's kind scoring it), `prediction_files`
+(`kold-span evaluate`), `baselines` (majority, TF-IDF n-grams, a span lexicon).
 """

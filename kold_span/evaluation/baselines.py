@@ -18,9 +18,10 @@ from kold_span.config.choices import Problem
 from kold_span.config.schema import FUSE_METRICS
 from kold_span.data.example import (Example, Span, merge_spans, spans_to_offsets)
 from kold_span.errors import ArgumentError
-from kold_span.evaluation.metrics import (binary_prf, classification_report_dict, mean_char_f1, multilabel_scores)
+from kold_span.metrics import (best_on_grid, binary_prf, classification_report_dict, mean_char_f1,
+                               multilabel_scores)
 from kold_span.models.kinds.problems import Prediction, Probs, label_problem
-from kold_span.models.ngram import (NgramBaseline, _labelled, context_string, decode_probs, fuse_probs,
+from kold_span.models.ngram import (NgramBaseline, context_string, decode_probs, fuse_probs, labelled_examples,
                                     ngram_problem)
 from kold_span.text.align import eojeol_offsets
 
@@ -61,7 +62,7 @@ class MajorityBaseline:
         if self.problem is None:
             self.problem = (Problem.MULTI if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
                             else Problem.SINGLE)
-        _, golds = _labelled(examples, self.label, self.problem)
+        _, golds = labelled_examples(examples, self.label, self.problem)
         if self.problem.thresholded:  # each label on its own: those of most examples
             counts = Counter(name for gold in golds for name in gold)
             self.prediction_ = sorted(name for name, n in counts.items() if n > len(golds) / 2)
@@ -285,9 +286,11 @@ class HybridScorer:
         """`fuse` with this scorer's weight."""
         return self.fuse(probs_a, probs_b, self.weight)
 
-    def predict(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs]) -> list[Prediction]:
-        """The fused probabilities decoded into labels (see `decode_probs`)."""
-        return [decode_probs(p, self.problem, self.threshold) for p in self.predict_proba(probs_a, probs_b)]
+    def predict(self, probs_a: Sequence[Probs], probs_b: Sequence[Probs],
+                weight: Optional[float] = None) -> list[Prediction]:
+        """The probabilities fused (at this scorer's weight, or `weight`) and decoded into labels (`decode_probs`)."""
+        fused = self.fuse(probs_a, probs_b, self.weight if weight is None else weight)
+        return [decode_probs(p, self.problem, self.threshold) for p in fused]
 
     def choose_weight(self, dev_probs_a: Sequence[Probs], dev_probs_b: Sequence[Probs],
                       dev_gold: Sequence[Any], metric: Metric = "macro_f1") -> float:
@@ -312,13 +315,8 @@ class HybridScorer:
         """
         gold = [label_problem(self.problem).gold_label(g) for g in dev_gold]
         score = self._metric(metric, gold)
-        self.dev_scores_ = {}
-        for weight in WEIGHT_GRID:
-            predicted = [decode_probs(p, self.problem, self.threshold)
-                         for p in self.fuse(dev_probs_a, dev_probs_b, weight)]
-            self.dev_scores_[weight] = score(gold, predicted)
-        best = max(self.dev_scores_.values())
-        self.weight = min(w for w, s in self.dev_scores_.items() if s == best)
+        self.dev_scores_ = {w: score(gold, self.predict(dev_probs_a, dev_probs_b, w)) for w in WEIGHT_GRID}
+        self.weight = best_on_grid(WEIGHT_GRID, self.dev_scores_.__getitem__, prefer=0.0)
         return self.weight
 
     def _metric(self, metric: Metric, gold: list[Prediction]) -> Callable[[list, list], float]:
@@ -329,11 +327,6 @@ class HybridScorer:
         if metric not in allowed:
             raise ArgumentError(f"{self.problem}-label metric must be one of {allowed} or a callable, got {metric!r}")
         return lambda g, p: label_scores(g, p, self.problem)[metric]
-
-
-def _label_inventory(*label_lists: Sequence[list[str]]) -> list[str]:
-    """Every label in some lists of label lists, sorted."""
-    return sorted({name for labels in label_lists for names in labels for name in names})
 
 
 # --------------------------------------------------------------------------- scores
@@ -373,7 +366,8 @@ def single_prediction_scores(gold: Sequence[str], predicted: Sequence[str],
 def multi_prediction_scores(gold: Sequence[list[str]], predicted: Sequence[list[str]],
                             probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
     """Predicted label lists' micro_f1 and macro_f1 over the labels either side names; lrap too with `probs`."""
-    return multilabel_scores(gold, predicted, labels=_label_inventory(gold, predicted), scores=probs)
+    return multilabel_scores(gold, predicted, labels=sorted({name for names in [*gold, *predicted] for name in names}),
+                             scores=probs)
 
 
 # The scores of a label baseline, per problem (an n-gram or majority model learns label values only).
@@ -416,8 +410,8 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
     problem = ngram_problem(problem)
     results: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
     if label is not None:
-        train_l, _ = _labelled(train, label, problem)
-        test_l, gold = _labelled(test, label, problem)
+        train_l, _ = labelled_examples(train, label, problem)
+        test_l, gold = labelled_examples(test, label, problem)
         results.update(n_train=len(train_l), n_test=len(test_l))
         majority = MajorityBaseline(label, problem).fit(train_l)
         results["majority"] = label_scores(gold, majority.predict(test_l), problem)

@@ -21,7 +21,7 @@ from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example
 from kold_span.data.jsonl import finite_or_null, json_text
 from kold_span.errors import needs_extra
-from kold_span.evaluation import metrics
+from kold_span import metrics
 from kold_span.evaluation.operating_points import label_scores, span_counts, sequence_counts, threshold_table
 from kold_span.evaluation.task_scores import confidence_hits
 from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures, kind_of

@@ -15,8 +15,8 @@ case, defined here and nowhere else:
 `metrics.bias_aucs` and `metrics.bias_summary` the Jigsaw benchmark's subgroup, BPSN and BNSP AUCs per
 identity term. `render_markdown` and `write_report` write functional.md, functional.json and cases.jsonl.
 
-The model is anything with `tasks`, `merged_outputs(texts, contexts, batch_size)` and `format(text, merged)`
-(`inference.Predictor`, an ensemble).
+The model is anything with `tasks`, `merged_outputs(texts, contexts, batch_size)` and
+`labels_and_spans(text, merged)` (`inference.Predictor`, an ensemble).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from kold_span.config.choices import Problem
 from kold_span.data.atomic import write_text_atomic
 from kold_span.data.example import Example
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.evaluation.metrics import bias_aucs, bias_summary
+from kold_span.metrics import bias_aucs, bias_summary
 from kold_span.models.kinds import kind_of
 from kold_span.models.tasks import Task
 
@@ -62,7 +62,7 @@ def offensive_task(tasks: Sequence[Task]) -> Optional[Task]:
 
 
 def case_outcome(tasks: Sequence[Task], merged: Any, row: dict[str, Any]) -> tuple[bool, float]:
-    """(flagged, score) of one prediction: `row` as `Predictor.format` gives it, `merged` its probabilities.
+    """(flagged, score) of one prediction: `row` as `Predictor.labels_and_spans` gives it, `merged` its probabilities.
 
     Example:
         >>> from kold_span.models.kinds import MergedExample
@@ -89,7 +89,7 @@ def predict_cases(model: Any, cases: Sequence[Example], batch_size: int = 32) ->
         chunk = cases[start:start + CHUNK]
         texts, contexts = [c.text for c in chunk], [c.context for c in chunk]
         for text, merged in zip(texts, model.merged_outputs(texts, contexts, batch_size)):
-            out.append(case_outcome(model.tasks, merged, model.format(text, merged)))
+            out.append(case_outcome(model.tasks, merged, model.labels_and_spans(text, merged)))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from kold_span.data.example import Example, label_str, spans_to_offsets
 from kold_span.data.jsonl import iter_json_lines, read_jsonl
 from kold_span.errors import DataError
-from kold_span.evaluation import metrics
+from kold_span import metrics
 
 log = logging.getLogger(__name__)
 

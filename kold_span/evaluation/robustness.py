@@ -64,9 +64,7 @@ def is_negative(value: LabelValue, negative: Iterable[str]) -> bool:
         (False, False)
     """
     negative = set(negative)
-    if isinstance(value, list):
-        return all(label_str(v) in negative for v in value)
-    return label_str(value) in negative
+    return all(label_str(v) in negative for v in value) if isinstance(value, list) else label_str(value) in negative
 
 
 def _labels(example_labels: dict[str, LabelValue]) -> dict[str, LabelValue]:
@@ -270,9 +268,7 @@ def summarize_runs(runs: Sequence[dict[str, Any]], clean: dict[str, Optional[flo
 
 
 def _number(value: Optional[float], sd: Optional[float] = None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.3f}" + (f" ± {sd:.3f}" if sd is not None else "")
+    return "–" if value is None else f"{value:.3f}" + (f" ± {sd:.3f}" if sd is not None else "")
 
 
 def render_markdown(report: dict[str, Any], command: str = "") -> str:
@@ -298,29 +294,22 @@ def render_markdown(report: dict[str, Any], command: str = "") -> str:
               f"{report['policy']}. Drop = clean − perturbed (mean ± sd over the seeds); \"benign flagged\": the "
               f"share of the {benign['texts']} benign texts (no gold span, labels in {benign['negative']}) that "
               "get a span or a positive label.", ""]
-    header = ["kind", "texts changed"]
-    for m in metrics:
-        header += [m, "drop"]
-    header.append("benign flagged")
+    header = ["kind", "texts changed", *(cell for m in metrics for cell in (m, "drop")), "benign flagged"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    clean_row = ["clean", "–"]
-    for m in metrics:
-        clean_row += [_number(report["clean"][m]), "–"]
-    clean_row.append(_percent(benign["clean"]))
+    clean_row = ["clean", "–", *(cell for m in metrics for cell in (_number(report["clean"][m]), "–")),
+                 _percent(benign["clean"])]
     lines.append("| " + " | ".join(clean_row) + " |")
     for kind, entry in report["kinds"].items():
-        row = [kind, _percent(entry["changed"])]
-        for m in metrics:
-            stats = entry["perturbed"][m]
-            row += [_number(stats["mean"], stats["sd"]), _number(entry["drop"][m])]
-        row.append(_percent(entry["benign_flagged"]["mean"]))
+        row = [kind, _percent(entry["changed"]),
+               *(cell for m in metrics for cell in (_number(entry["perturbed"][m]["mean"], entry["perturbed"][m]["sd"]),
+                                                   _number(entry["drop"][m]))),
+               _percent(entry["benign_flagged"]["mean"])]
         lines.append("| " + " | ".join(row) + " |")
     twins = report.get("twins")
     if twins:
-        row = [f"{twins['name']} ({twins['pairs']} twins)", _percent(twins["changed"])]
-        for m in metrics:
-            row += [_number(twins["twin"][m]), _number(twins["drop"][m])]
-        row.append(_percent(twins["benign_flagged"]))
+        row = [f"{twins['name']} ({twins['pairs']} twins)", _percent(twins["changed"]),
+               *(cell for m in metrics for cell in (_number(twins["twin"][m]), _number(twins["drop"][m]))),
+               _percent(twins["benign_flagged"])]
         lines += ["| " + " | ".join(row) + " |", "",
                   f"{twins['name']}: the {twins['pairs']} texts with a twin (paired by meta.group, else id), scored "
                   "as given and as their twin; the row's drop is against these texts as given, not the clean row:",

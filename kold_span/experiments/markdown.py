@@ -26,7 +26,8 @@ def render_markdown(summary: Sequence[Mapping[str, Any]], keys: Sequence[str], m
     lines += ["", "## Difference to the reference cell", "", _md_row([*head, *(f"Δ {m}" for m in metrics)]),
               _md_row(["---"] * (len(head) + len(metrics)))]
     for i, entry in enumerate(summary):
-        diffs = ["ref" if i == 0 else _fmt_diff(entry["diff"][m]) for m in metrics]
+        diffs = ["ref" if i == 0 else "n/a" if entry["diff"][m] is None else f"{entry['diff'][m]:+.3f}"
+                 for m in metrics]
         lines.append(_md_row([*entry["values"].values(), str(entry["runs"]), *diffs]))
     lines += ["", "Per-run scores of every test metric: `results.csv`; runs: `runs/`.", ""]
     return "\n".join(lines)
@@ -37,10 +38,4 @@ def _md_row(cells: Iterable[str]) -> str:
 
 
 def _fmt_mean_std(mean: Optional[float], std: Optional[float]) -> str:
-    if mean is None:
-        return "n/a"
-    return f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
-
-
-def _fmt_diff(diff: Optional[float]) -> str:
-    return "n/a" if diff is None else f"{diff:+.3f}"
+    return "n/a" if mean is None else (f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}")

@@ -4,21 +4,8 @@
 function, for `kold-span predict --html` and for any page that shows a prediction (it needs
 `PAGE_STYLE`, which `page_head` writes). `HtmlWriter` streams a page of them, one row at a time.
 
-How a fragment reads:
-
-- The text is written character for character (escaped) in a ``white-space: pre-wrap`` block:
-  no space is added or lost and line breaks stay. Markup is cut only where a span starts or
-  ends, so a long text costs a few elements per span, never one per character.
-- Each span type has its colour (`span_colours`, shown by the page's legend). A span is a bar
-  under its characters, at a depth (its lane) that no overlapping span shares, so overlapping
-  and nested spans can each be followed; its characters get a light tint of its colour.
-- A small badge after a span's last character gives its type and score. CSS draws it from an
-  attribute (``::after``), so it is not part of the text: selecting or copying gives the input.
-- A hidden character (a zero-width space, a bidi override: what `text.normalize` removes) is
-  kept but shown by a small named badge, and a bidi control cannot reverse the text around it.
-- A normalizing model's `signals` (what it removed or folded) follow the labels.
-- Each label shows its probability; hovering over it shows every label's probability, and
-  hovering over marked text lists the spans covering it.
+How a fragment reads (the text exactly as written, a bar per span in lanes, badges drawn by CSS, hidden
+characters shown, probabilities on hover) is told once, in docs/PREDICTING.md.
 
 Example:
     >>> fragment = render_prediction_html("너 진짜 바보냐", {
@@ -174,12 +161,9 @@ def _bar_shadows(bars: Mapping[int, str]) -> str:
     A shadow shifted down by d paints the d pixels under the text; the first listed is on top, so
     lane l's bar shows between the gap above it and the next lane's gap.
     """
-    shadows = []
-    for lane in range(max(bars) + 1):
-        step = lane * (BAR_PX + GAP_PX)
-        shadows.append(f"0 {step + GAP_PX}px 0 0 var(--ks-bg)")
-        shadows.append(f"0 {step + GAP_PX + BAR_PX}px 0 0 {bars.get(lane, 'var(--ks-bg)')}")
-    return ",".join(shadows)
+    return ",".join(shadow for lane in range(max(bars) + 1) for step in [lane * (BAR_PX + GAP_PX)]
+                    for shadow in (f"0 {step + GAP_PX}px 0 0 var(--ks-bg)",
+                                   f"0 {step + GAP_PX + BAR_PX}px 0 0 {bars.get(lane, 'var(--ks-bg)')}"))
 
 
 def _tag(span: Mapping[str, Any]) -> str:
@@ -193,11 +177,9 @@ def _label_html(task: str, value: Mapping[str, Any]) -> str:
     probs = value.get("probs") or {}
     label = value.get("label")
     chosen = label if isinstance(label, list) else [label]
-    shown = []
-    for lab in chosen:
-        p = probs.get(label_str(lab))
-        shown.append(f'<span class="ks-value">{_escape(label_str(lab))}</span>'
-                     + (f' <span class="ks-prob">{p:.2f}</span>' if p is not None else ""))
+    shown = [f'<span class="ks-value">{_escape(name)}</span>'
+             + (f' <span class="ks-prob">{probs[name]:.2f}</span>' if probs.get(name) is not None else "")
+             for name in map(label_str, chosen)]
     title = " · ".join(f"{name} {p:.3f}" for name, p in sorted(probs.items(), key=lambda kv: -kv[1]))
     values = ", ".join(shown) or '<span class="ks-value">none</span>'
     return (f'<span class="ks-label" title="{html.escape(title)}"><span class="ks-task">{_escape(task)}</span> '

@@ -371,12 +371,3 @@ def _jsonl_rows(lines: Iterator[str], path: Path) -> Iterator[tuple[int, Any]]:
             row = DataError(f"{path}:{number}: expected a JSON object")
         yield number, row
 
-
-def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:
-    """The object `kold-span predict` writes per comment: id, text, then the prediction's labels and spans.
-
-    Example:
-        >>> prediction_record(Example(id="7", text="바보"), {"id": "7", "labels": {}, "spans": []})
-        {'id': '7', 'text': '바보', 'labels': {}, 'spans': []}
-    """
-    return {"id": example.id, "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}

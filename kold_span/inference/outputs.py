@@ -36,7 +36,7 @@ from kold_span.data.example import Example
 from kold_span.data.jsonl import json_text
 from kold_span.errors import UnfinishedOutputError
 from kold_span.inference.html import html_page
-from kold_span.inference.inputs import ReadOptions, prediction_record
+from kold_span.inference.inputs import ReadOptions
 from kold_span.inference.pipeline import Pipeline, RunOptions
 from kold_span.inference.predictor import Predicts
 from kold_span.models.kinds import kind_of
@@ -62,6 +62,16 @@ def output_kind(path: Union[str, Path]) -> OutputFormat:
         ['parquet', 'jsonl', 'jsonl']
     """
     return OutputFormat.PARQUET if Path(path).suffix.lower() == ".parquet" else OutputFormat.JSONL
+
+
+def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:
+    """The object `kold-span predict` writes per comment: id, text, then the prediction's labels and spans.
+
+    Example:
+        >>> prediction_record(Example(id="7", text="바보"), {"id": "7", "labels": {}, "spans": []})
+        {'id': '7', 'text': '바보', 'labels': {}, 'spans': []}
+    """
+    return {"id": example.id, "text": example.text, **{k: v for k, v in prediction.items() if k != "id"}}
 
 
 def output_row(example: Example, prediction: dict[str, Any]) -> str:
@@ -113,7 +123,7 @@ def row_problem(row: dict[str, Any], tasks: Sequence[Task]) -> Optional[str]:
     return None
 
 
-ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # what `Predictor.format` and `prediction_record` write
+ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # `Predictor.labels_and_spans` and `prediction_record`
 
 
 def _count(value: Any) -> bool:
@@ -193,7 +203,6 @@ def write_predictions(predictor: Predicts, examples: Iterable[Example], output: 
     """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
     Args:
-        predictor: the model (or ensemble).
         examples: the input rows, in order (`iter_inputs`).
         output: the .jsonl or .parquet file; replaced only when every row is written.
         html: the HTML page to write too; replaced only on success as well.
@@ -377,9 +386,7 @@ def _differences(before: dict[str, Any], now: dict[str, Any]) -> Iterator[tuple[
 
 def _short(value: Any) -> str:
     """An option's value for a message: a model's SHA-256 cut to 12 digits, anything else as repr (cut at 60)."""
-    if isinstance(value, str) and len(value) == 64:
-        return value[:12]
-    return repr(value)[:60]
+    return value[:12] if isinstance(value, str) and len(value) == 64 else repr(value)[:60]
 
 
 def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:

@@ -6,7 +6,7 @@ The stages, which `Pipeline`, the service's batcher, the spaCy component and Ray
 2. prepare (CPU): the windows in length-sorted batches collated into tensors (pinned on CUDA);
 3. run the network: every batch under autocast (`runtimes`), each batch's probabilities of all
    tasks gathered into one tensor and copied to the host once;
-4. merge (CPU): windows merged, n-gram companions fused; then format: labels and spans decoded,
+4. merge (CPU): windows merged, n-gram companions fused; then labels_and_spans: decoded,
    and what the caller renders from each prediction (a JSON line, say).
 
 `Pipeline.run` cuts a stream of examples into chunks (`CHUNK_BATCHES` batches each), prepares the
@@ -93,7 +93,7 @@ class Stages(Protocol[E, C, O]):
     def merge(self, prepared: C, outputs: O) -> list[MergedExample]:
         """Per text of the chunk: its windows' outputs merged (CPU)."""
 
-    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
+    def labels_and_spans(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """One text's labels and spans, on `text` as given."""
 
 
@@ -303,5 +303,5 @@ class Pipeline:
                 render: Callable[[Example, dict[str, Any]], Any]) -> list[tuple[Example, Any]]:
         """The chunk's predictions, each with its id first, rendered."""
         merged = self.predictor.merge(prepared, outputs)
-        return [(example, render(example, {"id": example.id, **self.predictor.format(example.text, m)}))
+        return [(example, render(example, {"id": example.id, **self.predictor.labels_and_spans(example.text, m)}))
                 for example, m in zip(chunk, merged)]

@@ -126,7 +126,7 @@ class Predicts(Stages[E, C, O], Protocol[E, C, O]):
         segment = verbalise(perspective, conditioned["traits"])
         return [with_perspective(c, segment) for c in contexts]
 
-    def format(self, text: str, merged: MergedExample) -> dict[str, Any]:
+    def labels_and_spans(self, text: str, merged: MergedExample) -> dict[str, Any]:
         """Labels with probabilities and spans `{type, start, end, text, score}` on `text` as given.
 
         A normalizing model decodes spans on the normalized text and maps them back to `text`
@@ -161,7 +161,7 @@ class Predicts(Stages[E, C, O], Protocol[E, C, O]):
         contexts = self.contexts_for(checked_contexts(contexts, len(texts)), perspective)
         check_batch_size(batch_size)
         merged = self.merged_outputs(texts, contexts, batch_size)
-        return [self.format(text, m) for text, m in zip(texts, merged)]
+        return [self.labels_and_spans(text, m) for text, m in zip(texts, merged)]
 
     def predict_examples(self, examples: Iterable[Example], batch_size: int = 32,
                          perspective: Optional[dict[str, Any]] = None) -> Iterator[dict[str, Any]]:

@@ -6,14 +6,7 @@ reader as the single-process command (`inputs.ReadOptions.open`: its columns, li
 bad-row policy) and writes it through the same pipeline and writer (`outputs.write_predictions`),
 so an output shard holds, byte for byte, what `kold-span predict` writes for that shard alone.
 
-A shard's output is written to `<shard output>.partial` and renamed when complete, so an output
-shard that exists is complete: a rerun skips it, and a killed job resumes where it stopped (a
-shard that was half done continues after its last complete chunk, as `predict --resume` does).
-A bad row fails the job with the reader's error, which names the shard and the line; with
-`skip_bad` each worker skips its shards' bad rows and the summary lists them.
-
-The shards, the model directory and the output folder must be at the same paths on every node
-of the cluster (a shared file system); `docs/SCALE.md` has the commands for a cluster.
+Resuming, bad rows and the cluster's shared paths are told once, in docs/SCALE.md ("A cluster").
 """
 from __future__ import annotations
 

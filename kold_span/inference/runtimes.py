@@ -74,9 +74,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
             log.warning("precision %s on a CPU without bf16 instructions: emulated, and usually slower than fp32",
                         precision)
         return str(Precision(precision))
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "fp32"
+    return ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device.type == "cuda" else "fp32"
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
@@ -120,9 +118,7 @@ class GraphEntry:
     @property
     def precision(self) -> str:
         """The graph's number format as `Predictor.precision` reports it ("onnx-fp32", "onnx-int8-dynamic")."""
-        if self.quantize == Quantization.NONE:
-            return "onnx-fp32"
-        return f"onnx-{self.quantize}-{self.calibration}"
+        return "onnx-fp32" if self.quantize == Quantization.NONE else f"onnx-{self.quantize}-{self.calibration}"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "outputs": list(self.outputs)}

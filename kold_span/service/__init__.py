@@ -6,6 +6,6 @@
 thread that cuts batches by tokens and wait), `requests` (bodies → examples, each refusal naming its
 field), `attributes` (Perspective's attributes as tasks and labels), `keys` (API keys, rates,
 quotas), `feedback` (moderators' suggestions as training data),
-`middleware` (request ids, header limits, hosts, access log), `metrics` (Prometheus), `server`
+`middleware` (request ids, header limits, hosts, access log), `prometheus` (the metrics), `server`
 (uvicorn, connection guards, SIGTERM), `static/` (the web page and the API page).
 """

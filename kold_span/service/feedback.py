@@ -27,8 +27,8 @@ from kold_span.data.example import Annotation, Example
 from kold_span.data.jsonl import json_text
 from kold_span.errors import RequestError
 from kold_span.service.attributes import AttributeMap, check_analyze
-from kold_span.service.requests import (MAX_ATTRIBUTES, MAX_SPAN_SCORES, AnalyzeRequest, Limits, _expect, _object, analyze_request,
-                                        check_count)
+from kold_span.service.requests import (MAX_ATTRIBUTES, MAX_SPAN_SCORES, AnalyzeRequest, Limits, analyze_request,
+                                        check_count, expect_json, json_object)
 from kold_span.text.align import from_utf16, utf16_units
 
 SUGGEST_FIELDS = ("comment", "context", "attributeScores", "languages", "communityId", "clientToken", "sessionId")
@@ -48,10 +48,10 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
         >>> example.labels, example.spans, example.annotations[0].annotator
         ({'OFF': True}, {'OFF': [(2, 4)]}, 'mod-1')
     """
-    body = _object(body, "body", SUGGEST_FIELDS, ("comment", "attributeScores"))
-    check_count(_expect(body["attributeScores"], ("object",), "attributeScores"), MAX_ATTRIBUTES, "attributeScores",
+    body = json_object(body, "body", SUGGEST_FIELDS, ("comment", "attributeScores"))
+    check_count(expect_json(body["attributeScores"], ("object",), "attributeScores"), MAX_ATTRIBUTES, "attributeScores",
                 "attributes")
-    scores = _object(body["attributeScores"], "attributeScores", tuple(mapping.attributes))
+    scores = json_object(body["attributeScores"], "attributeScores", tuple(mapping.attributes))
     if not scores:
         raise RequestError(400, "attributeScores: empty; give at least one attribute's score", "attributeScores")
     # the comment, context and tokens are checked as analyze checks them
@@ -65,7 +65,7 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
     spans: dict[str, list[tuple[int, int]]] = {}
     for name, entry in scores.items():
         where = f"attributeScores.{name}"
-        entry = _object(entry, where, ("summaryScore", "spanScores"))
+        entry = json_object(entry, where, ("summaryScore", "spanScores"))
         if not entry:
             raise RequestError(400, f"{where}: no score; give summaryScore or spanScores", where)
         attribute = mapping.attributes[name]
@@ -88,12 +88,12 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
             if attribute.span_type is None:
                 raise RequestError(400, f"{where}.spanScores: {name} has no spans", where)
             found = spans.setdefault(attribute.span_type, [])
-            given = _expect(entry["spanScores"], ("array",), f"{where}.spanScores")
+            given = expect_json(entry["spanScores"], ("array",), f"{where}.spanScores")
             check_count(given, MAX_SPAN_SCORES, f"{where}.spanScores", "spans")
             for i, span in enumerate(given):
                 at = f"{where}.spanScores[{i}]"
-                span = _object(span, at, ("begin", "end", "score"), ("begin", "end"))
-                begin, end = (_expect(span[k], ("number",), f"{at}.{k}") for k in ("begin", "end"))
+                span = json_object(span, at, ("begin", "end", "score"), ("begin", "end"))
+                begin, end = (expect_json(span[k], ("number",), f"{at}.{k}") for k in ("begin", "end"))
                 if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end <= units[-1]):
                     raise RequestError(400, f"{at}: begin and end must be whole numbers with 0 <= begin < end <= "
                                             f"{units[-1]} (the comment's length in UTF-16 code units)", at)
@@ -111,7 +111,8 @@ def suggestion(body: Any, limits: Limits, mapping: AttributeMap, annotator: str)
 
 
 def _score(value: Any, where: str) -> float:
-    score = _expect(_object(value, where, ("value", "type"), ("value",))["value"], ("number",), f"{where}.value")
+    value = json_object(value, where, ("value", "type"), ("value",))["value"]
+    score = expect_json(value, ("number",), f"{where}.value")
     if not 0 <= score <= 1:
         raise RequestError(400, f"{where}.value: must lie in [0, 1], got {score}", f"{where}.value")
     return float(score)

@@ -33,7 +33,7 @@ from starlette.requests import Request
 
 from kold_span.config.limits import CONFIG_BYTES, read_bounded
 from kold_span.errors import ConfigError, RequestError, Throttled
-from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.prometheus import ServiceMetrics
 from kold_span.service.middleware import KEY_NAME
 
 DIGEST = re.compile(r"[0-9a-f]{64}")

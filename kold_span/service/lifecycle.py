@@ -23,7 +23,7 @@ from kold_span.errors import KoldSpanError
 from kold_span.service.attributes import AttributeMap, default_attributes, load_attributes
 from kold_span.service.batching import Batcher, BatchStats
 from kold_span.service.keys import Access, KeyRing, load_keys
-from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.prometheus import ServiceMetrics
 from kold_span.service.model import Item, ModelIdentity, ServedModel, model_name
 from kold_span.service.settings import Settings
 

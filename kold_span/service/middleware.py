@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from starlette.requests import ClientDisconnect
 
 from kold_span.data.jsonl import json_text
-from kold_span.service.metrics import ServiceMetrics
+from kold_span.service.prometheus import ServiceMetrics
 from kold_span.service.server import TARGET
 from kold_span.service.settings import Settings
 

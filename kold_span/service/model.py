@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 from kold_span.config.choices import TaskKind
 from kold_span.data.example import Example, context_turns
 from kold_span.evaluation.operating_points import policy_in_words
-from kold_span.inference.inputs import prediction_record
+from kold_span.inference.outputs import prediction_record
 from kold_span.inference.predictor import Predicts
 from kold_span.service.batching import Shape
 
@@ -109,7 +109,8 @@ class ServedModel:
             merged = self.predictor.run_encoded([c.encoded for c in chosen],
                                                 sum(self.predictor.window_shape(c.encoded)[0] for c in chosen))
             for item, m in zip(chosen, merged):
-                records[id(item)] = prediction_record(item.example, self.predictor.format(item.example.text, m))
+                prediction = self.predictor.labels_and_spans(item.example.text, m)
+                records[id(item)] = prediction_record(item.example, prediction)
         return [records[id(item)] for item in items]
 
     def describe(self) -> dict[str, Any]:

@@ -139,15 +139,16 @@ def check_unicode(value: Any, where: str = "body") -> None:
                 todo.append((x, f"{prefix}{key}"))
 
 
-def _expect(value: Any, kinds: tuple[str, ...], where: str) -> Any:
+def expect_json(value: Any, kinds: tuple[str, ...], where: str) -> Any:
+    """`value` when its JSON type is one of `kinds`, else a 422 `RequestError` naming `where`."""
     if json_type(value) not in kinds:
         raise RequestError(422, f"{where}: expected {' or '.join(kinds)}, got {json_type(value)}", where)
     return value
 
 
-def _object(value: Any, where: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
+def json_object(value: Any, where: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
     """`value` as a JSON object with only `known` keys and all `required` ones."""
-    _expect(value, ("object",), where)
+    expect_json(value, ("object",), where)
     prefix = f"{where}." if where != "body" else ""
     for key in value:
         if key not in known:
@@ -161,7 +162,7 @@ def _object(value: Any, where: str, known: tuple[str, ...], required: tuple[str,
 
 def _text(value: Any, where: str, limits: Limits, empty_ok: bool = False) -> str:
     """A string field: valid Unicode, not blank (unless `empty_ok`), within `max_chars`."""
-    _expect(value, ("string",), where)
+    expect_json(value, ("string",), where)
     if not empty_ok and not value.strip():
         raise RequestError(422, f"{where}: empty", where)
     try:
@@ -176,7 +177,7 @@ def _text(value: Any, where: str, limits: Limits, empty_ok: bool = False) -> str
 
 def _context(value: Any, where: str, limits: Limits) -> Context:
     """A title (string) or dialogue turns (array of strings), within `max_chars` in all."""
-    _expect(value, ("string", "array", "null"), where)
+    expect_json(value, ("string", "array", "null"), where)
     if isinstance(value, list):
         if len(value) > limits.max_context_turns:
             raise RequestError(413, f"{where}: {len(value)} turns, over the limit of {limits.max_context_turns} "
@@ -198,7 +199,7 @@ def _request_size(examples: list[Example], where: str, limits: Limits) -> None:
 
 def _identifier(value: Any, where: str, limits: Limits) -> Optional[str]:
     """An id: a string or a whole number, at most `max_id_chars` characters (it is echoed back)."""
-    ident = _expect(value, ("string", "number", "null"), where)
+    ident = expect_json(value, ("string", "number", "null"), where)
     if isinstance(ident, float):
         raise RequestError(422, f"{where}: expected a string or a whole number", where)
     if ident is None:
@@ -223,8 +224,8 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
         ...
         kold_span.errors.RequestError: comments[0].txt: unknown field; comments[0] takes text, context, title, id
     """
-    body = _object(body, "body", ("comments", "perspective"), ("comments",))
-    comments = _expect(body["comments"], ("array",), "comments")
+    body = json_object(body, "body", ("comments", "perspective"), ("comments",))
+    comments = expect_json(body["comments"], ("array",), "comments")
     if not comments:
         raise RequestError(422, "comments: empty; send at least one comment", "comments")
     if len(comments) > limits.max_comments:
@@ -233,7 +234,7 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
     examples = []
     for i, item in enumerate(comments):
         where = f"comments[{i}]"
-        item = _object(item, where, ("text", "context", "title", "id"), ("text",))
+        item = json_object(item, where, ("text", "context", "title", "id"), ("text",))
         if "context" in item and "title" in item:
             raise RequestError(422, f"{where}.title: give context or title, not both", f"{where}.title")
         key = "title" if "title" in item else "context"
@@ -246,9 +247,9 @@ def predict_request(body: Any, limits: Limits) -> PredictRequest:
     _request_size(examples, "comments", limits)
     perspective = body.get("perspective")
     if perspective is not None:
-        _expect(perspective, ("object",), "perspective")
+        expect_json(perspective, ("object",), "perspective")
         for key, value in perspective.items():
-            _expect(value, ("string", "number", "null"), f"perspective.{key}")
+            expect_json(value, ("string", "number", "null"), f"perspective.{key}")
     return PredictRequest(examples, perspective)
 
 
@@ -285,52 +286,52 @@ def analyze_request(body: Any, limits: Limits) -> AnalyzeRequest:
         >>> r.example.text, r.example.context, r.thresholds
         ('바보', '제목', {'TOXICITY': 0.5})
     """
-    body = _object(body, "body", ANALYZE_FIELDS, ("comment", "requestedAttributes"))
-    comment = _object(body["comment"], "comment", ("text", "type"), ("text",))
+    body = json_object(body, "body", ANALYZE_FIELDS, ("comment", "requestedAttributes"))
+    comment = json_object(body["comment"], "comment", ("text", "type"), ("text",))
     if comment.get("type", "PLAIN_TEXT") != "PLAIN_TEXT":
         raise RequestError(400, f"comment.type: only PLAIN_TEXT is read, got {comment['type']!r}", "comment.type")
     text = _text(comment["text"], "comment.text", limits)
     context: Context = None
     if body.get("context") is not None:
-        entries = _object(body["context"], "context", ("entries",)).get("entries") or []
-        _expect(entries, ("array",), "context.entries")
+        entries = json_object(body["context"], "context", ("entries",)).get("entries") or []
+        expect_json(entries, ("array",), "context.entries")
         if len(entries) > limits.max_context_turns:
             raise RequestError(413, f"context.entries: {len(entries)} entries, over the limit of "
                                     f"{limits.max_context_turns} (--max-context-turns)", "context.entries")
-        turns = [_object(e, f"context.entries[{i}]", ("text", "type"), ("text",))["text"]
+        turns = [json_object(e, f"context.entries[{i}]", ("text", "type"), ("text",))["text"]
                  for i, e in enumerate(entries)]
         context = _context(turns, "context.entries", limits)
         if isinstance(context, list) and len(context) == 1:
             context = context[0]
-    attributes = _expect(body["requestedAttributes"], ("object",), "requestedAttributes")
+    attributes = expect_json(body["requestedAttributes"], ("object",), "requestedAttributes")
     check_count(attributes, MAX_ATTRIBUTES, "requestedAttributes", "attributes")
     if not attributes:
         raise RequestError(400, "requestedAttributes: empty; name at least one attribute", "requestedAttributes")
     thresholds: dict[str, Optional[float]] = {}
     for name, options in attributes.items():
         where = f"requestedAttributes.{name}"
-        options = _object(options if options is not None else {}, where, ("scoreType", "scoreThreshold"))
+        options = json_object(options if options is not None else {}, where, ("scoreType", "scoreThreshold"))
         if options.get("scoreType", "PROBABILITY") != "PROBABILITY":
             raise RequestError(400, f"{where}.scoreType: only PROBABILITY is given, got {options['scoreType']!r}",
                                f"{where}.scoreType")
-        threshold = _expect(options.get("scoreThreshold"), ("number", "null"), f"{where}.scoreThreshold")
+        threshold = expect_json(options.get("scoreThreshold"), ("number", "null"), f"{where}.scoreThreshold")
         if threshold is not None and not 0 <= threshold <= 1:
             raise RequestError(400, f"{where}.scoreThreshold: must lie in [0, 1], got {threshold}",
                                f"{where}.scoreThreshold")
         thresholds[name] = threshold
-    languages = _expect(body.get("languages", []) if body.get("languages") is not None else [], ("array",),
+    languages = expect_json(body.get("languages", []) if body.get("languages") is not None else [], ("array",),
                         "languages")
     if len(languages) > MAX_LANGUAGES:
         raise RequestError(400, f"languages: {len(languages)} codes, at most {MAX_LANGUAGES} are read", "languages")
     for i, language in enumerate(languages):
-        _expect(language, ("string",), f"languages[{i}]")
+        expect_json(language, ("string",), f"languages[{i}]")
         if not LANGUAGE_CODE.fullmatch(language):
             raise RequestError(400, f"languages[{i}]: {language[:40]!r} is not a language code such as ko or "
                                     "ko-KR", f"languages[{i}]")
     for key in ("spanAnnotations", "doNotStore"):
-        _expect(body.get(key), ("boolean", "null"), key)
+        expect_json(body.get(key), ("boolean", "null"), key)
     for key in ("clientToken", "sessionId", "communityId"):
-        _expect(body.get(key), ("string", "null"), key)
+        expect_json(body.get(key), ("string", "null"), key)
         if len(body.get(key) or "") > limits.max_id_chars:
             raise RequestError(413, f"{key}: {len(body[key])} characters, over the limit of {limits.max_id_chars} "
                                     "(--max-id-chars)", key)

@@ -176,11 +176,8 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
             run_type = tag_type
             in_run = True
         runs[-1].append(token_spans[i])
-    spans = []
-    for pieces in runs:
-        nonempty = [(s, e) for s, e in pieces if s < e]
-        if nonempty:
-            spans.append((min(s for s, _ in nonempty), max(e for _, e in nonempty)))
+    nonempty = [[(s, e) for s, e in pieces if s < e] for pieces in runs]
+    spans = [(min(s for s, _ in piece), max(e for _, e in piece)) for piece in nonempty if piece]
     if trim:
         spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
     spans = snap_spans(spans, text, snap)
@@ -198,12 +195,8 @@ def drop_function_only(spans: Iterable[Span], text: str) -> list[Span]:
     """
     morphemes = morpheme_tags(text)
     index = OverlapIndex([(s, e) for s, e, _ in morphemes])
-    kept = []
-    for start, end in spans:
-        tags = [morphemes[i][2] for i in index.overlapping(start, end)]
-        if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags):
-            kept.append((start, end))
-    return kept
+    tagged = [(span, [morphemes[i][2] for i in index.overlapping(*span)]) for span in spans]
+    return [tuple(span) for span, tags in tagged if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags)]
 
 
 def trim_span(span: Span, text: str) -> Optional[Span]:
@@ -240,11 +233,8 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
         return list(spans)
     units = SNAP_UNITS[snap](text)
     index = OverlapIndex(units)
-    widened = []
-    for start, end in spans:
-        hits = [units[i] for i in index.overlapping(start, end)]
-        widened.append((min([start] + [s for s, _ in hits]), max([end] + [e for _, e in hits])))
-    return widened
+    hits = [(start, end, [units[i] for i in index.overlapping(start, end)]) for start, end in spans]
+    return [(min([start] + [s for s, _ in found]), max([end] + [e for _, e in found])) for start, end, found in hits]
 
 
 def eojeol_offsets(text: str) -> tuple[Span, ...]:

@@ -160,9 +160,7 @@ class AlignedText:
     def _inside(source: Span, start: int, end: int) -> bool:
         """Whether a character from `source` belongs to the original span [start, end)."""
         s, e = source
-        if s == e:
-            return start < s < end
-        return s < end and e > start
+        return start < s < end if s == e else s < end and e > start
 
     def removed(self) -> list[int]:
         """Original positions no character of `text` came from (removed characters), in order.

@@ -114,9 +114,7 @@ def decomposition_letters(char: str) -> Optional[str]:
     composed = unicodedata.normalize("NFC", folded)
     if len(composed) == 1 and "\u1100" <= composed <= "\u11ff":
         return _compatibility_jamo(composed)
-    if composed and all("\uac00" <= c <= "\ud7a3" for c in composed):
-        return composed
-    return None
+    return composed if composed and all("\uac00" <= c <= "\ud7a3" for c in composed) else None
 
 
 def _compatibility_jamo(jamo: str) -> Optional[str]:
@@ -144,9 +142,7 @@ def name_letter(char: str) -> Optional[str]:
         return None
     name = unicodedata.name(char, "")
     found = _NAMED_LETTER.search(name)
-    if not found:
-        return None
-    return found.group(1) if is_capital(char) else found.group(1).lower()
+    return None if not found else (found.group(1) if is_capital(char) else found.group(1).lower())
 
 
 @functools.lru_cache(maxsize=1)

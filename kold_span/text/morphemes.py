@@ -199,9 +199,7 @@ def clear_cache() -> None:
 
 def morpheme_pieces(text: str) -> list[tuple[int, int]]:
     """Non-overlapping, non-blank pieces of `text` cut at every morpheme and space boundary."""
-    cuts = {0, len(text)}
-    for start, end in morpheme_offsets(text):
-        cuts.update((start, end))
+    cuts = {0, len(text), *(edge for span in morpheme_offsets(text) for edge in span)}
     for i, ch in enumerate(text):
         if ch.isspace():
             cuts.update((i, i + 1))

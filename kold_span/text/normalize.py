@@ -9,59 +9,9 @@ made, so a moderator sees the obfuscation itself. Spans found on the normalized 
 with `AlignedText.to_original`, which covers removed characters inside them and never cuts a
 grapheme cluster.
 
-The steps, in the order they run (`STEPS`):
-
-- `nfc`: canonical composition (NFC), per grapheme cluster; decomposed Hangul (NFD, from macOS
-  and some keyboards) becomes syllables. It runs again after the other steps, which may leave
-  a letter beside a combining mark that the removed character had separated.
-- `width`: compatibility forms of letters and digits (fullwidth `ｉｄｉｏｔ`, halfwidth Hangul,
-  mathematical alphanumerics `𝐢𝐝𝐢𝐨𝐭`) to their plain letter (that character's compatibility
-  decomposition; other compatibility characters such as `²`, `①`, `…` are text and stay); and
-  every space whose compatibility form is a plain space (no-break U+00A0, U+2000–U+200A, narrow
-  no-break U+202F, U+205F, ideographic U+3000) to a plain space (`signals["spaces"]`), so the
-  steps that read spaces see one.
-- `invisible`: zero-width space/non-joiner/joiner, word joiner, invisible operators, BOM, soft
-  hyphen, variation selectors, Hangul fillers, tags and control characters removed, and bidi
-  embeddings, overrides, isolates and marks (`signals["bidi"]`). Inside an emoji cluster the
-  joiner, variation selectors and tags are the emoji's own and stay; so does a joiner or
-  non-joiner beside a letter of a script that writes with them (Arabic, Indic...).
-- `confusables`: a non-Latin letter that Unicode's confusables data (TR39, through the
-  `confusable-homoglyphs` package) lists as a look-alike of a Latin letter is folded to it,
-  only inside a word that already holds Latin letters and is all Latin once folded (`іdіot`).
-- `letters`: any character that Unicode's data makes a Latin or Hangul letter (`text.letters`:
-  a compatibility decomposition of any kind, a name that says which letter it is, a TR39
-  look-alike) read as that letter, in a word of any mix of scripts (`ⓘⓓⓘⓞⓣ`, `ɪᴅɪᴏᴛ`, `🇮🇩🇮🇴🇹`,
-  `ѕсаm`, `㉦ㅣ발`), only where the word read so is a common word and the word as written is no
-  common word of any language of wordfreq's lists for these scripts (`før`, `он` stay).
-- `elongation`: a Latin letter repeated three times or more is squeezed to one or two,
-  whichever spells the more frequent English or Spanish word (`stuuuupid` → `stupid`,
-  `cooool` → `cool`), else two.
-- `leet`: digits and symbols inside an otherwise alphabetic Latin word (`1d10t`, `$tupid`,
-  `sh!t`; `text.letters.LEET`, the table `text.perturb` writes from) read as the letters they stand
-  for, only where that spells a common English or Spanish word and the word as written is none
-  (`tod@s` stays); one or two stars inside a word (`f*ck`) stand for any letters, read only where one
-  word is clearly more frequent than the next (`MASK_MARGIN`: `b**ch` stays).
-- `keyboard`: Korean typed on an English keyboard (2-set layout: `tlqkf` → `시발`), only where
-  the Latin word is in no English or Spanish list at all, is not capitalized like a name, is not
-  part of a URL or handle, and its keys spell two or more whole syllables.
-- `jamo`: a run of compatibility jamo that spells whole syllables is recomposed (`ㅅㅣ발` →
-  `시발`); a run that does not (`ㅋㅋ`, `ㅅㅂ`, `ㅠㅠ`) is an abbreviation and stays.
-- `separators`: punctuation, symbols or digits between Hangul (`씨.발`, `시1발`) removed, only where
-  the joined word is a common Korean word; never sentence punctuation, quotes or brackets, nor the
-  digits of an ordinal (`제2의`). The same inside a Latin word (`st.upid`, `id1iot`, after `leet`
-  has read what it can) where the joined word of 4+ letters is a common English or Spanish word and
-  a piece is none (`e-mail`, `some.thing` stay), never in a URL, path or handle.
-- `masks`: after `separators`, a run of one or two symbols inside a Latin word (`f#ck`, `f**k`, `sh%t`,
-  `f♥ck`) read as one letter each, only where one common word is clearly the most frequent reading;
-  inside a Hangul word, Latin letters left out where the Hangul around them spells a common Korean
-  word (`씨x발`), or Latin letters, consonant jamo or mask symbols read as one syllable each
-  (`개x끼`, `개ㅅ끼` → `개새끼`) where one common Korean word clearly fits.
-- `spaced`: after `separators` and `masks`, a space between two single syllables (`씨 발`) removed where they
-  spell a common Korean word. It can join an interjection to a one-syllable word (`오 이 기자` →
-  `오이 기자`), so it is a step of its own, to switch off (`normalize.spaced: false`). Also a run
-  of three or more single Latin letters apart by single spaces (`s t u p i d`, `y o u i d i o t`)
-  joined into the fewest common English or Spanish words of 2+ letters it splits into, one of them
-  3+ letters long; a run that splits into none stays (`a b c d`, `x y z`).
+The steps run in the order of `STEPS`, each a function registered in `NORMALIZERS` under its name;
+docs/ROBUSTNESS.md's table says what each one does and what it leaves alone (the one place that lists
+them; `nfc` runs again after the others, which may leave a letter beside a combining mark).
 
 The word lists are wordfreq's (English, Spanish, Korean frequency lists); a word counts when its
 Zipf frequency reaches `WORD_ZIPF`. Laughter (`ㅋㅋㅋㅋ`) is left alone; a run of initial consonants
@@ -396,9 +346,7 @@ def _unit_kind(char: str, beside: Optional[str]) -> Optional[str]:
     if _MARK.match(char):
         return beside
     found = readings(char)
-    if not found:
-        return None
-    return "hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin"
+    return None if not found else ("hangul" if _HANGUL_UNIT.match(found[0][0]) else "latin")
 
 
 def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
@@ -485,14 +433,11 @@ def words_of_length(length: int, langs: tuple[str, ...] = ("en", "es")) -> str:
     scores: dict[str, float] = {}
     for lang in langs:
         for word, freq in _frequencies(lang).items():
-            if len(word) == length and (_all_syllables(word) if lang == "ko" else word.isascii() and word.isalpha()):
+            if len(word) == length and (all("\uac00" <= c <= "\ud7a3" for c in word) if lang == "ko"
+                                        else word.isascii() and word.isalpha()):
                 scores[word] = max(scores.get(word, 0.0), freq)
     floor = 10 ** (WORD_ZIPF - 9)
     return "\n".join(w for w in sorted(scores, key=scores.__getitem__, reverse=True) if scores[w] >= floor)
-
-
-def _all_syllables(word: str) -> bool:
-    return all("\uac00" <= c <= "\ud7a3" for c in word)
 
 
 def best_words(pattern: str, length: int, langs: tuple[str, ...] = ("en", "es"), count: int = 2) -> list[str]:

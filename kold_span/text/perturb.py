@@ -170,9 +170,7 @@ def _clusters(word: str) -> list[Span]:
 def _inner_boundary(word: str, rng: random.Random) -> Optional[int]:
     """A random offset between two grapheme clusters of `word`, or None for a one-cluster word."""
     clusters = _clusters(word)
-    if len(clusters) < 2:
-        return None
-    return clusters[rng.randrange(1, len(clusters))][0]
+    return None if len(clusters) < 2 else clusters[rng.randrange(1, len(clusters))][0]
 
 
 def _some(items: Sequence[int], rng: random.Random) -> list[int]:
@@ -380,9 +378,7 @@ def dropped_vowels(word: str, rng: random.Random) -> list[Replacement]:
         return [(i, i + 1, compatibility_jamo(c)[0]) for i, c in enumerate(word)]
     inner = [i for i, c in enumerate(word[1:], 1) if c in _VOWELS]
     consonants = [c for c in word if c.isascii() and c.isalpha() and c not in _VOWELS]
-    if not inner or len(consonants) < 2:
-        return []
-    return [(i, i + 1, "") for i in inner]
+    return [] if not inner or len(consonants) < 2 else [(i, i + 1, "") for i in inner]
 
 
 # Spellings English readers sound out the same (each way): hand-listed, as no package lists

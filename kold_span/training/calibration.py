@@ -43,7 +43,7 @@ from kold_span.data.perspectives import expand_by_annotator
 from kold_span.data.selection import keep_example
 from kold_span.errors import DataError, UnreachableTargetError
 from kold_span.evaluation.baselines import HybridScorer, Metric
-from kold_span.evaluation.metrics import ECE_BINS
+from kold_span.metrics import ECE_BINS
 from kold_span.evaluation.operating_points import (BAND_OF, decision_band, decision_label, examples_digest,
                                                    merge_decision, task_counts)
 from kold_span.evaluation.task_scores import calibration_error, task_outcomes, task_thresholds

@@ -28,7 +28,6 @@ def decay_groups(parameters: Iterable[torch.nn.Parameter], weight_decay: float) 
     Frozen parameters (`requires_grad` off) are left out.
 
     Args:
-        parameters: a model's parameters (`model.parameters()`).
         weight_decay: the decoupled weight decay of the first group.
 
     Returns:
@@ -73,9 +72,7 @@ def lr_factor(step: float, total: int, warmup: int) -> float:
         >>> [round(lr_factor(s, total=6, warmup=2), 3) for s in range(7)]
         [0.333, 0.667, 1.0, 0.75, 0.5, 0.25, 0.0]
     """
-    if step < warmup:
-        return (step + 1) / (warmup + 1)
-    return max(0.0, (total - step) / max(1, total - warmup))
+    return (step + 1) / (warmup + 1) if step < warmup else max(0.0, (total - step) / max(1, total - warmup))
 
 
 def warmup_schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float,

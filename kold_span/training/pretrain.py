@@ -128,9 +128,7 @@ def heldout_loss(model, tokenizer, features: list[dict[str, list[int]]], config:
             total, count = total + float(loss), count + n
             total_unigram -= float(unigram[batch["labels"][batch["labels"] != -100]].sum())
     model.train()
-    if not count:
-        return None, None
-    return total / count, total_unigram / count
+    return (None, None) if not count else (total / count, total_unigram / count)
 
 
 class MaskedLMModule(pl.LightningModule):
@@ -185,7 +183,6 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
     unless `overwrite`.
 
     Args:
-        config: the pretraining config.
         quiet: no log lines, progress bar or model summary.
         resume: continue `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it.
         overwrite: replace `output` even when it is a non-empty folder of something else.

@@ -1,8 +1,8 @@
-"""`kold-span train`: build → fit → calibrate → export, one function each.
+"""`kold-span train`: build → fit → calibrate → save_and_score, one function each.
 
 `build` reads the data and makes the tokenizer, encoder, data module and Lightning module;
 `fit` trains them (`trainer_for`) and loads the best checkpoint's weights; `calibrate`
-(`training.calibration`) makes the choices on dev; `export` saves the calibrated model directory,
+(`training.calibration`) makes the choices on dev; `save_and_score` saves the calibrated model directory,
 scores it (`training.evaluators`) and writes metrics.json. `train` runs the four in order, in the
 run's folder (`training.run_folder`).
 """
@@ -84,7 +84,6 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
     refused before training unless `overwrite`.
 
     Args:
-        config: the experiment config.
         resume: continue the run's last checkpoint (`run_directory` says which run).
         quiet: no progress bar or model summary.
         overwrite: replace the run's `model/` folder even when it is no model directory.
@@ -105,7 +104,7 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
         trained = predictor_for(config, fitted.model, built.tokenizer, built.tasks)
         calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
                                 config.trainer.eval_batch_size)
-        return export(built, fitted, trained, calibration, started, overwrite)
+        return save_and_score(built, fitted, trained, calibration, started, overwrite)
 
 
 def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) -> Built:
@@ -377,8 +376,8 @@ def predictor_for(config: Config, model: MultiTaskModel, tokenizer: Any, tasks: 
     return Predictor(model.cpu(), tokenizer, tasks, settings, precision="fp32")  # dev scored alike on every CPU
 
 
-def export(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
-           started: float, overwrite: bool = False) -> RunResult:
+def save_and_score(built: Built, fitted: Fitted, trained: Predictor, calibration: Calibration,
+                   started: float, overwrite: bool = False) -> RunResult:
     """Save the calibrated model directory, score dev and test, write metrics.json; drop checkpoints if asked.
 
     Dev is scored with the n-grams fitted on train only (`Calibration.dev_companions`): refitted

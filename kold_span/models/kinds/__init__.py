@@ -1,15 +1,15 @@
 """Task kinds: each kind's behaviour in one module, behind one protocol (`base.Kind`).
 
 A kind says how an example becomes its targets, what its loss and probabilities are, how window
-outputs merge, and how they decode into labels or character spans. `windows`, `network` and
+outputs merge, how they decode into labels or character spans, how they score against gold and
+which thresholds score best on dev. `windows`, `network` and
 `decoding` ask `kind_of(task)` instead of testing the kind's name; `build_tasks` asks it for each
 configured task's labels and class weights. The kinds are `sequence`
 (labels of the text) and `span` (BIO tags of its tokens); `problems` holds a sequence task's
 label problems (single, multi, soft).
 
-Adding a kind: a `TaskKind` member (`kold_span.config.choices`, with the facts the config checks),
-a module here implementing `Kind`, added to `KINDS` (a `config.registry.Registry`), and its scorer in
-`kold_span.evaluation.task_scores` (scores need the metrics, a layer above this one).
+Adding a kind: a `TaskKind` member (`kold_span.config.choices`, with the facts the config checks)
+and a module here implementing `Kind`, added to `KINDS` (a `config.registry.Registry`).
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
         task.labels = kind.labels(task, cfg.labels or (), examples)
         if cfg.class_weight == "balanced":
             task.class_weights = kind.class_weights(task, examples)
-        # A fixed threshold is set here; "dev" is tuned after training (`task_thresholds` of
-        # kold_span.evaluation.task_scores), the default decoding until then.
+        # A fixed threshold is set here; "dev" is tuned after training (the kind's `tune_thresholds`),
+        # the default decoding until then.
         if cfg.threshold not in (0.5, "dev") and task.kind.takes_threshold(task.problem):
             task.thresholds = (float(cfg.threshold),) * kind.threshold_count(task)
         tasks.append(task)

@@ -109,3 +109,11 @@ class Kind(Protocol):
     def add_prediction(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
                        prediction: dict[str, Any]) -> None:
         """Add the task's part to one example's prediction `{"labels": {...}, "spans": [...]}`."""
+
+    def scores(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence["MergedExample"]) -> dict[str, float]:
+        """The task's metrics on gold examples (spans decoded as `decoding` says) as `task/metric` → value."""
+
+    def tune_thresholds(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence["MergedExample"]) -> tuple[tuple[float, ...], dict[str, float]]:
+        """The task's thresholds that score best on these (dev) examples, and them by name for a report."""

@@ -2,19 +2,21 @@
 
 One class per `Problem` (single, multi, soft), registered in `PROBLEMS`; `label_problem(problem)`
 gives the one to use. The sequence kind (`kold_span.models.kinds.sequence`), the n-gram model and
-the label baselines all go through it instead of testing the problem's name. Scores are the
-evaluation layer's part (`kold_span.evaluation.task_scores`).
+the label baselines all go through it instead of testing the problem's name.
 """
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol, Sequence, Union
 
 import numpy as np
 
+from kold_span import metrics
 from kold_span.config.choices import Problem
 from kold_span.data.example import Example, label_set, label_str
 from kold_span.errors import ConfigError, DataError
+from kold_span.metrics import best_on_grid
+from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.text.align import IGNORE_INDEX
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 Probs = dict[str, float]
 Prediction = Union[str, list[str]]
+Pairs = Sequence[tuple[Example, np.ndarray]]  # each example with its probabilities of one task
 
 
 class LabelProblem(Protocol):
@@ -58,6 +61,9 @@ class LabelProblem(Protocol):
 
     def decode_probs(self, probs: Probs, threshold: float = 0.5) -> Prediction:
         """``{label: probability}`` → the predicted label string(s), as `gold_label` writes them."""
+
+    def scores(self, task: "Task", pairs: Pairs) -> dict[str, float]:
+        """The task's metrics on gold examples as `task/metric` → value."""
 
 
 class SingleLabel:
@@ -109,15 +115,27 @@ class SingleLabel:
         """The most probable label; ties go to the smallest name (`threshold` is not used)."""
         return min(probs, key=lambda name: (-probs[name], name))
 
+    def scores(self, task: "Task", pairs: Pairs) -> dict[str, float]:
+        """accuracy, macro/weighted F1, balanced accuracy; precision, recall, F1 of "true" for a true/false task."""
+        labelled = labelled_pairs(task, pairs)
+        if not labelled:
+            return {}
+        y_true = [label_str(gold) for gold, _ in labelled]
+        y_pred = [task.labels[int(np.argmax(p))] for _, p in labelled]
+        report = metrics.classification_report_dict(y_true, y_pred, labels=list(task.labels))
+        out = {f"{task.name}/{k}": report[k] for k in ("accuracy", "macro_f1", "weighted_f1", "balanced_accuracy")}
+        if task.is_boolean:
+            prf = metrics.binary_prf(y_true, y_pred, positive="true")
+            out.update({f"{task.name}/{k}": prf[k] for k in ("precision", "recall", "f1")})
+        return out
+
 
 class MultiLabel:
     """Any set of labels per example: binary cross-entropy per label, sigmoid, every label at its threshold."""
 
     problem = Problem.MULTI
     exclusive = False
-
-    def vocabulary(self, examples: Sequence[Example], source: str) -> tuple[str, ...]:
-        return value_vocabulary(examples, source)
+    vocabulary = SingleLabel.vocabulary
 
     def class_weights(self, examples: Sequence[Example], source: str, labels: tuple[str, ...]) -> tuple[float, ...]:
         return positive_weights(examples, source, labels)
@@ -155,6 +173,17 @@ class MultiLabel:
         """The labels whose probability reaches `threshold`, sorted."""
         return sorted(name for name, p in probs.items() if p >= threshold)
 
+    def scores(self, task: "Task", pairs: Pairs) -> dict[str, float]:
+        """micro/macro F1 of the labels decided at the task's thresholds, and label-ranking average precision."""
+        labelled = labelled_pairs(task, pairs)
+        if not labelled:
+            return {}
+        y_true = [[label_str(v) for v in gold] for gold, _ in labelled]
+        preds = [sequence_prediction(task, p) for _, p in labelled]
+        y_pred = [[label_str(v) for v in p["label"]] for p in preds]
+        result = metrics.multilabel_scores(y_true, y_pred, labels=list(task.labels), scores=[p["probs"] for p in preds])
+        return {f"{task.name}/{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
+
 
 class SoftLabel:
     """A distribution over the labels (annotators' vote shares): soft cross-entropy, softmax, the top label."""
@@ -173,9 +202,7 @@ class SoftLabel:
 
     def target(self, task: "Task", example: Example) -> list[float]:
         dist = soft_distribution(example, task.source)
-        if dist is None:
-            return []
-        return [dist.get(label, 0.0) for label in task.labels]
+        return [] if dist is None else [dist.get(label, 0.0) for label in task.labels]
 
     def collate(self, task: "Task", targets: Sequence[Any]) -> dict[str, "torch.Tensor"]:
         return vector_targets(task, targets)
@@ -185,17 +212,27 @@ class SoftLabel:
 
         return masked_mean(task, logits, batch, lambda target: -(target * F.log_softmax(logits, dim=-1)).sum(-1))
 
-    def probabilities(self, logits: "torch.Tensor") -> "torch.Tensor":
-        return logits.softmax(-1)
-
-    def decide(self, task: "Task", probs: np.ndarray) -> Any:
-        return task.decode_label(task.labels[int(np.argmax(probs))])
+    probabilities, decide = SingleLabel.probabilities, SingleLabel.decide  # softmax, the top label
 
     def gold_label(self, value: Any) -> Prediction:
         raise ValueError("a soft task's gold is a distribution of votes, not a label value")
 
     def decode_probs(self, probs: Probs, threshold: float = 0.5) -> Prediction:
         raise ValueError("a soft task is decoded from its label array (`decide`), not from label strings")
+
+    def scores(self, task: "Task", pairs: Pairs) -> dict[str, float]:
+        """Cross-entropy and Manhattan distance to the vote distribution; macro F1 and accuracy of the top labels."""
+        items = [(gold, p) for gold, p in ((soft_distribution(ex, task.source), p) for ex, p in pairs) if gold]
+        if not items:
+            return {}
+        golds = [[gold.get(label, 0.0) for label in task.labels] for gold, _ in items]
+        preds = [list(map(float, p)) for _, p in items]
+        hard_true = [task.labels[int(np.argmax(g))] for g in golds]
+        hard_pred = [task.labels[int(np.argmax(p))] for p in preds]
+        report = metrics.classification_report_dict(hard_true, hard_pred, labels=list(task.labels))
+        return {f"{task.name}/cross_entropy": metrics.soft_cross_entropy(preds, golds),
+                f"{task.name}/manhattan": metrics.manhattan_distance(preds, golds),
+                f"{task.name}/macro_f1": report["macro_f1"], f"{task.name}/accuracy": report["accuracy"]}
 
 
 PROBLEMS: dict[Problem, LabelProblem] = {p.problem: p for p in (SingleLabel(), MultiLabel(), SoftLabel())}
@@ -209,6 +246,53 @@ def label_problem(problem: Problem) -> LabelProblem:
         ['a', 'c']
     """
     return PROBLEMS[Problem.parse(problem, "problem")]
+
+
+def sequence_prediction(task: "Task", probs: np.ndarray) -> dict[str, Any]:
+    """{label, probs} for a sequence task; multi-label gives every label at or over its threshold.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> sequence_prediction(Task("g", "sequence", "g", problem="multi", labels=("a", "b")), np.array([0.7, 0.2]))
+        {'label': ['a'], 'probs': {'a': 0.7, 'b': 0.2}}
+    """
+    named = {label: round(float(p), 6) for label, p in zip(task.labels, probs)}
+    return {"label": label_problem(task.problem).decide(task, probs), "probs": named}
+
+
+def labelled_pairs(task: "Task", pairs: Pairs) -> list[tuple[Any, np.ndarray]]:
+    """The gold label value of each example that has one, with its probabilities."""
+    return [(ex.labels[task.source], p) for ex, p in pairs if ex.labels.get(task.source) is not None]
+
+
+def label_thresholds(task: "Task", golds: Sequence[Collection[str]], probs: Sequence[Any],
+                     grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
+    """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
+
+    Args:
+        task: a multi-label sequence task (its `labels` fix the order of `probs`' columns).
+
+    Returns:
+        One threshold per label. A label with no gold positive on dev keeps 0.5 (no F1 to
+        maximise); ties go to the threshold nearest 0.5 (`metrics.best_on_grid`).
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> t = Task("g", "sequence", "g", problem="multi", labels=("a", "b"))
+        >>> label_thresholds(t, [["a"], [], ["a", "b"]], [[0.3, 0.2], [0.1, 0.6], [0.35, 0.9]], grid=(0.2, 0.5, 0.7))
+        (0.2, 0.7)
+    """
+    chosen = []
+    for i, label in enumerate(task.labels):
+        gold = [label in g for g in golds]
+        scores = [float(p[i]) for p in probs]
+
+        def f1(t: float) -> float:
+            tp = sum(1 for g, s in zip(gold, scores) if g and s >= t)
+            return 2 * tp / (sum(1 for s in scores if s >= t) + sum(gold))
+
+        chosen.append(best_on_grid(grid, f1) if any(gold) else 0.5)
+    return tuple(chosen)
 
 
 def vector_targets(task: "Task", targets: Sequence[Any]) -> dict[str, "torch.Tensor"]:

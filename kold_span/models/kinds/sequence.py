@@ -2,7 +2,7 @@
 
 Every window of an example carries the example's target; the example's probabilities are the
 mean over its windows. What the target, loss, probabilities and decoded label are depends on the
-task's problem (single, multi, soft): `kold_span.models.kinds.problems`.
+task's problem (single, multi, soft): `kold_span.models.kinds.problems`, which scores it too.
 """
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from kold_span.data.example import Example
+from kold_span.data.example import Example, label_set
 from kold_span.errors import ConfigError
 from kold_span.models.kinds.base import Decoding, MergedExample
-from kold_span.models.kinds.problems import label_problem
+from kold_span.models.kinds.problems import label_problem, label_thresholds, sequence_prediction
 from kold_span.models.temperature import temper
 
 if TYPE_CHECKING:
@@ -23,7 +23,15 @@ if TYPE_CHECKING:
 
 
 class SequenceKind:
-    """`Kind` of sequence tasks (see the module docstring)."""
+    """`Kind` of sequence tasks (see the module docstring).
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> merged = [MergedExample({"OFF": np.array([0.3, 0.7])})]
+        >>> SequenceKind().scores(off, Decoding([off]), [Example("1", "바보냐", labels={"OFF": True})], merged)["OFF/f1"]
+        1.0
+    """
 
     token_level = False
 
@@ -52,9 +60,7 @@ class SequenceKind:
 
     def collate(self, task: "Task", windows: Sequence[dict[str, Any]]) -> dict[str, "torch.Tensor"]:
         key = f"target_{task.name}"
-        if key not in windows[0]:
-            return {}
-        return label_problem(task.problem).collate(task, [w[key] for w in windows])
+        return {} if key not in windows[0] else label_problem(task.problem).collate(task, [w[key] for w in windows])
 
     def loss(self, task: "Task", logits: "torch.Tensor", batch: dict[str, "torch.Tensor"]) -> "torch.Tensor":
         return label_problem(task.problem).loss(task, logits, batch)
@@ -98,14 +104,17 @@ class SequenceKind:
                        prediction: dict[str, Any]) -> None:
         prediction["labels"][task.name] = sequence_prediction(task, merged.sequence_probs[task.name])
 
+    def scores(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence[MergedExample]) -> dict[str, float]:
+        pairs = [(ex, m.sequence_probs[task.name]) for ex, m in zip(examples, merged)]
+        return label_problem(task.problem).scores(task, pairs)
 
-def sequence_prediction(task: "Task", probs: np.ndarray) -> dict[str, Any]:
-    """{label, probs} for a sequence task; multi-label gives every label at or over its threshold.
+    def tune_thresholds(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
+        labelled = [(ex, m) for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
+        golds = [label_set(ex.labels[task.source]) for ex, _ in labelled]
+        thresholds = label_thresholds(task, golds, [m.sequence_probs[task.name] for _, m in labelled])
+        return thresholds, dict(zip(task.labels, thresholds))
 
-    Example:
-        >>> from kold_span.models.tasks import Task
-        >>> sequence_prediction(Task("g", "sequence", "g", problem="multi", labels=("a", "b")), np.array([0.7, 0.2]))
-        {'label': ['a'], 'probs': {'a': 0.7, 'b': 0.2}}
-    """
-    named = {label: round(float(p), 6) for label, p in zip(task.labels, probs)}
-    return {"label": label_problem(task.problem).decide(task, probs), "probs": named}
+
+__all__ = ["SequenceKind", "sequence_prediction"]

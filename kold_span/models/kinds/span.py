@@ -4,16 +4,21 @@ Targets are the gold spans as tags of each window's tokens (`kold_span.text.alig
 the head scores every token (O, B, I) with cross-entropy; a token scored by several windows takes
 the window where it sits farthest from an edge; decoding turns tags back into end-exclusive
 character spans, snapped and trimmed as `align` says, each with the mean P(B) + P(I) of its tokens.
+Scores are character F1 (mean, snapped, micro) and the seqeval F1 of the tags; the P(B) + P(I)
+threshold is tuned for the best mean character F1.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from kold_span.data.example import Example
+from kold_span import metrics
+from kold_span.config.choices import SnapMode
+from kold_span.data.example import Example, spans_to_offsets
 from kold_span.models.kinds.base import Decoding, MergedExample
+from kold_span.models.tasks import THRESHOLD_GRID
 from kold_span.models.temperature import temper
 from kold_span.text.align import IGNORE_INDEX, OverlapIndex, spans_to_tags, tags_to_spans
 
@@ -90,7 +95,7 @@ class SpanKind:
 
     def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
               threshold: float) -> bool:
-        return bool(task_spans(replace(task, thresholds=(threshold,)), merged, text, decoding))
+        return bool(task_spans(dataclasses.replace(task, thresholds=(threshold,)), merged, text, decoding))
 
     def exclusive(self, task: "Task") -> bool:
         return True
@@ -101,6 +106,30 @@ class SpanKind:
     def add_prediction(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
                        prediction: dict[str, Any]) -> None:
         prediction["spans"] += task_spans(task, merged, text, decoding)
+
+    def scores(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+               merged: Sequence[MergedExample]) -> dict[str, float]:
+        golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
+        raw = predicted_offsets(task, dataclasses.replace(decoding, snap=SnapMode.NONE), examples, merged)
+        out = {f"{task.name}/char_f1": metrics.mean_char_f1(raw, golds)}
+        if decoding.snap is not SnapMode.NONE:
+            out[f"{task.name}/char_f1_{decoding.snap.value}"] = metrics.mean_char_f1(
+                predicted_offsets(task, decoding, examples, merged), golds)
+        out[f"{task.name}/char_micro_f1"] = metrics.micro_char_prf(raw, golds)["f1"]
+        true_tags, pred_tags = [], []
+        for ex, m in zip(examples, merged):
+            gold = spans_to_tags(ex.spans.get(task.source, []), m.token_offsets, text=ex.text)
+            true_tags.append([_typed(t or "O") for t in gold])
+            pred_tags.append([_typed(t) for t in span_tags(task, m.token_probs[task.name])]
+                             if len(m.token_offsets) else [])
+        if any(true_tags):
+            out[f"{task.name}/seqeval_f1"] = metrics.seqeval_prf(true_tags, pred_tags)["f1"]
+        return out
+
+    def tune_thresholds(self, task: "Task", decoding: Decoding, examples: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> tuple[tuple[float, ...], dict[str, float]]:
+        threshold = span_threshold(task, decoding, examples, merged)
+        return (threshold,), {"inside": threshold}
 
 
 def span_targets(task: "Task", example: Example, window: dict[str, Any]) -> list[int]:
@@ -154,3 +183,31 @@ def task_spans(task: "Task", merged: "MergedExample", text: str,
         out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
                     "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
     return out
+
+
+def predicted_offsets(task: "Task", decoding: Decoding, examples: Sequence[Example],
+                      merged: Sequence[MergedExample]) -> list[set[int]]:
+    """The character offsets of each example's predicted spans of one span task."""
+    return [spans_to_offsets((s["start"], s["end"]) for s in task_spans(task, m, ex.text, decoding))
+            for ex, m in zip(examples, merged)]
+
+
+def span_threshold(task: "Task", decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample],
+                   grid: tuple[float, ...] = THRESHOLD_GRID) -> float:
+    """The P(B) + P(I) threshold of a span task that maximises mean char-F1 on held-out examples.
+
+    Spans are decoded as `Predictor` outputs them (`decoding`: snapping, trimming, the task's gate);
+    ties go to the threshold nearest 0.5 (`metrics.best_on_grid`).
+    """
+    golds = [spans_to_offsets(ex.spans.get(task.source, [])) for ex in examples]
+
+    def mean_f1(threshold: float) -> float:
+        trial = dataclasses.replace(task, thresholds=(threshold,))
+        return metrics.mean_char_f1(predicted_offsets(trial, decoding, examples, merged), golds)
+
+    return metrics.best_on_grid(grid, mean_f1)
+
+
+def _typed(tag: str) -> str:
+    """seqeval needs typed IOB2 tags: B → B-SPAN."""
+    return tag if tag == "O" else f"{tag}-SPAN"

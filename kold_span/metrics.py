@@ -2,12 +2,13 @@
 
 Span scores work on sets of character offsets (use `span_char_f1` for
 end-exclusive (start, end) spans); tag scores on IOB2 tag lists; label scores
-on plain label lists; soft-label scores on per-item distributions.
+on plain label lists; soft-label scores on per-item distributions. `best_on_grid`
+is the one tuner of thresholds and weights on dev.
 """
 from __future__ import annotations
 
 import math
-from typing import Hashable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence, Union
 
 from kold_span.data.example import Span, spans_to_offsets
 from kold_span.errors import ArgumentError
@@ -49,9 +50,7 @@ def char_f1(pred: Iterable[int], gold: Iterable[int], policy: str = "semeval") -
     pred, gold = set(pred), set(gold)
     if not gold:
         return 1.0 if policy == "kold" or not pred else 0.0
-    if not pred:
-        return 0.0
-    return 2 * len(pred & gold) / (len(pred) + len(gold))
+    return 0.0 if not pred else 2 * len(pred & gold) / (len(pred) + len(gold))
 
 
 def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy: str = "semeval") -> float:
@@ -494,8 +493,23 @@ def bias_summary(labels: Sequence[bool], scores: Sequence[float], per_term: Mapp
         0.875
     """
     out: dict[str, Optional[float]] = {"overall_auc": roc_auc(labels, scores)}
-    for key in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
-        out[f"mean_{key}"] = generalized_mean([m.get(key) for m in per_term.values()], power)
+    out |= {f"mean_{key}": generalized_mean([m.get(key) for m in per_term.values()], power)
+            for key in ("subgroup_auc", "bpsn_auc", "bnsp_auc")}
     parts = list(out.values())
     out["final"] = None if any(p is None for p in parts) else sum(parts) / 4  # type: ignore[arg-type]
     return out
+
+
+# --------------------------------------------------------------------------- tuning
+
+
+def best_on_grid(grid: Iterable[float], score: Callable[[float], float], prefer: float = 0.5) -> float:
+    """The value of `grid` whose `score` is highest; ties go to the value nearest `prefer`.
+
+    Example:
+        >>> best_on_grid((0.2, 0.4, 0.6, 0.8), lambda t: min(t, 0.6))  # 0.6 and 0.8 tie: 0.6 is nearer 0.5
+        0.6
+        >>> best_on_grid((0.0, 0.5, 1.0), lambda w: 1.0, prefer=0.0)
+        0.0
+    """
+    return max(grid, key=lambda value: (score(value), -abs(value - prefer)))
