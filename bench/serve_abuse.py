@@ -94,16 +94,24 @@ async def attacker(host: str, port: int, body: bytes, stop: asyncio.Event, count
             counts[status] = counts.get(status, 0) + 1
 
 
+async def open_or_count(host: str, port: int, counts: dict):
+    """A connection's (reader, writer), or None after counting a refusal and waiting half a second."""
+    try:
+        return await asyncio.open_connection(host, port)
+    except OSError:
+        counts["refused"] = counts.get("refused", 0) + 1
+        await asyncio.sleep(0.5)
+        return None
+
+
 async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict) -> None:
     """Sends a request's headers a byte a second; counts how often the server cut it off."""
     head = f"GET /readyz HTTP/1.1\r\nHost: {host}\r\nX-Slow: {'a' * 200}\r\n\r\n".encode()
     while not stop.is_set():
-        try:
-            reader, writer = await asyncio.open_connection(host, port)
-        except OSError:
-            counts["refused"] = counts.get("refused", 0) + 1
-            await asyncio.sleep(0.5)
+        opened = await open_or_count(host, port, counts)
+        if opened is None:
             continue
+        reader, writer = opened
         with closing(writer), suppress(OSError):  # a connection reset is a cut-off too
             for byte in head:
                 if stop.is_set():
@@ -121,12 +129,10 @@ async def slow_body(host: str, port: int, stop: asyncio.Event, counts: dict) -> 
     head = (f"POST /v1/predict HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: 1000\r\n\r\n").encode()
     while not stop.is_set():
-        try:
-            reader, writer = await asyncio.open_connection(host, port)
-        except OSError:
-            counts["refused"] = counts.get("refused", 0) + 1
-            await asyncio.sleep(0.5)
+        opened = await open_or_count(host, port, counts)
+        if opened is None:
             continue
+        reader, writer = opened
         with closing(writer), suppress(OSError):
             writer.write(head)
             for _ in range(1000):
