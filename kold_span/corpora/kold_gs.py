@@ -1,7 +1,7 @@
 """KOLD's offensive comments with their gold offensive-span strings, as a Korean dialect study kept them.
 
 Each record (JSON Lines, or a JSON list) holds `standard` (the KOLD comment), `dialect` (the same comment
-rewritten in Gyeongsang dialect), `OFF` (true), `TGT` (KOLD level B: group, individual, other, untargeted),
+rewritten in Gyeongsang dialect), `OFF` (true), `TGT` (KOLD level B: group, individual, others, untargeted),
 `OFF_span` (the gold span's text on `standard`) and `OFF_span_dialect` (the span's text on `dialect`, or
 null). The spans are given as text, not offsets, so the reader locates them (`locate_span`): a span
 string that is not found whole holds several gold spans joined by ", ", each located in turn.
