@@ -9,8 +9,7 @@ import argparse
 import shlex
 import sys
 
-from kold_span.cli.options import non_empty_path, positive_int
-from kold_span.config.choices import Precision
+from kold_span.cli.options import add_scoring_options, non_empty_path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -35,10 +34,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--suite", metavar="FILE", help="a suite file (default: the packaged one)")
     parser.add_argument("--out", required=True, metavar="DIR", type=non_empty_path,
                         help="where functional.md, functional.json and cases.jsonl are written")
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
-    parser.add_argument("--precision", choices=Precision.values(), default="fp32",
-                        help="the network's precision (default fp32, as training scores dev and test)")
+    add_scoring_options(parser)
     return parser
 
 

@@ -47,6 +47,16 @@ def add_repeatable(parser: Any, flag: str, metavar: str, help_text: str, **optio
     parser.add_argument(flag, action="extend", nargs="+", metavar=metavar, help=help_text, **options)
 
 
+
+def add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """--batch-size, --device and --precision of the commands that score a model on gold (robustness, functional)."""
+    from kold_span.config.choices import Precision
+
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
+    parser.add_argument("--precision", choices=Precision.values(), default="fp32",
+                        help="the network's precision (default fp32, as training scores dev and test)")
+
 def non_empty_path(text: str) -> str:
     """An argparse type: a path that is not empty (pathlib reads `--output ''` as the current directory).
 

@@ -10,8 +10,9 @@ import argparse
 import shlex
 import sys
 
-from kold_span.cli.options import add_key_values, add_repeatable, non_empty_path, positive_int, share
-from kold_span.config.choices import EvasionKind, Precision, Targets
+from kold_span.cli.options import (add_key_values, add_repeatable, add_scoring_options, non_empty_path, positive_int,
+                                   share)
+from kold_span.config.choices import EvasionKind, Targets
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -51,10 +52,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="empty-gold rule of the span F1 (as `kold-span evaluate`)")
     add_repeatable(parser, "--negative", "VALUE", "label values that mean nothing to flag, for the benign "
                    "false-positive count (default: false; e.g. --negative false none for BEEP!'s hate: none)")
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda, cuda:1")
-    parser.add_argument("--precision", choices=Precision.values(), default="fp32",
-                        help="the network's precision (default fp32, as training scores dev and test)")
+    add_scoring_options(parser)
     return parser
 
 
