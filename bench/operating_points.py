@@ -8,6 +8,11 @@ chooses them (with its bootstrap interval); then, on the run's test split (held 
 training and the choice), the precision and recall met at `remove`, whether that precision lies in
 the interval promised on dev, and the share of benign test texts (no gold positive) the review band
 shows a reviewer. The splits are the run's own, carved again from its config.json (`report.run_splits`).
+
+`--fit-temperature` is for a run trained before temperatures existed: each task's temperature is
+fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
+tempered before the thresholds are chosen, and each task's expected calibration error on dev and
+test, before and after, is reported beside the count of test decisions the temperature changed.
 """
 from __future__ import annotations
 
@@ -26,7 +31,11 @@ from kold_span.evaluation.operating_points import (Counts, decision_band, decisi
                                                    examples_digest, label_scores, span_counts, task_counts,
                                                    threshold_table)
 from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.models.kinds import kind_of  # noqa: E402
+from kold_span.corpora.experiment import BENIGN  # noqa: E402
+from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
+from kold_span.metrics import ECE_BINS  # noqa: E402
+from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
+from kold_span.training.calibration import Calibration, fit_temperatures  # noqa: E402
 
 PAGE = DOCS / "operating-points.md"
 
@@ -43,14 +52,48 @@ def at_threshold(task, label, decoding, examples, merged, threshold: float) -> d
                                   flagged[None].astype(float), positive.astype(float), flagged[None], ~positive))[0]
 
 
-def measure(run: Path, precision: float, recall: float, samples: int) -> dict:
-    """Per task: the dev choice and what the test split meets at it."""
-    _config, splits = run_splits(run)
+def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Predictor, dict]:
+    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after."""
+    import numpy as np
+
+    if any(task.temperature != 1.0 for task in predictor.tasks):
+        raise SystemExit("--fit-temperature: the model already has temperatures (its outputs are tempered)")
+    temperatures, report = fit_temperatures(config.tasks, predictor.tasks, splits["dev"], merged["dev"])
+    tops = {task.name: task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
+            for task in predictor.tasks if task.name in temperatures}
+    ece = {name: {"temperature": entry["temperature"], "rows": entry["rows"]} for name, entry in report.items()}
+
+    def ece_of(when: str) -> None:
+        for task in predictor.tasks:
+            if task.name in ece:
+                for split in ("dev", "test"):
+                    ece[task.name][f"{split}_{when}"] = calibration_error(task, splits[split], merged[split])
+
+    ece_of("before")
+    predictor = Calibration(temperatures=temperatures).apply_to(predictor)
+    for split in merged:
+        apply_temperatures(predictor.tasks, merged[split])
+    ece_of("after")
+    for task in predictor.tasks:
+        if task.name in ece:
+            after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
+            ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
+            ece[task.name]["test_rows"] = len(after)
+    return predictor, ece
+
+
+def measure(run: Path, precision: float, recall: float, samples: int, fit_temperature: bool = False) -> dict:
+    """Per task: the dev choice and what the test split meets at it (and the calibration, when fitted here)."""
+    config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
     dev, test = splits["dev"], splits["test"]
+    benign = splits.get(BENIGN, [])  # the negatives' held-out share, when the run had negatives
     merged = {name: predictor.merged_outputs([e.text for e in split], [e.context for e in split])
-              for name, split in (("dev", dev), ("test", test))}
-    out = {"run": str(run), "dev": len(dev), "test": len(test), "samples": samples, "tasks": {}}
+              for name, split in (("dev", dev), ("test", test), (BENIGN, benign)) if split}
+    out = {"run": str(run), "dev": len(dev), "test": len(test), "benign": len(benign), "samples": samples,
+           "tasks": {}}
+    if fit_temperature:
+        predictor, out["calibration"] = temper(config, predictor, splits, merged)
     for task in predictor.tasks:
         if not task.kind.takes_decision(task.problem):
             continue
@@ -72,6 +115,9 @@ def measure(run: Path, precision: float, recall: float, samples: int) -> dict:
                 "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
                 "test": met,
                 "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
+            if benign:
+                entry[band]["held_out_benign_flagged"] = at_threshold(
+                    task, label, predictor.decoding, benign, merged[BENIGN], chosen["threshold"])["flagged"]
         out["tasks"][task.name] = entry
     return out
 
@@ -84,22 +130,35 @@ def section(result: dict, command: str) -> str:
     """The Markdown section: one row per task and band."""
     lines = [f"### {result['name']}", "", f"`{command}`", "",
              f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, test {result['test']} "
-             f"texts; bootstrap {result['samples']} samples, seed 0, 95% intervals.", "",
+             f"texts, held-out benign {result.get('benign', 0)}; bootstrap {result['samples']} samples, seed 0, "
+             "95% intervals.", "",
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
-             "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
+             "test recall | test flagged | test benign flagged | held-out benign flagged |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, entry in result["tasks"].items():
         for band, target in (("remove", f"precision {result['precision']:g}"),
                              ("review", f"recall {result['recall']:g}")):
             chosen = entry.get(band, {})
             if "unmet" in chosen:
-                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | |")
+                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | | |")
                 continue
             dev, test = chosen["dev"], chosen["test"]
             low, high = dev["precision_interval"]
             lines.append(f"| {name} | {band} ({target}) | {chosen['threshold']:g} | {_pct(dev['precision'])} "
                          f"[{_pct(low)}, {_pct(high)}] | {_pct(test['precision'])} | "
                          f"{'yes' if chosen['test_precision_in_interval'] else 'no'} | {_pct(test['recall'])} | "
-                         f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} |")
+                         f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} | "
+                         f"{_pct(chosen.get('held_out_benign_flagged'))} |")
+    if result.get("calibration"):
+        lines += ["", f"Temperatures fitted on dev by NLL (`--fit-temperature`), expected calibration error with "
+                      f"{ECE_BINS} equal-mass bins:", "",
+                  "| task | temperature | dev ECE before → after | test ECE before → after "
+                  "| test argmax rows changed |",
+                  "|---|---|---|---|---|"]
+        for name, c in result["calibration"].items():
+            lines.append(f"| {name} | {c['temperature']:.3f} | {c['dev_before']:.4f} → {c['dev_after']:.4f} | "
+                         f"{c['test_before']:.4f} → **{c['test_after']:.4f}** | "
+                         f"{c['argmax_changed']} of {c['test_rows']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -110,9 +169,11 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", type=float, default=0.9)
     parser.add_argument("--recall", type=float, default=0.9)
     parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--fit-temperature", action="store_true",
+                        help="fit each task's temperature on dev first (a model trained before temperatures)")
     args = parser.parse_args(argv)
     result = {"name": args.name, "precision": args.precision, "recall": args.recall,
-              **measure(args.run, args.precision, args.recall, args.samples)}
+              **measure(args.run, args.precision, args.recall, args.samples, args.fit_temperature)}
     command = "python bench/operating_points.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     save_results(f"operating-points-{args.name}", result)
     write_section(f"operating-points-{args.name}", section(result, command), PAGE)

@@ -1,0 +1,75 @@
+"""bench/operating_points.py's `--fit-temperature`: temperatures fitted on dev, ECE before and after, argmax kept."""
+import copy
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kold_span.data.example import Example
+from kold_span.evaluation.task_scores import calibration_error, task_outcomes
+from kold_span.inference.predictor import Predictor
+from kold_span.models.temperature import negative_log_likelihood
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "model_v1"
+sys.path.insert(0, str(ROOT / "bench"))
+import operating_points  # noqa: E402
+
+
+def gold_examples() -> list[Example]:
+    """The fixture's inputs with hand-made gold: offensive when the comment insults someone, spans on the insult."""
+    insults = {"c1": "구제불능", "c3": "밥맛 떨어진다", "c5": "뻔뻔하기 짝이 없다"}
+    examples = []
+    for line in (FIXTURE / "inputs.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        text, insult = record["comment"], insults.get(record["id"])
+        spans = [(text.index(insult), text.index(insult) + len(insult))] if insult else []
+        examples.append(Example(id=record["id"], text=text, context=record.get("title"),
+                                labels={"OFF": insult is not None}, spans={"OFF": spans}))
+    return examples
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    predictor = Predictor.from_pretrained(FIXTURE / "model")
+    examples = gold_examples()
+    splits = {"dev": examples[:7], "test": examples[7:]}
+    merged = {name: predictor.merged_outputs([e.text for e in split], [e.context for e in split])
+              for name, split in splits.items()}
+    return predictor, splits, merged
+
+
+def test_fitted_temperatures_lower_dev_nll_and_keep_every_argmax(outputs):
+    predictor, splits, raw = outputs
+    merged = copy.deepcopy(raw)
+    config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
+    tempered, report = operating_points.temper(config, predictor, splits, merged)
+    assert set(report) == {"OFF", "OFF_span"}
+    for task in tempered.tasks:
+        entry = report[task.name]
+        assert task.temperature == entry["temperature"] > 0
+        before_probs, targets = task_outcomes(task, splits["dev"], raw["dev"])
+        after_probs, _ = task_outcomes(task, splits["dev"], merged["dev"])
+        assert negative_log_likelihood(after_probs, targets, True) <= negative_log_likelihood(
+            before_probs, targets, True) + 1e-12
+        # the report's "after" is the ECE of the outputs as tempered, its "before" that of the raw ones
+        assert entry["test_after"] == pytest.approx(calibration_error(task, splits["test"], merged["test"]))
+        assert entry["test_before"] == pytest.approx(calibration_error(task, splits["test"], raw["test"]))
+        assert entry["argmax_changed"] == 0
+        assert entry["test_rows"] == len(task_outcomes(task, splits["test"], merged["test"])[0])
+    # the outputs themselves were tempered in place (a temperature of exactly 1 would leave them)
+    assert report["OFF"]["temperature"] != 1.0
+    assert not np.allclose(merged["dev"][1].sequence_probs["OFF"], raw["dev"][1].sequence_probs["OFF"])
+
+
+def test_a_model_that_already_has_temperatures_is_refused(outputs):
+    predictor, splits, raw = outputs
+    warm = copy.copy(predictor)
+    warm.tasks = [replace(t, temperature=2.0) for t in predictor.tasks]
+    config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
+    with pytest.raises(SystemExit, match="already has temperatures"):
+        operating_points.temper(config, warm, splits, copy.deepcopy(raw))
