@@ -159,12 +159,9 @@ def held_out_families(families: list[str], seed: int, share: float) -> set[str]:
 
 
 def load_suite(path: Path = SUITE) -> dict[str, Any]:
-    """The suite file, its shape checked and its values as strings: a `DataError` naming the file and the record.
-
-    Returns:
-        `{"seed": int, "held_out": float, "languages": {lang: {"fillers": {slot: [str]},
-        "families": {functionality: [{"benign", "hateful", "hateful_as"}]}}}}`.
-    """
+    """The suite file, its shape checked (else a `DataError` naming the file and the record) and its values as
+    strings: `{"seed": int, "held_out": float, "languages": {lang: {"fillers": {slot: [str]}, "families":
+    {functionality: [{"benign", "hateful", "hateful_as"}]}}}}`."""
     document = _read_document(Path(path))
     if document is None:
         raise DataError(f"{path}: empty file")
@@ -279,17 +276,9 @@ def _template_cases(template: str, fillers: dict[str, list[str]], offset: int, h
 @register("functional")
 @reports_skipped("functional")
 def read_functional(path: Path, *, bad: BadRecords, lang: str = "all", part: str = "train") -> list[Example]:
-    """Read the functional suite's cases of one language and part.
-
-    Args:
-        path: the suite file (the packaged one is `kold_span/corpora/functional.yaml`, `SUITE`).
-        lang: a language of the suite (en, ko) or "all".
-        part: "train" (the templates to train on: negatives and contrastive pairs), "held_out" (the
-            templates to measure on) or "all".
-
-    Returns:
-        The cases as `Example`s (see the module docstring); as negatives, `filter: {hateful: false}`
-        keeps the benign ones.
+    """The functional suite's cases (the packaged file is `SUITE`) of one language (en, ko or "all") and part:
+    "train" (the templates to train on: negatives and contrastive pairs), "held_out" (the templates to measure on)
+    or "all"; as `Example`s (see the module docstring); as negatives, `filter: {hateful: false}` keeps the benign.
     """
     if part not in PARTS:
         raise ArgumentError(f"functional: part must be one of {list(PARTS)}, got {part!r}")
