@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import yaml
 
-from kold_span.config.limits import CONFIG_BYTES, read_bounded
+from kold_span.config.limits import CONFIG_BYTES, read_bounded_text
 from kold_span.config.yaml12 import YamlTooLargeError, yaml_load
 from kold_span.corpora import register
 from kold_span.corpora._common import reports_skipped
@@ -203,12 +203,7 @@ def load_suite(path: Path = SUITE) -> dict[str, Any]:
 
 def _read_document(path: Path) -> Any:
     """The YAML document of the suite file (bounded as config files are); its faults as `DataError`s with a line."""
-    raw = read_bounded(path, CONFIG_BYTES, DataError)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    text = read_bounded_text(path, CONFIG_BYTES, DataError)
     try:
         return yaml_load(text)
     except YamlTooLargeError as err:
