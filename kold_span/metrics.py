@@ -66,7 +66,9 @@ def span_char_f1(pred_spans: Iterable[Span], gold_spans: Iterable[Span], policy:
 def mean_char_f1(preds: Sequence[Iterable[int]], golds: Sequence[Iterable[int]], policy: str = "semeval") -> float:
     """Mean of per-text `char_f1` (the official Toxic Spans system score); `golds` aligned with `preds`.
 
-    Lengths that differ are a ValueError, no texts an `ArgumentError`.
+    Raises:
+        ValueError: lengths differ.
+        ArgumentError: there are no texts.
 
     Example:
         >>> mean_char_f1([{1, 2, 3}, set()], [{2, 3, 4, 5}, set()])
@@ -137,7 +139,10 @@ def seqeval_prf(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[
 
 
 def binary_prf(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], positive: Hashable = 1) -> dict[str, float]:
-    """``{"precision", "recall", "f1", "support"}`` of the `positive` class (other labels are negatives; 0/0 is 0).
+    """Precision, recall and F1 of the `positive` class (other labels are negatives).
+
+    Returns:
+        ``{"precision", "recall", "f1", "support"}``; 0/0 counts as 0.
 
     Example:
         >>> binary_prf([1, 1, 0, 0], [1, 0, 1, 0])
@@ -151,11 +156,17 @@ def binary_prf(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], positive:
 
 def classification_report_dict(y_true: Sequence[Hashable], y_pred: Sequence[Hashable],
                                labels: Optional[Sequence[Hashable]] = None) -> dict:
-    """``{"accuracy", "macro_f1", "weighted_f1", "balanced_accuracy", "per_class": {label: {"precision", "recall",
-    "f1", "support"}}}``; 0/0 counts as 0.
+    """Accuracy, macro/weighted F1, balanced accuracy and per-class scores.
 
-    `labels` are the classes of the per-class and macro/weighted scores (default: every label seen in either list,
-    sorted); balanced accuracy is the mean recall over the classes present in `y_true`.
+    Args:
+        labels: classes for the per-class and macro/weighted scores (default:
+            every label seen in either list, sorted). Balanced accuracy is the
+            mean recall over the classes present in `y_true`.
+
+    Returns:
+        ``{"accuracy", "macro_f1", "weighted_f1", "balanced_accuracy",
+        "per_class": {label: {"precision", "recall", "f1", "support"}}}``;
+        0/0 counts as 0.
 
     Example:
         >>> r = classification_report_dict(["a", "a", "b"], ["a", "b", "b"])
@@ -180,10 +191,17 @@ def classification_report_dict(y_true: Sequence[Hashable], y_pred: Sequence[Hash
 def multilabel_scores(y_true: Sequence[Iterable[Hashable]], y_pred: Sequence[Iterable[Hashable]],
                       labels: Sequence[Hashable],
                       scores: Optional[Sequence[Mapping[Hashable, float]]] = None) -> dict[str, float]:
-    """``{"micro_f1", "macro_f1"}`` of label sets (0/0 counts as 0), plus ``"lrap"``, the label-ranking average
-    precision, given per-example `scores` ``{label: probability}`` (a missing label scores 0; an example with no
-    gold label gets LRAP 1, as in sklearn). `labels` is the inventory (its order fixes the columns); a label
-    outside it is an error.
+    """Micro/macro F1 of label sets and, given scores, label-ranking average precision.
+
+    Args:
+        labels: the label inventory (order fixes the columns); a label outside
+            it is an error.
+        scores: optional per-example ``{label: probability}``; a missing label
+            scores 0. An example with no gold label gets LRAP 1 (sklearn).
+
+    Returns:
+        ``{"micro_f1", "macro_f1"}`` plus ``"lrap"`` when `scores` is given;
+        0/0 counts as 0.
 
     Example:
         >>> multilabel_scores([["a"], ["a", "b"]], [["a"], ["a"]], labels=["a", "b"])
@@ -242,8 +260,13 @@ def soft_cross_entropy(pred_dist: Sequence[Distribution], target_dist: Sequence[
                        eps: float = 1e-12) -> float:
     """Mean over items of the cross-entropy -Σ q·ln p, in nats, of predicted p against target q.
 
-    Each distribution is a ``{label: prob}`` dict (a missing label has probability 0) or a list in a fixed class
-    order, the targets of the same form as the predictions; predictions are clamped to [eps, 1] before the log.
+    Args:
+        pred_dist: predicted distributions, each a ``{label: prob}`` dict or a
+            list in a fixed class order.
+        target_dist: target (soft-label) distributions, aligned with
+            `pred_dist` and of the same form; a label missing from a dict has
+            probability 0.
+        eps: predicted probabilities are clamped to [eps, 1] before the log.
 
     Example:
         >>> round(soft_cross_entropy([[0.5, 0.5]], [[1.0, 0.0]]), 6)
@@ -282,10 +305,16 @@ def _aligned_distributions(pred_dist: Sequence[Distribution],
 
 def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequence[Mapping[Hashable, Hashable]],
                      average: str = "macro") -> float:
-    """F1 (sklearn's `average`; 0/0 counts as 0) over every (item, annotator) label, flattened into one list.
+    """F1 over every (item, annotator) label, flattened into one list.
 
-    Per item, `y_true` holds ``{annotator: label}`` and `y_pred` ``{annotator: predicted label}``, covering every
-    (item, annotator) pair of `y_true` (extra predictions are ignored).
+    Args:
+        y_true: per item, ``{annotator: label}`` as each annotator labelled it.
+        y_pred: per item, ``{annotator: predicted label}``; it must cover every
+            (item, annotator) pair of `y_true` (extra predictions are ignored).
+        average: sklearn's `average` (``"macro"``, ``"micro"``, ``"weighted"``).
+
+    Returns:
+        F1 over the flattened labels; 0/0 counts as 0.
 
     Example:
         >>> perspectivist_f1([{"a1": 1, "a2": 0}], [{"a1": 1, "a2": 1}])
