@@ -163,15 +163,11 @@ def setup_of(overrides: list[str], test: Optional[str], test_fraction: float, sp
     last = {o.split("=", 1)[0].strip(): o for o in overrides}  # a key given twice: the later one applies
     setup = {"set": sorted(o for key, o in last.items() if key not in REUSE_IGNORED_KEYS),
              "test": test, "test_fraction": test_fraction, "split_seed": split_seed, "limit": limit}
-    if extra_train:  # absent otherwise, so the setups recorded before this option still match
-        setup["extra_train"] = [str(p) for p in extra_train]
-    if extra_ngram_train:
-        setup["extra_ngram_train"] = [str(p) for p in extra_ngram_train]
-    if runs_from:
-        setup["runs_from"] = runs_from
-    if experiment:
-        setup["experiment"] = experiment
-    return setup
+    optional = {"extra_train": [str(p) for p in extra_train or []],
+                "extra_ngram_train": [str(p) for p in extra_ngram_train or []],
+                "runs_from": runs_from, "experiment": experiment}
+    # absent when not given, so the setups recorded before these options still match
+    return {**setup, **{key: value for key, value in optional.items() if value}}
 
 
 def recorded_runs(previous: dict[str, Any], setup: dict[str, Any]) -> dict[int, dict[str, Any]]:

@@ -338,11 +338,8 @@ PEER_PACKAGES = ("optimum-onnx[onnxruntime]", "transformers<4.58", "onnxruntime"
 
 
 def peer_venv(venv: Path) -> Path:
-    """The Optimum peer's python: its own virtualenv, made and installed from PyPI when missing.
-
-    Raises:
-        RuntimeError: pip could not install it (offline, no wheel): the message has pip's last lines.
-    """
+    """The Optimum peer's python: its own virtualenv, made and installed from PyPI when missing (a RuntimeError with
+    pip's last lines when pip could not install it: offline, no wheel)."""
     python = venv / "bin" / "python"
     if not (venv / ".installed").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

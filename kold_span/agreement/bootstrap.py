@@ -119,13 +119,9 @@ class ItemResamples:
             else None
 
     def run(self, n_boot: int, seed: int, tracked: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-        """Resample `n_boot` times; percentile intervals of the mean kappa, alpha and each tracked pair.
-
-        Returns:
-            ``{"mean_cohen": (low, high), "alpha": (low, high), "pairs": {pair: (low, high)}}``;
-            ``(nan, nan)`` where no resample gave a defined value (always, for kappas at
-            interval and ratio levels).
-        """
+        """Resample `n_boot` times; percentile intervals of the mean kappa, alpha and each tracked pair:
+        ``{"mean_cohen": (low, high), "alpha": (low, high), "pairs": {pair: (low, high)}}``, ``(nan, nan)`` where no
+        resample gave a defined value (always, for kappas at interval and ratio levels)."""
         import numpy as np
 
         rng = np.random.default_rng(seed)

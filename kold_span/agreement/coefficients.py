@@ -62,22 +62,14 @@ def numeric_labels(ratings: Ratings, what: str) -> list[float]:
 
 
 def cohen_kappa_pairwise(ratings: Ratings, weights: Optional[str] = None) -> dict[tuple[Hashable, Hashable], float]:
-    """Cohen's kappa for every annotator pair, over the items both labelled.
+    """Cohen's kappa for every annotator pair, over the items both labelled: ``{(a, b): kappa}``, ``a`` before ``b``
+    in `str` order.
 
-    Pairs sharing fewer than 2 items are left out. A pair whose kappa is
-    undefined (both gave one and the same label throughout) maps to NaN.
-
-    Args:
-        weights: None (labels are categories), or ``"linear"`` / ``"quadratic"``:
-            a weighted kappa for ordinal labels, where a disagreement weighs
-            ``|i - j|`` or ``(i - j)²`` with ``i``, ``j`` the ranks of the two labels
-            among all labels of the table (so every pair uses the same scale).
-
-    Returns:
-        ``{(a, b): kappa}`` with ``a`` before ``b`` in `str` order.
-
-    Raises:
-        ArgumentError: unknown `weights`, or weights with a label that is not a number.
+    Pairs sharing fewer than 2 items are left out; a pair whose kappa is undefined (both gave one and the same label
+    throughout) maps to NaN. `weights` None treats labels as categories; ``"linear"`` / ``"quadratic"`` is a weighted
+    kappa for ordinal labels, where a disagreement weighs ``|i - j|`` or ``(i - j)²`` with ``i``, ``j`` the ranks of
+    the two labels among all labels of the table (one scale for every pair). Unknown `weights`, or weights with a
+    label that is not a number, are an `ArgumentError`.
 
     Example:
         >>> table = [{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]
@@ -116,8 +108,7 @@ def cohen_kappa_pairwise(ratings: Ratings, weights: Optional[str] = None) -> dic
 def mean_pairwise_cohen(ratings: Ratings, weights: Optional[str] = None) -> float:
     """The mean of the defined pairwise Cohen's kappas (NaN if none is); `weights` as in `cohen_kappa_pairwise`.
 
-    Raises:
-        ArgumentError: no annotator pair shares at least 2 items.
+    No annotator pair sharing at least 2 items is an `ArgumentError`.
 
     Example:
         >>> round(mean_pairwise_cohen([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
@@ -136,14 +127,8 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
     Fleiss' kappa assumes every item has the same number of ratings. Items with
     fewer than 2 ratings are dropped; of the rest, only items with the most
     common number of ratings are kept (on a tie, the larger number). Use
-    `krippendorff_alpha` to use every item.
-
-    Args:
-        categories: the label set (default: every label seen); a label
-            outside it is an error.
-
-    Raises:
-        ArgumentError: no item has 2 or more ratings, or an unknown label.
+    `krippendorff_alpha` to use every item. `categories` is the label set (default: every label seen); no item
+    with 2 or more ratings, or a label outside `categories`, is an `ArgumentError`.
 
     Example:
         >>> round(fleiss_kappa([{"x": 1, "y": 1}, {"x": 0, "y": 0}, {"x": 1, "y": 0}]), 4)
@@ -164,18 +149,12 @@ def fleiss_kappa(ratings: Ratings, categories: Optional[Sequence[Hashable]] = No
 
 
 def krippendorff_alpha(ratings: Ratings, level: str = "nominal") -> float:
-    """Krippendorff's alpha over every item, missing ratings allowed.
+    """Krippendorff's alpha (``krippendorff`` package) over every item, missing ratings allowed; items with a single
+    rating do not count.
 
-    Args:
-        level: ``"nominal"`` (any hashable labels), or ``"ordinal"``,
-            ``"interval"``, ``"ratio"`` (labels must be numbers; their values are
-            what the distances between labels are computed from).
-
-    Returns:
-        Alpha (``krippendorff`` package); items with a single rating do not count.
-
-    Raises:
-        ArgumentError: an unknown level, or a label that is not a number at another level than nominal.
+    `level` is ``"nominal"`` (any hashable labels), or ``"ordinal"``, ``"interval"``, ``"ratio"`` (labels must be
+    numbers, whose values give the distances); an unknown level, or a label that is not a number at another level
+    than nominal, is an `ArgumentError`.
 
     Example:
         >>> krippendorff_alpha([{"x": "a", "y": "a"}, {"x": "b", "y": "b"}])
@@ -203,15 +182,9 @@ def bootstrap_ci(ratings: Ratings, statistic: Callable[[Ratings], float], n_boot
                  seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
     """Percentile bootstrap interval of an agreement statistic, resampling items.
 
-    Resamples where the statistic is undefined (NaN or a ValueError, e.g. `ArgumentError`) are skipped.
-
-    Args:
-        statistic: e.g. `krippendorff_alpha` or `fleiss_kappa`.
-        seed: seed of the resampling generator (same seed, same interval).
-        alpha: 1 - confidence level.
-
-    Returns:
-        ``(low, high)``; ``(nan, nan)`` when no resample was defined.
+    `statistic` is e.g. `krippendorff_alpha` or `fleiss_kappa`; `alpha` is 1 - the confidence level; the same `seed`
+    gives the same interval. Resamples where the statistic is undefined (NaN or a ValueError, e.g. `ArgumentError`)
+    are skipped: ``(nan, nan)`` when none was defined.
 
     Example:
         >>> table = [{"x": i % 2, "y": i % 2} for i in range(10)]
@@ -274,12 +247,8 @@ def majority_label(labels: Iterable[Hashable]) -> Optional[Hashable]:
 
 
 def unanimity(ratings: Ratings) -> dict:
-    """How often items with 2+ ratings were labelled unanimously, overall and by majority class.
-
-    Returns:
-        ``{"overall": rate, "per_class": {label: rate}}``; per class, among
-        items whose majority label is that class. Tied items count in
-        ``overall`` only.
+    """How often items with 2+ ratings were labelled unanimously: ``{"overall": rate, "per_class": {label: rate}}``,
+    per class among the items whose majority label is that class (tied items count in ``overall`` only).
 
     Example:
         >>> unanimity([{"x": 1, "y": 1}, {"x": 1, "y": 0, "z": 1}, {"x": 0, "y": 0}])
@@ -299,14 +268,12 @@ def unanimity(ratings: Ratings) -> dict:
 
 
 def annotator_bias(ratings: Ratings) -> dict[Hashable, float]:
-    """Each annotator's mean signed deviation from the item majority (numeric or bool labels).
+    """Each annotator's mean signed deviation from the item majority (numeric or bool labels):
+    ``{annotator: mean(label - majority)}``.
 
     Items whose majority is tied are skipped; annotators with no counted item
     are left out. For binary labels, a positive bias means the annotator marks
     the positive class more often than the majority does.
-
-    Returns:
-        ``{annotator: mean(label - majority)}``.
 
     Example:
         >>> annotator_bias([{"x": 1, "y": 0, "z": 0}, {"x": 1, "y": 1, "z": 1}])
@@ -351,15 +318,10 @@ def hard_cases(ratings: Ratings, threshold: float = 0.5) -> list[int]:
 
 def span_agreement(annotator_spans: Sequence[Mapping[Hashable, Iterable[int]]],
                    text_lengths: Sequence[int]) -> dict[str, float]:
-    """Character-level agreement between span annotators.
+    """Character-level agreement between span annotators, given per text ``{annotator: offsets they marked}`` (an
+    empty set: "marked nothing") and each text's length.
 
-    Args:
-        annotator_spans: per text, ``{annotator: offsets they marked}``
-            (an empty set means "marked nothing").
-        text_lengths: the length of each text, aligned with `annotator_spans`.
-
-    Returns:
-        ``{"mean_pairwise_f1": ..., "char_kappa": ...}``: the mean `char_f1`
+    ``{"mean_pairwise_f1": ..., "char_kappa": ...}``: the mean `char_f1`
         (SemEval policy, symmetric) over every (text, annotator pair), and the
         mean pairwise Cohen's kappa where each character of a text is one item
         labelled in (1) / out (0) by each of its annotators. Either is NaN when

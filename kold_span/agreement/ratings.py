@@ -77,11 +77,9 @@ def default_span_type(examples: Sequence[Example]) -> Optional[str]:
 def ratings_table(examples: Sequence[Example], label: str) -> RatingsTable:
     """Per example, annotator → value of `label`; examples nobody labelled are left out.
 
-    None and a float NaN (how table exports write an empty cell) mean "not labelled".
-
-    Raises:
-        DataError: a value of `label` is not a single bool, str or number, or the values
-            mix kinds (``1`` and ``"1"``, or ``True`` and ``1``, would count as one label or two).
+    None and a float NaN (how table exports write an empty cell) mean "not labelled". A value of `label` that is not
+    a single bool, str or number, or values that mix kinds (``1`` and ``"1"``, or ``True`` and ``1``, would count as
+    one label or two), are a `DataError`.
     """
     table = RatingsTable(label=label, ratings=[], examples=[])
     first: Optional[str] = None  # where the first value was seen, for the error on a mix of kinds

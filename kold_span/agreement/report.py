@@ -49,30 +49,17 @@ FILES = ("report.md", "report.json", "kappa_heatmap.png", "entropy_hist.png")
 def build_report(examples: Sequence[Example], label: Optional[str] = None, span_type: Optional[str] = None,
                  group_by: Optional[str] = None, n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
                  level: str = "nominal", weights: Optional[str] = None) -> dict[str, Any]:
-    """Agreement statistics of one label (and one span type) of examples with raw annotations.
+    """Agreement statistics of one label (and one span type) of examples with raw annotations: a JSON-ready dict, the
+    input of `write_report`.
 
-    Args:
-        examples: examples whose `annotations` hold each annotator's labels/spans.
-        label: the annotation label to study (default: `default_label`).
-        span_type: the span type for character-level agreement (default: the first
-            one present; no span section when the annotations carry no spans).
-        group_by: a `meta` key (e.g. "lang"); the label statistics are repeated per value.
-        n_boot: bootstrap resamples of items for the 95% intervals.
-        seed: seed of the resampling (same seed, same intervals).
-        level: the level of measurement of the label (`agreement.LEVELS`): "nominal"
-            (categories, the default), "ordinal", "interval" or "ratio" (numbers).
-        weights: at level "ordinal", the weights of Cohen's kappa, "linear" or
-            "quadratic" (default `DEFAULT_WEIGHTS`); no other level takes weights.
-
-    Returns:
-        A JSON-ready dict, the input of `write_report`.
-
-    Raises:
-        DataError: no example has annotations, the label is not a single value per
-            annotator or mixes kinds, or a level other than nominal meets a label that is not a number.
-        ArgumentError: `n_boot` outside 1 to `MAX_N_BOOT`, a `group_by` key no example's meta has, an
-            unknown level or weights, weights at a level other
-            than ordinal, or no annotation holds `label` or `span_type`.
+    `label` defaults to `default_label`; `span_type` (character-level agreement) to the first one present (no span
+    section when the annotations carry no spans). With `group_by` (a `meta` key, e.g. "lang") the label statistics
+    are repeated per value. `n_boot` item resamples give the 95% intervals. `level` is the label's level of
+    measurement (`agreement.LEVELS`); at "ordinal", `weights` are those of Cohen's kappa (default
+    `DEFAULT_WEIGHTS`), which no other level takes. No example with annotations, a label that is not a single value
+    per annotator or mixes kinds, or a label that is not a number at a level other than nominal, is a `DataError`;
+    `n_boot` outside 1 to `MAX_N_BOOT`, a `group_by` key no example's meta has, an unknown level or weights, weights
+    at a level other than ordinal, or no annotation holding `label` or `span_type`, an `ArgumentError`.
     """
     if not any(example.annotations for example in examples):
         raise DataError("no example carries per-annotator annotations; read the corpus with a reader "

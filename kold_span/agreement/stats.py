@@ -22,18 +22,12 @@ TEXT_CHARS = 80
 
 def label_stats(ratings: Ratings, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, pair_cis: int = 0,
                 level: str = "nominal", weights: Optional[str] = None) -> dict[str, Any]:
-    """Items, annotators, the coefficients of `level`, unanimity and hard cases of one table.
+    """Items, annotators, the coefficients of `level`, unanimity and hard cases of one table, JSON-ready; a coefficient
+    undefined on this table, or not computed at this level, is None.
 
-    Args:
-        n_boot: bootstrap resamples (of items) for the intervals.
-        pair_cis: how many pairs (most shared items first) get an interval of their own.
-        level: Krippendorff's level of measurement; Fleiss' kappa is computed at "nominal"
-            only, Cohen's kappa at the levels of `KAPPA_LEVELS`.
-        weights: the weights of Cohen's kappa (None: unweighted), see `agreement.cohen_kappa_pairwise`.
-
-    Returns:
-        A JSON-ready dict; a coefficient that is undefined on this table, or not computed
-        at this level, is None.
+    `pair_cis` pairs (most shared items first) get an interval of their own. `level` is Krippendorff's level of
+    measurement; Fleiss' kappa is computed at "nominal" only, Cohen's kappa (with `weights`, see
+    `agreement.cohen_kappa_pairwise`) at the levels of `KAPPA_LEVELS`.
 
     Example:
         >>> # a rates 1 0 1, b rates 1 0 0: agreement 2/3, chance (2/3)(1/3) + (1/3)(2/3) = 4/9, kappa 0.4

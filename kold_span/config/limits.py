@@ -85,6 +85,16 @@ def read_bounded(path: Union[str, Path], limit: ReadLimit, error: type[KoldSpanE
     return data
 
 
+def read_bounded_text(path: Union[str, Path], limit: ReadLimit, error: type[KoldSpanError]) -> str:
+    """`read_bounded` decoded as UTF-8; bytes that are not UTF-8 are `error` naming the file and line."""
+    data = read_bounded(path, limit, error)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise error(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+
+
 def bounded_lines(f: IO[bytes], path: Union[str, Path], error: type[KoldSpanError]) -> Iterator[bytes]:
     """The lines of a binary file, ends kept, each read with at most `LINE_BYTES` in memory; a longer one is
     `error` naming the file and line.

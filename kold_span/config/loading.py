@@ -78,17 +78,9 @@ def load_dataclass(cls: type[T], path: Union[str, Path], overrides: typing.Itera
 
     The file (and, with `sections`, each file its `defaults:` names) and each override are checked
     against `cls` on their own, so a mistyped key is reported with the source it came from. The
-    merged config is then built and handed to `check(config, where)`, `where` naming every source.
-
-    Args:
-        cls: the dataclass the YAML describes (`Config`, or e.g. pretraining's).
-        path: the YAML file.
-        overrides: `a.b=value` strings, applied in order, each value read as YAML 1.2.
-        check: value checks that types alone cannot express; raises `ConfigError`.
-        sections: the file may name parts under `configs/<section>/` with `defaults:` (experiments).
-
-    Returns:
-        An instance of `cls`.
+    merged config is then built and handed to `check(config, where)` (value checks that types alone cannot express,
+    raising `ConfigError`), `where` naming every source. Overrides are `a.b=value` strings, applied in order, each
+    value read as YAML 1.2; with `sections`, the file may name parts under `configs/<section>/` (experiments).
 
     Example:
         >>> import dataclasses, tempfile

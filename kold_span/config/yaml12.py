@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from kold_span.config.limits import CONFIG_BYTES, read_bounded
+from kold_span.config.limits import CONFIG_BYTES, read_bounded_text
 from kold_span.errors import ConfigError
 
 
@@ -154,12 +154,7 @@ def _check_unique_keys(node: yaml.MappingNode) -> None:
 def read_yaml(path: Path) -> dict[str, Any]:
     """One YAML file as a mapping; more than `CONFIG_BYTES`, bytes that are not UTF-8, invalid YAML or a non-mapping
     are a `ConfigError`."""
-    data = read_bounded(path, CONFIG_BYTES, ConfigError)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    text = read_bounded_text(path, CONFIG_BYTES, ConfigError)
     try:
         raw = yaml_load(text) or {}
     except yaml.YAMLError as err:

@@ -33,19 +33,12 @@ UNLABELED_TITLES = "unlabeled_comments.news_title_5.txt"
 def read_beep(path: Path, *, bad: BadRecords, unlabeled: bool = False) -> list[Example]:
     """Read BEEP! comments with their news titles as context.
 
-    Args:
-        path: a `<split>.tsv` file (its titles are `<split>.news_title.txt` beside it) or the
-            corpus directory (then `train.tsv`, or the unlabeled files when `unlabeled`).
-        unlabeled: read `unlabeled_comments_5.txt` instead: examples without labels.
-
-    Returns:
-        Examples with id `beep-<split>-<row index>`, the title as `context` and labels
-        `hate` ("hate"/"offensive"/"none"), `bias` ("gender"/"others"/"none") and
-        `contain_gender_bias` (bool); unlabeled examples have id `beep-unlabeled-<line index>`.
-
-    Raises:
-        DataError: a bad row (file, line and field named), or a titles file whose number
-            of lines differs from the number of comments (always, even with skip_bad).
+    `path` is a `<split>.tsv` file (its titles are `<split>.news_title.txt` beside it) or the corpus directory
+    (then `train.tsv`, or with `unlabeled` the examples without labels of `unlabeled_comments_5.txt`, ids
+    `beep-unlabeled-<line index>`). Examples have id `beep-<split>-<row index>`, the title as `context` and labels
+    `hate` ("hate"/"offensive"/"none"), `bias` ("gender"/"others"/"none") and `contain_gender_bias` (bool). A bad
+    row (file, line and field named), or a titles file whose number of lines differs from the number of comments
+    (always, even with skip_bad), is a `DataError`.
     """
     if unlabeled:
         return _read_unlabeled(path)

@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import yaml
 
-from kold_span.config.limits import CONFIG_BYTES, read_bounded
+from kold_span.config.limits import CONFIG_BYTES, read_bounded_text
 from kold_span.config.yaml12 import YamlTooLargeError, yaml_load
 from kold_span.corpora import register
 from kold_span.corpora._common import reports_skipped
@@ -159,12 +159,9 @@ def held_out_families(families: list[str], seed: int, share: float) -> set[str]:
 
 
 def load_suite(path: Path = SUITE) -> dict[str, Any]:
-    """The suite file, its shape checked and its values as strings: a `DataError` naming the file and the record.
-
-    Returns:
-        `{"seed": int, "held_out": float, "languages": {lang: {"fillers": {slot: [str]},
-        "families": {functionality: [{"benign", "hateful", "hateful_as"}]}}}}`.
-    """
+    """The suite file, its shape checked (else a `DataError` naming the file and the record) and its values as
+    strings: `{"seed": int, "held_out": float, "languages": {lang: {"fillers": {slot: [str]}, "families":
+    {functionality: [{"benign", "hateful", "hateful_as"}]}}}}`."""
     document = _read_document(Path(path))
     if document is None:
         raise DataError(f"{path}: empty file")
@@ -206,12 +203,7 @@ def load_suite(path: Path = SUITE) -> dict[str, Any]:
 
 def _read_document(path: Path) -> Any:
     """The YAML document of the suite file (bounded as config files are); its faults as `DataError`s with a line."""
-    raw = read_bounded(path, CONFIG_BYTES, DataError)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    text = read_bounded_text(path, CONFIG_BYTES, DataError)
     try:
         return yaml_load(text)
     except YamlTooLargeError as err:
@@ -279,17 +271,9 @@ def _template_cases(template: str, fillers: dict[str, list[str]], offset: int, h
 @register("functional")
 @reports_skipped("functional")
 def read_functional(path: Path, *, bad: BadRecords, lang: str = "all", part: str = "train") -> list[Example]:
-    """Read the functional suite's cases of one language and part.
-
-    Args:
-        path: the suite file (the packaged one is `kold_span/corpora/functional.yaml`, `SUITE`).
-        lang: a language of the suite (en, ko) or "all".
-        part: "train" (the templates to train on: negatives and contrastive pairs), "held_out" (the
-            templates to measure on) or "all".
-
-    Returns:
-        The cases as `Example`s (see the module docstring); as negatives, `filter: {hateful: false}`
-        keeps the benign ones.
+    """The functional suite's cases (the packaged file is `SUITE`) of one language (en, ko or "all") and part:
+    "train" (the templates to train on: negatives and contrastive pairs), "held_out" (the templates to measure on)
+    or "all"; as `Example`s (see the module docstring); as negatives, `filter: {hateful: false}` keeps the benign.
     """
     if part not in PARTS:
         raise ArgumentError(f"functional: part must be one of {list(PARTS)}, got {part!r}")

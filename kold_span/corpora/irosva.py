@@ -23,16 +23,11 @@ _FILE_NAME = re.compile(r"^irosva\.([a-z]+)\.")
 @register("irosva")
 @reports_skipped("irosva")
 def read_irosva(path: Path, *, bad: BadRecords, variant: Optional[str] = None) -> list[Example]:
-    """Read IroSvA messages with their topic as context.
+    """Read IroSvA messages with their topic as context: examples with id `irosva-<variant>-<ID>`, `context` =
+    TOPIC, `labels["irony"]` (IS_IRONIC 1 → True, 0 → False) and `meta["variant"]`.
 
-    Args:
-        path: one CSV file, or a directory: then every `irosva.<v>.training.csv` in it
-            (sorted by variant), or only the one of `variant` when given.
-        variant: the variant of a file whose name does not say it (`irosva.<v>.….csv`).
-
-    Returns:
-        Examples with id `irosva-<variant>-<ID>`, `context` = TOPIC, `labels["irony"]`
-        (IS_IRONIC 1 → True, 0 → False) and `meta["variant"]`.
+    `path` is one CSV file, or a directory: then every `irosva.<v>.training.csv` in it (sorted by variant), or
+    only the one of `variant`, which also names the variant of a file whose name does not say it.
 
     Example:
         >>> import tempfile

@@ -31,17 +31,11 @@ def read_kocosa(path: Path, *, bad: BadRecords, split: str = "dev", speaker_swap
                 seed: int = 0) -> list[Example]:
     """Read a KoCoSa JSON file (a directory means its `KoCoSa_{split}.json`).
 
-    Args:
-        speaker_swap: the share of examples whose speakers are swapped (0.5 reproduces
-            the paper's augmentation; exactly round(share × n) examples, chosen with `seed`).
-        seed: seed of the choice of swapped examples.
-
-    Returns:
-        Examples with id `<file stem>-<record key>`; `context` is the list of context turns
-        (each stripped, blank lines dropped, speaker marks kept: "A: …"); `text` is the
-        stripped response with its mark; `labels["sarcasm"]` is True for "Sarcasm", False for
-        "Non-Sarcasm"; meta holds "speakers" (one letter or None per context turn),
-        "response_speaker", "explanation" and "speakers_swapped".
+    `speaker_swap` is the share of examples whose speakers are swapped (0.5 reproduces the paper's augmentation;
+    exactly round(share × n) examples, chosen with `seed`). Examples have id `<file stem>-<record key>`; `context` is
+    the list of context turns (each stripped, blank lines dropped, speaker marks kept: "A: …"); `text` is the stripped
+    response with its mark; `labels["sarcasm"]` is True for "Sarcasm", False for "Non-Sarcasm"; meta holds "speakers"
+    (one letter or None per context turn), "response_speaker", "explanation" and "speakers_swapped".
 
     Example:
         >>> import json, tempfile

@@ -168,16 +168,10 @@ def _squeeze(text: str) -> str:
 @register("kold")
 @reports_skipped("kold")
 def read_kold(path: Path, *, bad: BadRecords, min_annotators: int = 2) -> list[Example]:
-    """Read KOLD JSON/JSONL into examples with majority gold spans.
-
-    Args:
-        path: `kold_v1.json` (JSON list) or a JSONL file of the same records.
-        min_annotators: a character is gold when at least this many annotators marked it.
-        skip_bad: skip malformed records instead of failing; `read_kold.last_report` lists
-            them, and the records whose gold span text differs from `OFF_span`/`TGT_span`.
-    Returns:
-        Examples with `text`=comment, `context`=title, labels OFF/TGT/GRP and spans OFF/TGT.
-    """
+    """Read KOLD's `kold_v1.json` (a JSON list) or a JSONL file of the same records into examples: `text`=comment,
+    `context`=title, labels OFF/TGT/GRP and spans OFF/TGT, a character gold when at least `min_annotators`
+    annotators marked it. `read_kold.last_report` lists the records skipped, and those whose gold span text differs
+    from `OFF_span`/`TGT_span`."""
     examples = []
     for index, (where, record) in enumerate(load_records(Path(path))):
         guid = record.get("guid", "?") if isinstance(record, dict) else "?"

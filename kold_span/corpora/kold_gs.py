@@ -102,19 +102,14 @@ def parse_side(record: Any, side: str, where: str, group: str) -> tuple[Example,
 @register("kold_gs")
 @reports_skipped("kold_gs")
 def read_kold_gs(path: Path, *, bad: BadRecords, side: str = "standard") -> list[Example]:
-    """Read the study's JSON Lines / JSON list files (a directory: its three training files) into examples.
+    """Read the study's JSON Lines / JSON list files (a directory: its `detection_easy/medium/hard.jsonl`).
 
-    Args:
-        path: a file, or the directory holding `detection_easy/medium/hard.jsonl`.
-        side: "standard" (the KOLD comment), "dialect" (its Gyeongsang rewrite, `OFF_span_dialect` located
-            in it) or "both" (two examples of one comment, the dialect one's id ending ":dialect"; both
-            carry `meta["group"]`, so a carved dev or test side never splits them). A record whose span
-            on a side is null or not found there is a bad record (skip_bad: true leaves it out and
-            counts it); ambiguous placements are counted in the reader's report.
-
-    Returns:
-        Examples with id `<file stem>:<record index>`, no context, labels `OFF` (true) and `TGT`
-        (KOLD's names: group, individual, others, untargeted) and spans `OFF`.
+    `side` is "standard" (the KOLD comment), "dialect" (its Gyeongsang rewrite, `OFF_span_dialect` located in it) or
+    "both" (two examples of one comment, the dialect one's id ending ":dialect"; both carry `meta["group"]`, so a
+    carved dev or test side never splits them). A record whose span on a side is null or not found there is a bad
+    record (skip_bad: true leaves it out and counts it); ambiguous placements are counted in the reader's report.
+    Examples have id `<file stem>:<record index>`, no context, labels `OFF` (true) and `TGT` (KOLD's names: group,
+    individual, others, untargeted) and spans `OFF`.
     """
     if side not in (*SIDES, "both"):
         raise ArgumentError(f"reader 'kold_gs': option 'side' must be one of standard, dialect, both; got {side!r}")

@@ -34,20 +34,14 @@ _CLASS_KEYS = {"0": "0", "0.0": "0", "1": "1", "1.0": "1"}
 @reports_skipped("multipico")
 def read_multipico(path: Path, *, bad: BadRecords, split: str = "dev",
                    annotators_meta: Optional[Union[str, Path]] = None) -> list[Example]:
-    """Read MultiPICo post/reply pairs with every annotator's label and traits.
+    """Read MultiPICo post/reply pairs (`MP_<split>.json` or its directory) with every annotator's label and traits
+    (`annotators_meta`, by default `MP_annotators_meta.json` beside the data file).
 
-    Args:
-        path: an `MP_<split>.json` file or the directory holding it.
-        annotators_meta: the annotator metadata file; default `MP_annotators_meta.json`
-            beside the data file.
-
-    Returns:
-        Examples with id `<file stem>-<record key>`, `context` = post, `text` = reply, one
-        `Annotation` per annotator (labels {"irony": bool}, traits from the metadata;
-        empty traits for an annotator the metadata lacks), `labels["irony_soft"]` =
-        {"0": p, "1": p} (the file's soft label, or the annotators' shares when it has none),
-        `labels["irony"]` = the majority label (None when the annotators tie) and meta
-        "lang", "source", "level", "language_variety".
+    Examples have id `<file stem>-<record key>`, `context` = post, `text` = reply, one `Annotation` per annotator
+    (labels {"irony": bool}, traits from the metadata; empty traits for an annotator the metadata lacks),
+    `labels["irony_soft"]` = {"0": p, "1": p} (the file's soft label, or the annotators' shares when it has none),
+    `labels["irony"]` = the majority label (None when the annotators tie) and meta "lang", "source", "level",
+    "language_variety".
 
     Example:
         >>> import json, tempfile

@@ -43,15 +43,9 @@ from kold_span.errors import ArgumentError
 @register("toxic_spans")
 @reports_skipped("toxic_spans")
 def read_toxic_spans(path: Path, *, bad: BadRecords, split: str = "train") -> list[Example]:
-    """Read a SemEval Toxic Spans `tsd_*.csv` file (a directory means its `tsd_{split}.csv`).
-
-    Args:
-        path: the CSV file, or the directory holding `tsd_{split}.csv`.
-        split: which file to take from a directory ("train" or "trial").
-
-    Returns:
-        Examples with id `<file stem>-<row index>`, `spans["OFF"]` and `labels["toxic"]`
-        (True when any character is toxic).
+    """Read a SemEval Toxic Spans `tsd_*.csv` file (a directory means its `tsd_{split}.csv`, split "train" or
+    "trial"): examples with id `<file stem>-<row index>`, `spans["OFF"]` and `labels["toxic"]` (True when any
+    character is toxic).
 
     Example:
         >>> from kold_span.corpora import read
@@ -99,23 +93,17 @@ class _RawAnnotation:
 @reports_skipped("toxic_spans_raw")
 def read_toxic_spans_raw(path: Path, *, bad: BadRecords,
                          min_annotators: Union[int, str] = 2) -> list[Example]:
-    """Read the raw Toxic Spans annotations: one example per comment, one `Annotation` per annotation.
+    """Read the raw Toxic Spans annotations (the directory with comments.csv, annotations.csv and spans.csv, or one
+    of those files): one example per comment, one `Annotation` per annotation.
 
-    Args:
-        path: the directory with comments.csv, annotations.csv and spans.csv (or one of those files).
-        min_annotators: a character is gold when at least this many annotations cover it;
-            "half" means at least half (rounded up) of the annotations that mark any span,
-            which is closest to the released tsd files.
-
-    Returns:
-        Examples (id `toxic_spans-<comment_id>`, in comments.csv order) with gold
-        `spans["OFF"]`, `labels["toxic"]` and `labels["span_type"]`: the span type covering
-        most gold characters, counting each annotation's typed spans by their characters
-        inside the gold spans (ties → alphabetically first; "none" when there is no gold
-        span; None when only untyped spans cover it). Each annotation has
-        `annotator` = worker, `spans["OFF"]`, `labels` = {"type": the most frequent type of its
-        spans (by count; ties → alphabetically first; None without spans), "all_toxic",
-        "not_toxic" (the raw flags)} and `traits` = {"country"}.
+    A character is gold when at least `min_annotators` annotations cover it; "half" means at least half (rounded up)
+    of the annotations that mark any span, which is closest to the released tsd files. Examples (id
+    `toxic_spans-<comment_id>`, in comments.csv order) have gold `spans["OFF"]`, `labels["toxic"]` and
+    `labels["span_type"]`: the span type covering most gold characters, counting each annotation's typed spans by
+    their characters inside the gold spans (ties → alphabetically first; "none" when there is no gold span; None when
+    only untyped spans cover it). Each annotation has `annotator` = worker, `spans["OFF"]`, `labels` = {"type": the
+    most frequent type of its spans (by count; ties → alphabetically first; None without spans), "all_toxic",
+    "not_toxic" (the raw flags)} and `traits` = {"country"}.
     """
     if not (min_annotators == "half" or (isinstance(min_annotators, int) and min_annotators >= 1)):
         raise ArgumentError(f"toxic_spans_raw: min_annotators must be a positive integer or 'half', "

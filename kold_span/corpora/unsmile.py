@@ -25,10 +25,8 @@ FILE_NAMES = ("unsmile_train_v1.0.tsv", "unsmile_valid_v1.0.tsv")
 def read_unsmile(path: Path, *, bad: BadRecords) -> list[Example]:
     """Read an UnSmile TSV file (a directory means its `unsmile_train_v1.0.tsv`).
 
-    Returns:
-        Examples with id `<file stem>-<row index>`, no context, and `labels["groups"]`: the
-        names of the columns marked 1, in file column order (clean, 악플/욕설 and 개인지칭
-        included, as they are columns; a row with no 1 gets an empty list).
+    Examples have id `<file stem>-<row index>`, no context, and `labels["groups"]`: the names of the columns marked 1,
+    in file column order (clean, 악플/욕설 and 개인지칭 included, as they are columns; a row with no 1 gets an empty list).
 
     Example:
         >>> import tempfile

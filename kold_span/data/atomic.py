@@ -91,23 +91,15 @@ def atomic_write(path: Union[str, Path], mode: str = "w", *, partial: Optional[P
                  rename: bool = True) -> Iterator[IO[Any]]:
     """A file to write `path` through: a temporary file beside it, flushed, synced and renamed over it on success.
 
-    Args:
-        path: the target; its directory is created when missing.
-        mode: "w" (text), "wb" (bytes), or "a" to append to an existing `partial` (a resumed run).
-        partial: a fixed temporary file, kept when the block fails (unless empty) so the run can
-            resume from it; default a fresh hidden file beside the target, removed when the block fails.
-        encoding: of a text mode (ignored for "wb").
-        newline: as for `open` (the CSV writer wants "").
-        rename: rename the temporary file over `path` on success; False keeps it (a `partial` the
-            caller turns into `path` itself, as a Parquet output is converted from its rows).
+    `path`'s directory is created when missing. `mode` is "w" (text), "wb" (bytes), or "a" to append to an existing
+    `partial` (a resumed run): a fixed temporary file, kept when the block fails (unless empty) so the run can
+    resume from it; by default a fresh hidden file beside the target, removed when the block fails. `newline` is
+    as for `open` (the CSV writer wants ""). `rename` False keeps the temporary file (a `partial` the caller turns
+    into `path` itself, as a Parquet output is converted from its rows).
 
-    Returns:
-        A context manager giving the open temporary file.
-
-    Raises:
-        IsADirectoryError, OutputTargetError: `path` must not be replaced (`output_target`), before the block runs.
-        Whatever the block raises, with a note naming the target left as it was (and the kept
-        `partial`); the temporary file is gone unless it is `partial`.
+    A `path` that must not be replaced (`output_target`) is refused before the block runs (IsADirectoryError,
+    OutputTargetError); whatever the block raises gets a note naming the target left as it was (and the kept
+    `partial`).
 
     Example:
         >>> import tempfile
@@ -380,14 +372,8 @@ def check_outputs_apart(outputs: Mapping[str, Optional[Union[str, Path]]],
     Each output must name a file (not "" nor "-": outputs are written whole and renamed into place,
     never streamed to standard output) that may be replaced (`output_target`); it must not be one
     of the inputs or another output (by `same_file`), nor a file a writer keeps beside one of them
-    (`companion_of`: its `.partial`, options, lock or temporary files). None entries are skipped.
-
-    Args:
-        outputs: option name (as the user typed it, e.g. "--output") → path.
-        inputs: option name → path.
-
-    Raises:
-        ArgumentError: the message names both options.
+    (`companion_of`: its `.partial`, options, lock or temporary files). None entries are skipped. Both mappings go
+    from option name (as the user typed it, e.g. "--output") to path; the `ArgumentError` names both options.
 
     Example:
         >>> check_outputs_apart({"--output": "in.jsonl"}, {"--input": "./in.jsonl"})

@@ -35,12 +35,8 @@ class MajorityBaseline:
     """Predicts the most frequent training label for every example."""
 
     def __init__(self, label: str, problem: Optional[Problem] = None) -> None:
-        """A majority-label predictor.
-
-        Args:
-            label: the label key to predict (e.g. "hate", "irony").
-            problem: a `Problem` (SINGLE or MULTI) or its value; by default MULTI when the training
-                values are lists, else "single".
+        """A majority predictor of `label`; `problem` (a `Problem` or its value) is by default MULTI when the training
+        values are lists, else SINGLE.
 
         Example:
             >>> train = [Example("a", "x", labels={"off": True}), Example("b", "y", labels={"off": True}),
@@ -53,12 +49,8 @@ class MajorityBaseline:
         self.prediction_: Optional[Prediction] = None
 
     def fit(self, examples: Sequence[Example]) -> "MajorityBaseline":
-        """Count the training labels; examples without `label` are ignored.
-
-        Returns:
-            self. For "single" the most frequent label (ties: the smallest string);
-            for "multi" the labels present in more than half of the examples.
-        """
+        """Count the training labels (examples without `label` are ignored) and keep, for "single", the most frequent
+        label (ties: the smallest string), for "multi" the labels present in more than half of the examples."""
         if self.problem is None:
             self.problem = (Problem.MULTI if any(isinstance(ex.labels.get(self.label), list) for ex in examples)
                             else Problem.SINGLE)
@@ -113,14 +105,9 @@ class LexiconSpanTagger:
     """Marks every occurrence of a word often seen inside training spans (as the Toxic Spans organisers' baseline)."""
 
     def __init__(self, span_type: str = "OFF", min_count: int = 1, min_precision: float = 0.5) -> None:
-        """A lexicon-lookup span tagger.
-
-        Args:
-            span_type: the span type learnt from and predicted (a key of `Example.spans`).
-            min_count: a word needs at least this many occurrences inside a span.
-            min_precision: a word needs (occurrences inside a span / all occurrences) at
-                least this high. An occurrence is inside a span when a span covers any of
-                its characters.
+        """A lexicon-lookup tagger of `span_type` spans: a word needs `min_count` occurrences inside a span and
+        (occurrences inside a span / all occurrences) of at least `min_precision`. An occurrence is inside a span
+        when a span covers any of its characters.
 
         Example:
             >>> train = [Example("1", "you idiot.", spans={"OFF": [(4, 9)]})]
@@ -133,15 +120,8 @@ class LexiconSpanTagger:
         self.lexicon_: Optional[dict[str, float]] = None
 
     def fit(self, examples: Sequence[Example]) -> "LexiconSpanTagger":
-        """Learn the lexicon from the training spans.
-
-        Args:
-            examples: training examples; one without spans of `span_type` counts as
-                having none (its words count as seen outside spans).
-
-        Returns:
-            self, with `lexicon_` mapping each kept word to its precision.
-        """
+        """Learn `lexicon_` (each kept word: its precision) from the training spans; an example without spans of
+        `span_type` has none (its words count as seen outside spans)."""
         inside: Counter[str] = Counter()
         seen: Counter[str] = Counter()
         for ex in examples:
@@ -155,12 +135,7 @@ class LexiconSpanTagger:
         return self
 
     def predict(self, examples: Sequence[Example]) -> list[list[Span]]:
-        """The spans of lexicon words in each text.
-
-        Returns:
-            One sorted list of end-exclusive (start, end) spans per example, one per
-            lexicon-word occurrence (punctuation around it excluded).
-        """
+        """Per example, the sorted end-exclusive spans of its lexicon words (punctuation around them excluded)."""
         if self.lexicon_ is None:
             raise RuntimeError("LexiconSpanTagger.predict called before fit")
         return [merge_spans(span for word, span in word_spans(ex.text) if word in self.lexicon_)
@@ -203,10 +178,7 @@ class TokenNgramTagger:
         A word is "inside" when a gold span covers more than half of its characters; its
         context is the word before and the word after it. Predicted words next to each other
         become one span with the whitespace between them, as gold spans over a clause hold it.
-
-        Args:
-            span_type: the span type learnt from and predicted.
-            ngram_options: `NgramBaseline` arguments (analyzers, max_features, min_df, C, ...).
+        `ngram_options` are `NgramBaseline` arguments (analyzers, max_features, min_df, C, ...).
 
         Example:
             >>> train = [Example(str(i), text, spans={"OFF": [(0, 5)]})
@@ -264,12 +236,8 @@ class HybridScorer:
     """Linear interpolation of two models' per-example label probabilities, its weight chosen on dev."""
 
     def __init__(self, weight: float = 0.5, problem: Problem = Problem.SINGLE, threshold: float = 0.5) -> None:
-        """A fusion of model A and model B: ``weight * A + (1 - weight) * B``.
-
-        Args:
-            weight: the weight of model A in [0, 1].
-            problem: SINGLE (top label) or MULTI (labels ≥ `threshold`); a `Problem` or its value.
-            threshold: multi-label decision threshold on the fused probability.
+        """A fusion of model A and model B, ``weight * A + (1 - weight) * B`` (`weight` in [0, 1]), decoded as SINGLE
+        (top label) or MULTI (labels whose fused probability is ≥ `threshold`).
 
         Example:
             >>> HybridScorer(weight=0.5).predict([{"a": 0.8, "b": 0.2}], [{"a": 0.1, "b": 0.9}])
@@ -294,18 +262,11 @@ class HybridScorer:
 
     def choose_weight(self, dev_probs_a: Sequence[Probs], dev_probs_b: Sequence[Probs],
                       dev_gold: Sequence[Any], metric: Metric = "macro_f1") -> float:
-        """Pick the weight in {0, 0.1, …, 1} that scores best on dev, and keep it.
+        """Pick and return the weight in {0, 0.1, …, 1} that scores best on dev (ties: the smallest); `dev_scores_`
+        keeps every weight's score.
 
-        Args:
-            dev_gold: gold labels (raw values are converted with `label_str`; lists for "multi").
-            metric: one of `FUSE_METRICS` for the problem ("accuracy", "macro_f1",
-                "balanced_accuracy" (single), "micro_f1" or "macro_f1" (multi)), or a
-                callable ``metric(gold, predicted) -> float``
-                where higher is better.
-
-        Returns:
-            The chosen weight (ties: the smallest weight); `dev_scores_` keeps every
-            weight's score.
+        `dev_gold` holds raw gold values (converted with `label_str`; lists for "multi"); `metric` is one of
+        `FUSE_METRICS` for the problem, or a callable ``metric(gold, predicted) -> float``, higher better.
 
         Example:
             >>> a = [{"t": 0.9, "f": 0.1}, {"t": 0.6, "f": 0.4}]
@@ -334,16 +295,8 @@ class HybridScorer:
 
 def label_scores(gold: Sequence[Prediction], predicted: Sequence[Prediction], problem: Problem,
                  probs: Optional[Sequence[Probs]] = None) -> dict[str, Any]:
-    """The metrics of one label baseline.
-
-    Args:
-        gold: gold label strings (lists for "multi"), aligned with `predicted`.
-        problem: SINGLE or MULTI (a `Problem` or its value).
-        probs: optional per-example probabilities (adds "lrap" for "multi").
-
-    Returns:
-        "single": accuracy, macro_f1, balanced_accuracy, plus precision/recall/f1 of
-        "true" when the labels are "true"/"false"; "multi": micro_f1, macro_f1 (and lrap).
+    """The metrics of one label baseline: "single", accuracy, macro_f1, balanced_accuracy, plus precision/recall/f1
+    of "true" when the labels are "true"/"false"; "multi", micro_f1, macro_f1 (and lrap with `probs`).
 
     Example:
         >>> label_scores(["true", "false"], ["true", "true"], "single")["f1"]
@@ -385,21 +338,10 @@ def run_baselines(train: Sequence[Example], test: Sequence[Example], label: Opti
     Label baselines run when `label` is given: "majority", "ngram", and
     "ngram_context" when any example has a context. Examples without the label (e.g.
     MultiPICo ties) are left out of both sides. The span baselines run when `span_type` is
-    given and are scored by mean character F1 (the SemEval rule).
-
-    Args:
-        label: the label key, or None to run only the span baseline.
-        problem: SINGLE or MULTI (a `Problem` or its value).
-        span_type: the span type for `LexiconSpanTagger`, or None.
-        ngram_options: extra `NgramBaseline` arguments (e.g. ``{"max_features": 50000}``).
-        lexicon_options: extra `LexiconSpanTagger` arguments.
-        span_baselines: which span baselines run: "lexicon" (`LexiconSpanTagger`), "token_ngram"
-            (`TokenNgramTagger`, with `ngram_options`) and those of `SPAN_BASELINES` ("whole_text",
-            "non_space").
-
-    Returns:
-        ``{"n_train", "n_test", <baseline>: {metric: value}}`` (see `label_scores`; a span
-        baseline has "char_f1", "lexicon" also "lexicon_size").
+    given and are scored by mean character F1 (the SemEval rule): "lexicon" (`LexiconSpanTagger`), "token_ngram"
+    (`TokenNgramTagger`, with `ngram_options`) and those of `SPAN_BASELINES` ("whole_text", "non_space").
+    Returns ``{"n_train", "n_test", <baseline>: {metric: value}}`` (see `label_scores`; a span baseline has
+    "char_f1", "lexicon" also "lexicon_size").
 
     Example:
         >>> train = [Example("1", "bad idiot", labels={"off": True}, spans={"OFF": [(4, 9)]}),

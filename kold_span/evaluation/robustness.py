@@ -178,25 +178,17 @@ def measure(gold: Sequence[Example], predict: Predict, kinds: Sequence[Union[Eva
             word_probability: float = 0.5, targets: Union[Targets, str] = Targets.ALL, policy: str = "semeval",
             negative: Sequence[str] = ("false",), twins: Optional[Sequence[Example]] = None,
             twins_name: str = "twins") -> dict[str, Any]:
-    """Scores on `gold` as written and under each perturbation kind, `seeds` seeds each.
+    """Scores on `gold` (labelled examples, unique ids) as written and under each perturbation kind, `seeds` seeds
+    each (0, 1, ...: the mean and standard deviation are over these).
 
-    Args:
-        gold: labelled examples (unique ids).
-        predict: examples → their predictions by id (`model_predictions`).
-        seeds: perturbation seeds per kind (0, 1, ...): the mean and standard deviation are over these.
-        word_probability: the chance of each eligible word to be disguised.
-        targets: "all" words, or only words inside gold "spans".
-        policy: the empty-gold rule of the span F1 (as `kold-span evaluate --policy`).
-        negative: label values that mean "nothing to flag" (the benign texts' labels).
-        twins: the same texts in another variety, paired with `gold` by `twin_key` (those without a
-            twin are left out of that comparison); None for none.
-        twins_name: what the twins are called in the report (e.g. "dialect").
-
-    Returns:
-        A JSON-ready dict: the settings, the headline `metrics`, the `clean` scores, and per kind
-        the share of texts it changed, the perturbed scores (each seed's, mean, sd), the drop
-        against clean (clean − perturbed mean) and the benign texts flagged; with `twins`, under
-        "twins" what `measure_twins` reports.
+    `predict` maps examples to their predictions by id (`model_predictions`); each eligible word ("all" words, or
+    only those inside gold "spans") is disguised with `word_probability`; `policy` is the span F1's empty-gold rule
+    (as `kold-span evaluate --policy`); `negative` holds the label values that mean "nothing to flag" (the benign
+    texts'). `twins` are the same texts in another variety, paired with `gold` by `twin_key` (those without a twin
+    are left out of that comparison) and called `twins_name` in the report (e.g. "dialect").
+    Returns a JSON-ready dict: the settings, the headline `metrics`, the `clean` scores, and per kind the share of
+    texts it changed, the perturbed scores (each seed's, mean, sd), the drop against clean (clean − perturbed mean)
+    and the benign texts flagged; with `twins`, under "twins" what `measure_twins` reports.
     """
     ids = [ex.id for ex in gold]
     if len(set(ids)) != len(ids):
@@ -371,11 +363,8 @@ def leave_out_rows(full: dict[str, Any], folds: Sequence[tuple[Sequence[str], di
                    metric: Optional[str] = None) -> list[dict[str, Any]]:
     """Per kind: its drop for the model trained on every kind (`full`'s report) and for the model whose
     training left it out (the fold whose report scored it), so a kind's result is not from having seen it.
-
-    Args:
-        full: the report (`measure`) of the model trained on every kind.
-        folds: (the kinds that fold's model was trained on, its report on the kinds it left out).
-        metric: the metric compared (default: the first headline metric of `full`).
+    `folds` holds (the kinds that fold's model was trained on, its report on the kinds it left out); `metric` is
+    the one compared (default: the first headline metric of `full`).
 
     Example:
         >>> run = lambda drop: summarize_runs([{"seed": 0, "changed": 1.0, "scores": {"m": 0.8 - drop},

@@ -89,16 +89,10 @@ def run_grid(config_path: Union[str, Path], vary: Mapping[str, Sequence[Any]], s
              metrics: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     """Train (or reuse) every cell × seed of the grid and write results.csv, results.md and results.png.
 
-    Args:
-        config_path: the experiment YAML every run starts from.
-        vary: config key → values (YAML texts such as "none" or Python values such as None).
-        seeds: runs per cell, with seeds config.seed, config.seed + 1, …
-        out_dir: where the results and the runs (`out_dir/runs`) go.
-        overrides: `a.b=value` overrides applied to every run before the varied keys.
-        metrics: test metrics of the table and plot (default: the headline ones, see choose_metrics).
-
-    Returns:
-        One row per run: cell, the varied values, seed, every test metric, seconds.
+    `vary` maps config keys to values (YAML texts such as "none" or Python values such as None), applied after
+    `overrides`; each cell runs `seeds` times, with seeds config.seed, config.seed + 1, …; the runs go to
+    `out_dir/runs`. `metrics` are the test metrics of the table and plot (default: `choose_metrics`). Returns one
+    row per run: cell, the varied values, seed, every test metric, seconds.
     """
     planned = plan_grid(config_path, vary, seeds, out_dir, overrides)
     task_names = {task.name for run in planned for task in run.config.tasks}

@@ -52,11 +52,8 @@ class PlannedRun:
 
 
 def split_values(text: str) -> list[str]:
-    """Split `--vary` values on the commas outside brackets and quotes: "a,[1, 2]" → ["a", "[1, 2]"].
-
-    Raises:
-        ArgumentError: an empty value or unbalanced brackets / quotes.
-    """
+    """Split `--vary` values on the commas outside brackets and quotes: "a,[1, 2]" → ["a", "[1, 2]"]; an empty value
+    or unbalanced brackets / quotes are an `ArgumentError`."""
     values, current, stack, quote = [], [], [], None
     for ch in text:
         if quote:
@@ -155,17 +152,9 @@ def plan_cell(config_path: Union[str, Path], cell: Mapping[str, str], seeds: Seq
               runs_dir: Union[str, Path], name: str, overrides: Sequence[str] = ()) -> list[PlannedRun]:
     """One cell's runs, one per seed, each config validated: the grid's unit, for callers that name their own.
 
-    Args:
-        config_path: the experiment YAML every run starts from.
-        cell: varied key → value text, applied after `overrides` (empty for a single configuration).
-        seeds: the seeds to run, in order.
-        runs_dir: where the runs go, as `runs_dir/<experiment>/<name>-seed<N>`.
-        name: the cell's name in its run folders.
-        overrides: `a.b=value` overrides applied before the cell's values.
-
-    Returns:
-        One `PlannedRun` per seed. Saved configs of earlier runs are not compared here: see
-        `check_saved_config`.
+    `cell` maps varied keys to value texts, applied after `overrides` (empty for a single configuration); the runs
+    go to `runs_dir/<experiment>/<name>-seed<N>`. Saved configs of earlier runs are not compared here: see
+    `check_saved_config`.
 
     Example:
         >>> runs = plan_cell("configs/experiment/demo.yaml", {}, [13, 14], "out/runs", "demo")  # doctest: +SKIP

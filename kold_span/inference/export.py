@@ -59,21 +59,13 @@ class _TaskLogits(nn.Module):
 
 def export_onnx(directory: Union[str, Path], quantize: str = "none", calibrate: Optional[Union[str, Path]] = None,
                 calibration_texts: int = CALIBRATION_TEXTS) -> GraphEntry:
-    """Write the model directory's network as an ONNX graph into it and name the graph in its config.json.
+    """Write the model directory's network as an ONNX graph into it and name the graph (the entry returned) in its
+    config.json.
 
-    Args:
-        directory: a model directory (`Predictor.save_pretrained`).
-        quantize: "none" (float32, as trained) or "int8".
-        calibrate: int8 only: a file of texts (any input `kold-span predict` reads) whose first
-            `calibration_texts` texts fix the activation scales (static int8); without it, dynamic int8.
-        calibration_texts: how many texts of `calibrate` to run.
-
-    Returns:
-        The entry written into config.json.
-
-    Raises:
-        ArgumentError: `calibrate` without int8, or a bad `quantize`.
-        ModelFormatError: `directory` is not a model directory this version reads.
+    `quantize` is "none" (float32, as trained) or "int8"; with int8, `calibrate` names a file of texts (any input
+    `kold-span predict` reads) whose first `calibration_texts` texts fix the activation scales (static int8),
+    without it the int8 is dynamic. `calibrate` without int8, or a bad `quantize`, is an `ArgumentError`; a
+    directory this version does not read, a `ModelFormatError`.
 
     Example:
         >>> export_onnx("no/such/model", quantize="int4")
@@ -151,11 +143,8 @@ def _batch(predictor: Predictor, texts: tuple[str, ...]) -> tuple[torch.Tensor, 
 
 
 def check_agreement(predictor: Predictor, path: Path) -> OnnxNetwork:
-    """The float32 graph in a session, checked to give torch float32's probabilities on a check batch.
-
-    Raises:
-        RuntimeError: above `AGREEMENT`: the traced graph is not the network (a bug, not a user's mistake).
-    """
+    """The float32 graph in a session, checked to give torch float32's probabilities on a check batch: a RuntimeError
+    above `AGREEMENT` (the traced graph is not the network: a bug, not a user's mistake)."""
     from kold_span.inference.pipeline import to_host
 
     network = OnnxNetwork(path, GraphEntry(path.name, "none"), predictor.tasks, threads=1)
@@ -226,11 +215,8 @@ def quantize_static_int8(source: Path, target: Path, feeds: list[dict[str, Any]]
 
 def calibration_feeds(predictor: Predictor, path: Path, count: int, input_names: Sequence[str],
                       batch_size: int = 16) -> list[dict[str, Any]]:
-    """The first `count` texts of `path` (with their contexts) as batches of the graph's inputs `input_names`.
-
-    Raises:
-        DataError: the file holds no text.
-    """
+    """The first `count` texts of `path` (with their contexts) as batches of the graph's inputs `input_names`; a file
+    without text is a `DataError`."""
     examples = list(islice(iter_inputs(path), count))
     if not examples:
         raise DataError(f"{path}: no texts to calibrate on")

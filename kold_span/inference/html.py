@@ -79,19 +79,11 @@ def render_prediction_html(text: str, prediction: Mapping[str, Any],
                            colours: Optional[Mapping[str, str]] = None) -> str:
     """One prediction as an HTML fragment: its labels with probabilities, then the text with its spans.
 
-    Args:
-        text: the predicted text, exactly as given to the model.
-        prediction: ``{"labels": {task: {"label", "probs"}}, "spans": [{"type", "start", "end", "score"}]}``,
-            as `Predictor` returns it (offsets end-exclusive, into `text`).
-        colours: span type → CSS colour; types it lacks (or all, without it) get `span_colours`
-            of the sorted types of this prediction.
-
-    Returns:
-        A ``<div class="ks-prediction">`` holding a ``ks-labels`` and a ``ks-text`` block; the
-        text block's rendered text is `text`, character for character.
-
-    Raises:
-        DataError: a span outside the text, or empty.
+    `prediction` is ``{"labels": {task: {"label", "probs"}}, "spans": [{"type", "start", "end", "score"}]}``, as
+    `Predictor` returns it for `text` (a span outside the text, or empty, is a `DataError`). `colours` maps span
+    types to CSS colours; types it lacks get `span_colours` of the sorted types of this prediction. Returns a
+    ``<div class="ks-prediction">`` holding a ``ks-labels`` and a ``ks-text`` block, whose rendered text is `text`,
+    character for character.
 
     Example:
         >>> print(render_prediction_html("a <b>", {"labels": {}, "spans": [{"type": "X", "start": 2, "end": 5}]}))

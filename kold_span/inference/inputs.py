@@ -94,15 +94,9 @@ HOW_TO_SKIP = "--skip-bad skips such rows and lists them"
 
 
 def bad_rows(path: Path, skip: bool = False, how_to_skip: str = HOW_TO_SKIP) -> BadRecords:
-    """The bad-row policy of one prediction input file: raise on the first bad row, or skip each into its report.
-
-    Args:
-        path: the input file, named in the report.
-        skip: skip bad rows (each noted once in the policy's `report`) instead of raising on the first.
-        how_to_skip: the hint an error ends with ("" for none: the service's uploads cannot skip).
-
-    Returns:
-        A `BadRecords` to hand to `iter_inputs`; its `report` lists every skipped row with file and line.
+    """The bad-row policy of one prediction input file, for `iter_inputs`: raise on the first bad row, or `skip` each
+    into its `report` (with file and line). `how_to_skip` is the hint an error ends with ("" for none: the service's
+    uploads cannot skip).
 
     Example:
         >>> bad = bad_rows(Path("in.jsonl"), skip=True)

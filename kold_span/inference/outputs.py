@@ -202,19 +202,11 @@ def write_predictions(predictor: Predicts, examples: Iterable[Example], output: 
                       on_row: Callable[[], None] = lambda: None, read: Optional[ReadOptions] = None) -> PredictionRun:
     """Predict every example into `output` (JSONL or Parquet) and optionally an HTML page, resuming an unfinished run.
 
-    Args:
-        examples: the input rows, in order (`iter_inputs`).
-        output: the .jsonl or .parquet file; replaced only when every row is written.
-        html: the HTML page to write too; replaced only on success as well.
-        options: the batch size and the annotator traits of an annotator-conditioned model.
-        resume: continue the unfinished output of an earlier run with the same input and options
-            (see the module docstring); without it an unfinished `.partial` file is started over.
-        on_row: called after each row is written (a progress bar).
-        read: how `examples` were read from their file (its columns, quoting, bad-row policy), kept
-            with the options: a resume that reads the input otherwise is refused.
-
-    Returns:
-        How many rows the output holds, and how many of them were kept from the unfinished run.
+    `output` and `html` are replaced only when every row is written. `resume` continues the unfinished output of an
+    earlier run with the same input and options (see the module docstring); without it an unfinished `.partial`
+    file is started over. `on_row` is called after each row is written (a progress bar). `read` is how `examples`
+    were read from their file (its columns, quoting, bad-row policy), kept with the options: a resume that reads
+    the input otherwise is refused. Returns how many rows the output holds, and how many were kept.
 
     Raises:
         DataError: a bad input row; `output` and `html` are left as they were, the rows written so far

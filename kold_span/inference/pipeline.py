@@ -253,12 +253,8 @@ def chunks(examples: Iterable[Example], size: int) -> Iterator[list[Example]]:
 
 
 class Pipeline:
-    """A predictor's stages overlapped over a stream of examples (see the module docstring).
-
-    Args:
-        predictor: a `Predictor` or an `Ensemble` (any `Stages`).
-        options: its batch size and the annotator's traits (annotator-conditioned models).
-    """
+    """A predictor's stages (a `Predictor` or an `Ensemble`: any `Stages`) overlapped over a stream of examples (see
+    the module docstring)."""
 
     def __init__(self, predictor: Stages[Any, Any, Any], options: RunOptions = RunOptions()):
         self.predictor, self.options = predictor, options

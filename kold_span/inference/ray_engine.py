@@ -114,11 +114,8 @@ def output_shards(shards: Sequence[Path], output_dir: Path, shard_format: Output
 
 
 def predict_shard(predictor: Any, shard: Path, output: Path, options: RayOptions) -> tuple[int, list[str]]:
-    """One shard into its output shard, through `<output>.partial`, continued if a killed run left one.
-
-    Returns:
-        The number of predictions and the reasons of the rows skipped (with `options.read.skip_bad`).
-    """
+    """One shard into its output shard, through `<output>.partial`, continued if a killed run left one: the number of
+    predictions and the reasons of the rows skipped (with `options.read.skip_bad`)."""
     from kold_span.inference.outputs import write_predictions
 
     examples, report = options.read.open(shard)
@@ -165,19 +162,9 @@ def predict_shards(model_dirs: Sequence[str], shards: Sequence[Path], output_dir
     """Predict every input shard whose output shard is not complete yet, on a pool of Ray workers.
 
     Joins the cluster at `options.address`, or the one this process already joined, or starts a
-    local one (and stops it at the end).
-
-    Args:
-        model_dirs: one model directory, or several for an ensemble; readable at this path on every node.
-        shards: the input shards (`shard_paths`).
-        output_dir: the folder of the output shards, one per input shard (`output_shards`).
-        options: the worker pool and what each worker does.
-
-    Returns:
-        What was done; the input shards of complete outputs are counted as skipped.
-
-    Raises:
-        DataError (or the worker's other `KoldSpanError`): a bad row, naming its shard and line.
+    local one (and stops it at the end). `model_dirs` (several: an ensemble) must be readable at this path on every
+    node. The input shards of complete outputs are counted as skipped; a bad row is a `DataError` (or the worker's
+    other `KoldSpanError`) naming its shard and line.
     """
     with needs_extra("cluster"):
         import ray

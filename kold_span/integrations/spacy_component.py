@@ -57,15 +57,9 @@ def cats_of(labels: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 
 def span_keys_for(tasks: Sequence["Task"], overrides: dict[str, str], where: str = "the model") -> dict[str, str]:
-    """The `doc.spans` key of each span type: "sc" for the first span task's, its own name for the others.
-
-    Args:
-        tasks: the model's tasks, in its order.
-        overrides: span type → key, replacing the default of each type it names.
-        where: the model, for the error naming a type it does not predict.
-
-    Returns:
-        Span type → key, for every span type of the model.
+    """The `doc.spans` key of each span type of the model's `tasks`: "sc" for the first span task's, its own name for
+    the others, unless `overrides` (span type → key) names it; `where` names the model in the error for a type it
+    does not predict.
 
     Example:
         >>> from kold_span.models.tasks import Task
@@ -84,17 +78,10 @@ def span_keys_for(tasks: Sequence["Task"], overrides: dict[str, str], where: str
 
 def span_groups(doc: Doc, spans: Sequence[dict[str, Any]], keys: dict[str, str],
                 alignment_mode: str = "strict") -> dict[str, SpanGroup]:
-    """The predicted character spans as token spans, one group per key, each span's score in `attrs["scores"]`.
-
-    Args:
-        doc: the doc the spans' offsets point into.
-        spans: `{type, start, end, score}` each (end-exclusive character offsets).
-        keys: span type → key of `doc.spans` (every key gets a group, possibly empty).
-        alignment_mode: "strict", "contract" or "expand", as `Doc.char_span`; a span that does not
-            become tokens this way is left out (and logged at debug level).
-
-    Returns:
-        Key → span group, spans labelled with their type, in the order given.
+    """The predicted character spans (`{type, start, end, score}`, end-exclusive) as token spans of `doc`: key →
+    span group, for every key of `keys` (span type → key of `doc.spans`), spans labelled with their type in the
+    order given, each span's score in `attrs["scores"]`. A span that does not become tokens by `alignment_mode`
+    (as `Doc.char_span`'s) is left out and logged at debug level.
 
     Example:
         >>> import spacy
@@ -225,18 +212,10 @@ class KoldSpanComponent:
                            f"doc._.{ACTIONS_ATTR}"])
 def make_kold_span(nlp: Language, name: str, model: str, span_keys: dict[str, str], alignment_mode: str,
                    batch_size: int, device: str, runtime: str = "auto") -> KoldSpanComponent:
-    """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote.
-
-    Args:
-        model: the model directory (loaded on the first doc).
-        span_keys: span type → `doc.spans` key, for the types whose key is not the default.
-        alignment_mode: how a span off token boundaries becomes tokens ("strict", "contract", "expand").
-        batch_size: windows per forward pass of the network.
-        device: where the network runs ("cpu", "cuda", "cuda:1", ...).
-        runtime: what runs it: "torch", "onnx" (the graph `kold-span export` wrote into the model
-            directory) or "auto" (that graph when there is one and the device is the CPU).
-
-    Returns:
-        The component.
+    """`nlp.add_pipe("kold_span", config={"model": DIR})`; DIR is a model directory `kold-span train` wrote (loaded
+    on the first doc). `span_keys` maps the span types whose `doc.spans` key is not the default; `alignment_mode`
+    says how a span off token boundaries becomes tokens ("strict", "contract", "expand"); `batch_size` windows go
+    through the network per forward pass, on `device`, run by `runtime`: "torch", "onnx" (the graph `kold-span
+    export` wrote into the model directory) or "auto" (that graph when there is one and the device is the CPU).
     """
     return KoldSpanComponent(name, model, span_keys, alignment_mode, batch_size, device, runtime)

@@ -68,9 +68,6 @@ def prediction(decoding: Decoding, merged: MergedExample, text: str) -> dict[str
     return out
 
 
-ACTIONS = ("allow", "review", "remove")
-
-
 def action(task: Task, merged: MergedExample, text: str, decoding: Decoding) -> str:
     """What a task's decision policy does with one text: remove at its `remove` threshold, else review at its
     `review` threshold, else allow (a band the policy lacks never applies).

@@ -151,11 +151,9 @@ def _inside(path: Path, root: Path) -> bool:
 def verify_manifest(directory: Union[str, Path], skip: Collection[str] = ()) -> Optional[dict[str, str]]:
     """Check every file the manifest lists but `skip` (size, then SHA-256); {relative path: sha256}, None without one.
 
-    `skip` names files about to be replaced (an export writing its graph anew checks everything else).
-
-    Raises:
-        ModelFormatError: an unreadable manifest, or a listed file missing, of another size or with
-            other bytes; the message names the file.
+    `skip` names files about to be replaced (an export writing its graph anew checks everything else). An
+    unreadable manifest, or a listed file missing, of another size or with other bytes, is a `ModelFormatError`
+    naming the file.
     """
     directory = Path(directory)
     path = directory / MANIFEST_NAME

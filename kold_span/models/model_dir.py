@@ -100,11 +100,9 @@ class ModelDir:
 def read_model_dir(directory: Union[str, Path], verify: bool = True) -> ModelDir:
     """A model directory's config.json and tasks, checked, and no link out; its manifest checked unless `verify=False`.
 
-    Raises:
-        ArgumentError: `directory` is not a path.
-        FileNotFoundError: `directory` does not exist.
-        ModelFormatError: a bad config.json (`read_model_config`), a link out, a file that differs from
-            the manifest, or a task kold-span cannot read; the message names the file and the key.
+    A `directory` that is no path is an `ArgumentError`, a missing one a FileNotFoundError; a bad config.json
+    (`read_model_config`), a link out, a file that differs from the manifest, or a task kold-span cannot read, a
+    `ModelFormatError` naming the file and the key.
     """
     if not isinstance(directory, (str, os.PathLike)):
         raise ArgumentError(f"directory must be a path (str or Path), got {type(directory).__name__}")
@@ -193,13 +191,8 @@ def enclosing_model_dir(path: Union[str, Path]) -> Optional[Path]:
 def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
     """The config.json of a model directory, checked: its format version, the keys it needs and the files beside it.
 
-    Args:
-        directory: a directory written by `write_model_dir` (`Predictor.save_pretrained`).
-
-    Raises:
-        FileNotFoundError: `directory` does not exist.
-        ModelFormatError: no config.json, weights or tokenizer in it, a format_version other than
-            FORMAT_VERSION, or a missing key; the message names the file and the key.
+    A missing `directory` is a FileNotFoundError; no config.json, weights or tokenizer in it, a format_version other
+    than FORMAT_VERSION, or a missing key, a `ModelFormatError` naming the file and the key.
     """
     directory = Path(directory)
     if not directory.is_dir():

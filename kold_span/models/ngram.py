@@ -68,22 +68,14 @@ class NgramBaseline:
                  char_ngram: tuple[int, int] = (2, 5), word_ngram: tuple[int, int] = (1, 2),
                  use_context: bool = False, C: float = 4.0, class_weight: Optional[str] = "balanced",
                  max_features: Optional[int] = None, min_df: int = 1, threshold: float = 0.5) -> None:
-        """A TF-IDF + logistic-regression classifier of `label`.
+        """A TF-IDF + logistic-regression classifier of `label`, SINGLE (one label per example) or MULTI (a list of
+        labels, each decided at `threshold`).
 
-        Args:
-            problem: SINGLE (one label per example) or MULTI (a list of labels); a `Problem` or its value.
-            analyzers: which TF-IDF vectorizers to union: "char_wb" (character n-grams
-                inside word boundaries) and/or "word".
-            char_ngram: n-gram range of the character vectorizer.
-            word_ngram: n-gram range of the word vectorizer (tokens of word characters,
-                single characters included: many Korean words are one syllable).
-            use_context: add the same vectorizers fitted separately on the context
-                (turns joined), so context n-grams get their own weights.
-            C: inverse regularisation strength of the logistic regression.
-            class_weight: "balanced" or None, passed to the logistic regression.
-            max_features: cap on the vocabulary of each vectorizer (None: no cap).
-            min_df: minimum document frequency of an n-gram.
-            threshold: multi-label decision threshold on each label's probability.
+        `analyzers` are the TF-IDF vectorizers to union: "char_wb" (character n-grams inside word boundaries,
+        `char_ngram`) and/or "word" (`word_ngram` of tokens of word characters, single characters included: many
+        Korean words are one syllable); `max_features` caps each one's vocabulary. `use_context` adds the same
+        vectorizers fitted separately on the context (turns joined), so context n-grams get their own weights.
+        `C` and `class_weight` go to the logistic regression.
 
         Example:
             >>> train = [Example("1", "you idiot", labels={"off": True}),
@@ -128,11 +120,7 @@ class NgramBaseline:
         return np.array(rows, dtype=object).reshape(len(rows), 2 if self.use_context else 1)
 
     def fit(self, examples: Sequence[Example]) -> "NgramBaseline":
-        """Fit the vectorizers and the classifier; examples without `label` are ignored.
-
-        Returns:
-            self, with `labels_` the label vocabulary (sorted).
-        """
+        """Fit the vectorizers and the classifier (examples without `label` are ignored); `labels_`: sorted labels."""
         from sklearn.compose import ColumnTransformer
         from sklearn.linear_model import LogisticRegression
         from sklearn.multiclass import OneVsRestClassifier
@@ -162,12 +150,8 @@ class NgramBaseline:
         return self
 
     def predict_proba(self, examples: Sequence[Example]) -> list[Probs]:
-        """Per-example probability of every label.
-
-        Returns:
-            One ``{label: probability}`` per example over `labels_`; for "single" they
-            sum to 1, for "multi" each label is scored on its own.
-        """
+        """Per example, ``{label: probability}`` over `labels_`: summing to 1 for "single", each label on its own for
+        "multi"."""
         if self.pipeline_ is None:
             raise RuntimeError("NgramBaseline.predict_proba called before fit")
         if not examples:
@@ -193,11 +177,8 @@ def decode_probs(probs: Probs, problem: Problem, threshold: float = 0.5) -> Pred
 
 
 def fuse_probs(probs_a: Sequence[Probs], probs_b: Sequence[Probs], weight: float) -> list[Probs]:
-    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``, weight in [0, 1].
-
-    Returns:
-        One dict per example over the union of both dicts' labels (a label a
-        model does not score counts as 0 for it).
+    """Interpolate two aligned lists of ``{label: probability}``: ``weight * A + (1 - weight) * B``, weight in [0, 1],
+    over the union of both dicts' labels (a label a model does not score counts as 0 for it).
 
     Example:
         >>> fuse_probs([{"x": 1.0}], [{"x": 0.0, "y": 1.0}], 0.25)

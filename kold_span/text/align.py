@@ -87,22 +87,12 @@ def content_offsets(offsets: Iterable[Sequence[int]], text: Optional[str] = None
 def spans_to_tags(spans: Iterable[Span], offsets: Sequence[Sequence[int]], scheme: str = "BIO",
                   span_type: Optional[str] = None, segment_mask: Optional[Sequence[bool]] = None,
                   text: Optional[str] = None) -> list[Optional[str]]:
-    """Tag each token "B"/"I"/"O" (or "B-{span_type}", ...) from character spans.
+    """Tag each token "B"/"I"/"O" (or "B-{span_type}", ...) from end-exclusive character spans of the tagged text.
 
-    Args:
-        spans: end-exclusive character spans, relative to the text being tagged.
-        offsets: one (start, end) per token, e.g. an encoding's `offset_mapping`.
-        scheme: "BIO", or "IO" (every token inside a span gets "I").
-        span_type: tag suffix; None gives bare "B"/"I".
-        segment_mask: True for tokens of the tagged text; False tokens (e.g. the
-            context segment of a pair encoding, whose offsets point into another
-            string) get None.
-        text: the tagged text; pass it when token offsets may start with a space
-            (BPE/SentencePiece) so that space does not count as covered.
-
-    Returns:
-        One tag per token; None for special tokens (offset (0, 0)) and masked
-        tokens, which the caller maps to `IGNORE_INDEX`.
+    `offsets` are one (start, end) per token (an encoding's `offset_mapping`); scheme "IO" tags every token inside
+    a span "I". Special tokens (offset (0, 0)) and tokens False in `segment_mask` (e.g. the context segment of a
+    pair encoding) get None, which the caller maps to `IGNORE_INDEX`. Pass `text` when token offsets may start
+    with a space (BPE/SentencePiece), so that space does not count as covered.
 
     A token is inside a span when its characters overlap it (an empty token when
     it lies strictly inside). The first token inside a span gets "B", the
@@ -135,17 +125,12 @@ def spans_to_tags(spans: Iterable[Span], offsets: Sequence[Sequence[int]], schem
 def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]], text: str,
                   snap: str = "none", trim: bool = True, span_type: Optional[str] = None,
                   segment_mask: Optional[Sequence[bool]] = None) -> list[Span]:
-    """Turn per-token tags back into sorted, merged character spans of `text`.
+    """Turn per-token tags ("O", "B", "I", "B-OFF", ...; None = ignored) back into sorted, merged character spans of
+    `text`, the tagged segment the token `offsets` point into.
 
-    Args:
-        tags: one tag per token ("O", "B", "I", "B-OFF", ...; None = ignored).
-        offsets: the same token offsets that were tagged.
-        text: the text the offsets point into (of the tagged segment).
-        snap: a `SnapMode` or its name ("none", "morpheme", "eojeol", "word"); see `snap_spans`. With
-            "morpheme", spans made only of grammatical morphemes (a lone ending or particle) are dropped.
-        trim: strip leading/trailing whitespace from each span.
-        span_type: keep only tags of this type; None keeps every B/I tag.
-        segment_mask: optional; False tokens are ignored like None tags.
+    `snap` is a `SnapMode` or its name (see `snap_spans`); with "morpheme", spans made only of grammatical morphemes
+    (a lone ending or particle) are dropped. `trim` strips whitespace around each span; `span_type` keeps only tags
+    of that type; tokens False in `segment_mask` are ignored like None tags.
 
     Ill-formed BIO is repaired: an "I" that does not continue a run of the same
     type starts a new span. A run spans from its first token's start to its last

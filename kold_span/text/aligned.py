@@ -69,14 +69,8 @@ class AlignedText:
         return self.text != self.original
 
     def edit(self, replacements: Iterable[Replacement]) -> "AlignedText":
-        """The text with `replacements` applied (all on this `text`), the alignment composed.
-
-        Args:
-            replacements: ``(start, end, new)`` on `self.text`, sorted and not overlapping;
-                ``start == end`` inserts, ``new == ""`` removes.
-
-        Raises:
-            ValueError: a replacement out of range, unsorted or overlapping another.
+        """The text with `replacements` applied, the alignment composed: ``(start, end, new)`` on `self.text`, sorted
+        and not overlapping (else a ValueError); ``start == end`` inserts, ``new == ""`` removes.
 
         Example:
             >>> t = AlignedText.identity("ﬁne").edit([(0, 1, "fi")])

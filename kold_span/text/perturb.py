@@ -53,15 +53,12 @@ _CONFUSABLE_SCRIPTS = ("CYRILLIC ", "GREEK ")
 
 def perturb(text: str, kind: Union[EvasionKind, str, Sequence[Union[EvasionKind, str]]], seed: Union[int, str],
             probability: float = 0.5, within: Optional[Sequence[Span]] = None) -> AlignedText:
-    """`text` with words disguised by `kind`, aligned to the original.
+    """`text` with words disguised by `kind`, aligned to the original; with the text and kind(s), `seed` decides
+    every random choice.
 
-    Args:
-        kind: an `EvasionKind` (or its name); or several, as `--perturb` names them ("all",
-            "leet,nfd" or a list): each disguised word then gets one of them, drawn with the seed.
-        seed: with the text and kind(s), it decides every random choice.
-        probability: the chance of each word to be disguised.
-        within: only words overlapping one of these spans may be disguised (gold spans: the
-            words that matter); None: any word.
+    `kind` is an `EvasionKind` (or its name), or several as `--perturb` names them ("all", "leet,nfd" or a list):
+    each disguised word then gets one of them. Each word is disguised with `probability`; with `within`, only
+    words overlapping one of those spans (gold spans: the words that matter).
 
     Example:
         >>> t = perturb("you idiot", "leet", seed=1, probability=1.0, within=[(4, 9)])

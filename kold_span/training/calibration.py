@@ -118,18 +118,10 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
 
     The companions come first, chosen on the encoder's dev outputs; the thresholds are then tuned
     on the dev outputs fused with the train-only n-grams, as the calibrated model computes them;
-    last, the n-grams are refitted on train + dev.
+    last, the n-grams are refitted on train + dev. An empty `Calibration` when no task asks for one.
 
-    Args:
-        tasks: the run's task settings (`fuse_ngram`, `fuse_metric`, `fuse_ngram_train`, `threshold`).
-        predictor: the trained predictor, uncalibrated.
-        splits: the run's train and dev examples.
-        extra: `ngram_extra`'s result, the examples each task's n-gram may also learn from.
-        allow_context: False keeps the n-grams to the text (a model trained with `context.mode: none`).
-        batch_size: the batch size of the dev pass.
-
-    Returns:
-        The `Calibration`; empty when no task asks for one.
+    `extra` is `ngram_extra`'s result, the examples each task's n-gram may also learn from; `allow_context` False
+    keeps the n-grams to the text (a model trained with `context.mode: none`).
     """
     dev = splits["dev"]
     fixed = {t.name: float(t.temperature) for t in tasks if t.temperature != "dev" and float(t.temperature) != 1.0}
@@ -300,26 +292,16 @@ def choose_companion(task: str, label: str, problem: Problem, train: Sequence[Ex
                      allow_context: bool = True, extra: Sequence[Example] = (), refit: bool = True) -> Companion:
     """Choose the n-gram variant and the fusion weight on dev, then refit the n-gram on train + dev.
 
-    Args:
-        task: the task the companion belongs to.
-        label: the label key the n-gram predicts (the task's source).
-        problem: SINGLE or MULTI (a `Problem` or its value).
-        train: training examples (those without `label` are ignored).
-        dev: dev examples, aligned with `dev_encoder_probs`; all must carry `label`.
-        dev_encoder_probs: the encoder's ``{label: probability}`` on each dev example.
-        metric: what the weight is chosen by (see `HybridScorer.choose_weight`).
-        allow_context: False keeps the n-gram to the text (a model trained with `context.mode: none`).
-        extra: more labelled examples the n-gram may learn from (not the encoder); with any,
-            each n-gram variant is also fitted on train + extra, and kept if dev prefers it.
-            Keep dev and test examples out of it: dev would score an n-gram that has seen it.
-        refit: False returns the chosen n-gram as fitted for the choice, on train (and extra)
-            only, for scoring dev afterwards (dev thresholds); `refit_companion` adds dev later.
-
-    Returns:
-        The companion: the text-only n-gram on train unless one that also reads the context,
-        or that also learns from `extra`, scores higher on dev (the context only tried when
-        training examples have contexts); ties keep the simpler variant and the smaller
-        weight, as `HybridScorer.choose_weight` does.
+    The n-gram predicts `label` (the task's source; training examples without it are ignored); every dev example
+    carries it, aligned with the encoder's ``{label: probability}`` in `dev_encoder_probs`; `metric` chooses the
+    weight (see `HybridScorer.choose_weight`); `allow_context` False keeps the n-gram to the text (a model trained
+    with `context.mode: none`). `extra` holds more labelled examples the n-gram (not the encoder) may learn from:
+    each variant is also fitted on train + extra, and kept if dev prefers it (keep dev and test examples out of it:
+    dev would score an n-gram that has seen it). `refit` False returns the chosen n-gram as fitted for the choice,
+    on train (and extra) only, for scoring dev afterwards (dev thresholds); `refit_companion` adds dev later.
+    Returns the companion: the text-only n-gram on train unless one that also reads the context, or that also learns
+    from `extra`, scores higher on dev (the context only tried when training examples have contexts); ties keep the
+    simpler variant and the smaller weight, as `HybridScorer.choose_weight` does.
 
     Example:
         >>> pairs = [("you idiot", True), ("what an idiot", True), ("nice day", False), ("a nice game", False)]

@@ -25,14 +25,8 @@ def decay_groups(parameters: Iterable[torch.nn.Parameter], weight_decay: float) 
 
     Pulling a LayerNorm gain or a bias towards 0 is no regularisation, and such parameters are the
     vectors; reading the shape instead of the name also covers norms named other than LayerNorm.
-    Frozen parameters (`requires_grad` off) are left out.
-
-    Args:
-        weight_decay: the decoupled weight decay of the first group.
-
-    Returns:
-        `[{"params": decayed, "weight_decay": weight_decay}, {"params": the rest, "weight_decay": 0.0}]`,
-        each in the order given.
+    Frozen parameters (`requires_grad` off) are left out. Returns `[{"params": decayed, "weight_decay":
+    weight_decay}, {"params": the rest, "weight_decay": 0.0}]`, each in the order given.
 
     Example:
         >>> layer = torch.nn.Linear(3, 2)

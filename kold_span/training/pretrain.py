@@ -180,16 +180,10 @@ def pretrain(config: PretrainConfig, quiet: bool = False, resume: bool = False,
     The run folder (`OUTPUT-run`) is locked for the whole run: a second run into it is refused. The
     encoder directory is replaced whole at the end (`data.atomic.replace_directory`); a non-empty
     `output` that is not a pretrained encoder (a trained model, say) is refused before any work
-    unless `overwrite`.
-
-    Args:
-        quiet: no log lines, progress bar or model summary.
-        resume: continue `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it.
-        overwrite: replace `output` even when it is a non-empty folder of something else.
-
-    Returns:
-        The encoder directory, its metrics, the tokenizer and the model; None in the processes of
-        distributed training other than the first (only that one saves).
+    unless `overwrite`. `quiet` writes no log lines, progress bar or model summary; `resume` continues
+    `OUTPUT-run/checkpoints/last.ckpt`, with the tokenizer saved beside it. Returns the encoder directory, its
+    metrics, the tokenizer and the model; None in the processes of distributed training other than the first (only
+    that one saves).
     """
     from kold_span.training.run_folder import launched_worker, run_lock
 

@@ -81,16 +81,10 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
     The run folder is locked for the whole run (`run_lock`): a second run into it is refused at once.
     Its `model/` is replaced whole at the end (`Predictor.save_pretrained`), so a run stopped while it
     exports leaves the model that was there; a `model/` that holds something else than a model is
-    refused before training unless `overwrite`.
-
-    Args:
-        resume: continue the run's last checkpoint (`run_directory` says which run).
-        quiet: no progress bar or model summary.
-        overwrite: replace the run's `model/` folder even when it is no model directory.
-
-    Returns:
-        The run directory, the model directory and the metrics written to metrics.json; under
-        distributed training, the processes other than the first return no model and no metrics.
+    refused before training unless `overwrite`. `resume` continues the run's last checkpoint (`run_directory` says
+    which run); `quiet` shows no progress bar or model summary. Returns the run directory, the model directory and
+    the metrics written to metrics.json; under distributed training, the processes other than the first return no
+    model and no metrics.
     """
     started = time.time()
     run_dir = run_directory(config, resume)

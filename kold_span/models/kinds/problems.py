@@ -267,14 +267,9 @@ def labelled_pairs(task: "Task", pairs: Pairs) -> list[tuple[Any, np.ndarray]]:
 
 def label_thresholds(task: "Task", golds: Sequence[Collection[str]], probs: Sequence[Any],
                      grid: tuple[float, ...] = THRESHOLD_GRID) -> tuple[float, ...]:
-    """Each label's decision threshold that maximises its own F1 on held-out (dev) examples.
-
-    Args:
-        task: a multi-label sequence task (its `labels` fix the order of `probs`' columns).
-
-    Returns:
-        One threshold per label. A label with no gold positive on dev keeps 0.5 (no F1 to
-        maximise); ties go to the threshold nearest 0.5 (`metrics.best_on_grid`).
+    """Each label's decision threshold that maximises its own F1 on held-out (dev) examples, in the order of the
+    multi-label `task`'s `labels` (`probs`' columns). A label with no gold positive on dev keeps 0.5 (no F1 to
+    maximise); ties go to the threshold nearest 0.5 (`metrics.best_on_grid`).
 
     Example:
         >>> from kold_span.models.tasks import Task
