@@ -2,7 +2,8 @@
 
 Skipped where chromium or chromedriver is missing, except in CI (CI=true), where `.ci/run` installs
 them and a missing browser is a failure. Each run saves a screenshot of the page after an analysis
-to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy).
+to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy), and one of the
+threshold sliders on an uploaded file to serve-bands.png beside it (docs/img/serve-bands.png).
 """
 import csv
 import hashlib
@@ -35,6 +36,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1100,1000", "--lang=ko-KR"]
 SCREENSHOT = ROOT / "checkpoints" / "screenshots" / "serve-page.png"
+BANDS_SCREENSHOT = SCREENSHOT.with_name("serve-bands.png")  # the sliders on an uploaded file
 TITLE = "장관 후보자 청문회 파행"
 COMMENT = "저 의원은 진짜 멍청하다. 말하는 것마다 역겹다 ㅋㅋ"
 
@@ -513,6 +515,9 @@ def test_the_sliders_redo_the_servers_actions_in_the_page_and_send_nothing(brows
         for band in ("review", "remove"):  # each number box says the policy's threshold
             number = box.find_element(By.CSS_SELECTOR, f"input[type=number][data-band={band}]")
             assert float(number.get_attribute("value")) == pytest.approx(decisions[task][band]["threshold"], abs=1e-5)
+    browser.execute_script("document.getElementById('bands').scrollIntoView()")
+    BANDS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(BANDS_SCREENSHOT))  # docs/img/serve-bands.png is a copy
     before = (requests_logged(server), browser.execute_script("return performance.getEntries().length"))
     assert before[0] >= 4  # the log counts requests: the page, /info, /health, the upload
     # the keyboard: Home puts OFF's remove slider at 0, where every comment with a score is removed
