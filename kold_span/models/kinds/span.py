@@ -194,7 +194,7 @@ def span_decision_score(task: "Task", merged: "MergedExample", text: str,
 
     The text is flagged at a threshold t (a span decoded at t) exactly when this score reaches t: a lower
     threshold only adds tokens to spans (a property test checks it), so the thresholds that decode a span
-    are those up to the highest token score that does, found by bisection over the tokens' scores.
+    are those up to the highest token score that does: the top score, or one found by bisection.
 
     Example:
         >>> from kold_span.models.tasks import Task
@@ -211,9 +211,11 @@ def span_decision_score(task: "Task", merged: "MergedExample", text: str,
     def decodes(k: int) -> bool:
         return bool(task_spans(dataclasses.replace(task, thresholds=(scores[k],), gate=None), merged, text, decoding))
 
+    if decodes(len(scores) - 1):  # the usual case, one decoding: the likeliest token makes a span by itself
+        return scores[-1]
     if not decodes(0):
         return None
-    low, high = 0, len(scores) - 1  # decodes(low) holds; find the highest k that decodes
+    low, high = 0, len(scores) - 2  # decodes(low) holds; find the highest k that decodes
     while low < high:
         middle = (low + high + 1) // 2
         low, high = (middle, high) if decodes(middle) else (low, middle - 1)
