@@ -105,3 +105,79 @@ def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_pa
     assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
     mixed = load_predictor([same, other])
     assert mixed.tasks[0].decision is None and "actions" not in mixed.predict(TEXTS)[0]
+
+
+TOKENS = ["너", "는", " ", "진짜", "바보", ".", "ㅋㅋ", "  ", "를", "!"]
+
+
+@pytest.mark.parametrize("snap", ["none", "eojeol", "word"])
+def test_a_span_tasks_score_is_the_highest_threshold_that_decodes_a_span(snap):
+    """Flagged at t (a span decoded, as the predictor decodes) exactly when the score reaches t: random texts of
+    words, spaces and punctuation with random O/B/I rows, cut at every token's score, beside it and on a grid."""
+    import dataclasses
+    import random
+
+    import numpy as np
+
+    from kold_span.models.kinds import Decoding, MergedExample
+    from kold_span.models.kinds.span import span_decision_score, task_spans
+    from kold_span.models.tasks import Task
+
+    rng, draw = random.Random(57), np.random.default_rng(57)
+    task, decoding = Task("OFF_span", "span", "OFF"), Decoding([], snap=snap)
+    nones = 0
+    for _ in range(150):
+        pieces = [rng.choice(TOKENS) for _ in range(rng.randint(0, 7))]
+        text, offsets, at = "".join(pieces), [], 0
+        for piece in pieces:
+            offsets.append((at, at + len(piece)))
+            at += len(piece)
+        # float32, as a network gives them: the score must still be the double the threshold is compared as
+        probs = draw.dirichlet([1, 1, 1], size=len(pieces)).astype(np.float32).reshape(-1, 3)
+        merged = MergedExample(token_offsets=offsets, token_probs={"OFF_span": probs})
+        score = span_decision_score(task, merged, text, decoding)
+        nones += score is None
+        inside = [float(b) + float(i) for _, b, i in probs.astype(np.float64)]
+        cuts = {0.0, 1.0, *inside, *(np.nextafter(v, 2.0) for v in inside), *(np.nextafter(v, -1.0) for v in inside),
+                *(k / 20 for k in range(21))}
+        for t in cuts:
+            decoded = bool(task_spans(dataclasses.replace(task, thresholds=(float(t),)), merged, text, decoding))
+            assert decoded == (score is not None and score >= t), (text, probs.tolist(), t, score)
+    assert 0 < nones < 150  # texts with nothing to mark (empty, spaces) and texts with spans were both drawn
+
+
+def test_a_gated_off_span_task_has_no_score_and_is_allowed():
+    import numpy as np
+
+    from kold_span.models.decoding import prediction
+    from kold_span.models.kinds import Decoding, MergedExample
+    from kold_span.models.tasks import Task
+
+    off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+    span = Task("OFF_span", "span", "OFF", gate="OFF", decision={"label": None, "remove": {"threshold": 0.1}})
+    merged = MergedExample(sequence_probs={"OFF": np.array([0.7, 0.3])}, token_offsets=[(0, 2)],
+                           token_probs={"OFF_span": np.array([[0.1, 0.8, 0.1]])})
+    row = prediction(Decoding([off, span]), merged, "바보")
+    assert row["actions"] == {"OFF_span": "allow"} and row["action_scores"] == {"OFF_span": None}
+    merged.sequence_probs["OFF"] = np.array([0.3, 0.7])  # the gate opens
+    row = prediction(Decoding([off, span]), merged, "바보")
+    assert row["actions"] == {"OFF_span": "remove"} and row["action_scores"] == {"OFF_span": 0.9}
+
+
+def test_rows_carry_the_scores_their_actions_cut_and_resume_accepts_them(plain, tmp_path):
+    from kold_span.data.example import Example
+    from kold_span.inference.outputs import prediction_record, row_problem
+
+    model = with_policy(plain, tmp_path / "r", {"label": "true", "remove": band(0.9), "review": band(0.2)},
+                        span={"label": None, "remove": band(0.5), "review": band(0.3)})
+    predictor = Predictor.from_pretrained(model)
+    for text, row in zip(TEXTS, predictor.predict(TEXTS)):
+        scores = row["action_scores"]
+        assert scores["OFF"] == row["labels"]["OFF"]["probs"]["true"]
+        for task, (review, remove) in {"OFF": (0.2, 0.9), "OFF_span": (0.3, 0.5)}.items():
+            score = scores[task]
+            expected = "remove" if score is not None and score >= remove else \
+                "review" if score is not None and score >= review else "allow"
+            assert row["actions"][task] == expected
+        # a resumed `predict` checks the rows it keeps: a policy's keys are a row's keys
+        assert row_problem(prediction_record(Example(id="1", text=text), row), predictor.tasks) is None

@@ -2,8 +2,10 @@
 
 Skipped where chromium or chromedriver is missing, except in CI (CI=true), where `.ci/run` installs
 them and a missing browser is a failure. Each run saves a screenshot of the page after an analysis
-to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy).
+to checkpoints/screenshots/serve-page.png (docs/img/serve-page.png is a copy), and one of the
+threshold sliders on an uploaded file to serve-bands.png beside it (docs/img/serve-bands.png).
 """
+import csv
 import hashlib
 import json
 import os
@@ -26,6 +28,7 @@ if FOUND is None:
 from selenium import webdriver  # noqa: E402  (only where a browser exists)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 # No sandbox (containers), nothing fetched from the network, a profile of its own.
@@ -33,6 +36,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1100,1000", "--lang=ko-KR"]
 SCREENSHOT = ROOT / "checkpoints" / "screenshots" / "serve-page.png"
+BANDS_SCREENSHOT = SCREENSHOT.with_name("serve-bands.png")  # the sliders on an uploaded file
 TITLE = "장관 후보자 청문회 파행"
 COMMENT = "저 의원은 진짜 멍청하다. 말하는 것마다 역겹다 ㅋㅋ"
 
@@ -406,3 +410,170 @@ def test_the_page_shows_each_tasks_action_and_what_its_band_promised(browser, se
         "showPrediction({text: '바보', labels: {}, spans: []});"
         "return [...first, box.hidden];")
     assert shown == [False, "remove", "OFF: removeremove when P(OFF = true) >= 0.9: as promised", True]
+
+
+# The review band on the page: sliders that redo each uploaded comment's action from its score, in the page.
+
+def policy_band(threshold):
+    """A band of a decision policy as `kold-span thresholds` saves it (what it promised: made up here)."""
+    return {"threshold": threshold, "target": "precision=0.9", "precision": 0.9, "recall": 0.5, "f1": 0.6,
+            "flagged": 0.2, "benign_flagged": None, "precision_interval": [0.85, 0.95], "recall_interval": [0.4, 0.6],
+            "bootstrap": {"samples": 1000, "seed": 0, "level": 0.95}, "examples": 8, "data": "dev.jsonl",
+            "data_sha256": "ab" * 32, "date": "2026-12-06T07:00:00Z"}
+
+
+def band_comments():
+    """Eight comments of the tiny model's training fixture, as (guid, title, comment)."""
+    rows = json.loads((ROOT / "tests/fixtures/kold_small.json").read_text(encoding="utf-8"))[:8]
+    return [(r["guid"], r["title"], r["comment"]) for r in rows]
+
+
+def thirds(scores):
+    """review and remove thresholds halfway between scores: about a third of the texts in each band."""
+    s = sorted(set(scores))
+    assert len(s) >= 3, s
+    n = len(s)
+    return (s[n // 3 - 1] + s[n // 3]) / 2, (s[2 * n // 3 - 1] + s[2 * n // 3]) / 2
+
+
+def expected_action(score, review, remove):
+    """`models.decoding.action`, the server's rule, on one score."""
+    from kold_span.models.decoding import action
+
+    return action({"label": None, "review": None if review is None else {"threshold": review},
+                   "remove": None if remove is None else {"threshold": remove}}, score)
+
+
+@pytest.fixture(scope="module")
+def policy_server(tmp_path_factory):
+    """The tiny model with a decision policy on OFF and OFF_span whose bands split `band_comments` into thirds,
+    found from the scores of a first policy (everything reviewed) on the same comments; access log on."""
+    from kold_span.inference.predictor import Predictor
+    from kold_span.training.calibration import Calibration
+
+    folder = tmp_path_factory.mktemp("policy")
+    tiny = Predictor.from_pretrained(tiny_model())
+    everything = {"label": None, "review": policy_band(0.0), "remove": policy_band(1.0)}
+    first = Calibration(decisions={"OFF": {**everything, "label": "true"}, "OFF_span": everything}).apply_to(tiny)
+    rows = first.predict([comment for _, _, comment in band_comments()],
+                         [title for _, title, _ in band_comments()])
+    decisions = {}
+    for task, label in (("OFF", "true"), ("OFF_span", None)):
+        review, remove = thirds([row["action_scores"][task] for row in rows])
+        decisions[task] = {"label": label, "review": policy_band(review), "remove": policy_band(remove)}
+    model = Calibration(decisions=decisions).apply_to(tiny).save_pretrained(folder / "model")
+    with running_server([model], "--access-log", "json", log_dir=folder) as server:
+        yield server, decisions
+
+
+def upload_band_comments(browser, server, tmp_path):
+    """Upload `band_comments` as a CSV on the page; the JSONL the page offers, parsed."""
+    source = tmp_path / "band.csv"
+    with source.open("w", encoding="utf-8", newline="") as sink:
+        csv.writer(sink).writerows([("guid", "title", "comment"), *band_comments()])
+    open_page(browser, server)
+    browser.find_element(By.ID, "file").send_keys(str(source))
+    browser.find_element(By.ID, "upload").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "file-result").is_displayed())
+    offered = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.getElementById('download').href).then(r => r.text()).then(done);")
+    return [json.loads(line) for line in offered.splitlines()]
+
+
+def page_actions(browser):
+    """Per file row, the action the page shows for each task, and its row's colour (the strongest action)."""
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('#file-rows tr')).map(tr => [tr.dataset.action,"
+        " Object.fromEntries(Array.from(tr.querySelectorAll('.row-actions [data-task]'))"
+        "   .map(b => [b.dataset.task, b.dataset.action]))]);")
+
+
+def summary(browser, task):
+    box = browser.find_element(By.CSS_SELECTOR, f"fieldset.band[data-task='{task}'] .band-summary")
+    return {k: int(box.get_attribute(f"data-{k}")) for k in ("allow", "review", "remove", "changed")}
+
+
+def requests_logged(server):
+    return sum(1 for line in server.output().splitlines() if line.startswith("{") and '"method"' in line)
+
+
+def test_the_sliders_redo_the_servers_actions_in_the_page_and_send_nothing(browser, policy_server, tmp_path):
+    server, decisions = policy_server
+    records = upload_band_comments(browser, server, tmp_path)
+    assert [r["id"] for r in records] == [g for g, _, _ in band_comments()]
+    worst = ["allow", "review", "remove"]
+    # at the policy's own thresholds the page finds exactly the actions the server answered
+    shown = page_actions(browser)
+    assert [actions for _, actions in shown] == [r["actions"] for r in records]
+    assert [colour for colour, _ in shown] == [max(r["actions"].values(), key=worst.index) for r in records]
+    for task in ("OFF", "OFF_span"):
+        counts = {a: [r["actions"][task] for r in records].count(a) for a in worst}
+        assert summary(browser, task) == {**counts, "changed": 0}
+        assert min(counts.values()) >= 1, (task, counts)  # the thirds: every band holds a comment
+        box = browser.find_element(By.CSS_SELECTOR, f"fieldset.band[data-task='{task}']")
+        for band in ("review", "remove"):  # each number box says the policy's threshold
+            number = box.find_element(By.CSS_SELECTOR, f"input[type=number][data-band={band}]")
+            assert float(number.get_attribute("value")) == pytest.approx(decisions[task][band]["threshold"], abs=1e-5)
+    browser.execute_script("document.getElementById('bands').scrollIntoView()")
+    BANDS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(BANDS_SCREENSHOT))  # docs/img/serve-bands.png is a copy
+    before = (requests_logged(server), browser.execute_script("return performance.getEntries().length"))
+    assert before[0] >= 4  # the log counts requests: the page, /info, /health, the upload
+    # the keyboard: Home puts OFF's remove slider at 0, where every comment with a score is removed
+    off = browser.find_element(By.CSS_SELECTOR, "fieldset.band[data-task='OFF']")
+    remove_slider = off.find_element(By.CSS_SELECTOR, "input[type=range][data-band=remove]")
+    remove_slider.send_keys(Keys.HOME)
+    assert remove_slider.get_attribute("value") == "0"
+    assert off.find_element(By.CSS_SELECTOR, "input[type=number][data-band=remove]").get_attribute("value") == "0"
+    assert [a["OFF"] for _, a in page_actions(browser)] == ["remove"] * len(records)
+    moved = sum(r["actions"]["OFF"] != "remove" for r in records)
+    assert summary(browser, "OFF") == {"allow": 0, "review": 0, "remove": len(records), "changed": moved}
+    remove_slider.send_keys(Keys.ARROW_RIGHT)  # one step: 0.01
+    assert remove_slider.get_attribute("value") == "0.01"
+    review = decisions["OFF"]["review"]["threshold"]
+    assert [a["OFF"] for _, a in page_actions(browser)] == \
+        [expected_action(r["action_scores"]["OFF"], review, 0.01) for r in records]
+    # an exact value typed for the span task's review threshold: between two of its scores
+    spans = sorted({r["action_scores"]["OFF_span"] for r in records})
+    typed = round((spans[0] + spans[1]) / 2, 6)
+    span_box = browser.find_element(By.CSS_SELECTOR, "fieldset.band[data-task='OFF_span']")
+    number = span_box.find_element(By.CSS_SELECTOR, "input[type=number][data-band=review]")
+    number.clear()
+    number.send_keys(str(typed))
+    remove = decisions["OFF_span"]["remove"]["threshold"]
+    expected = [expected_action(r["action_scores"]["OFF_span"], typed, remove) for r in records]
+    assert [a["OFF_span"] for _, a in page_actions(browser)] == expected
+    lowest = sum(r["action_scores"]["OFF_span"] == spans[0] for r in records)
+    assert summary(browser, "OFF_span")["allow"] == expected.count("allow") == lowest  # only the lowest score
+    # the review band off: what it reviewed is allowed
+    span_box.find_element(By.CSS_SELECTOR, "input[type=checkbox][data-band=review]").click()
+    assert [a["OFF_span"] for _, a in page_actions(browser)] == \
+        [expected_action(r["action_scores"]["OFF_span"], None, remove) for r in records]
+    assert summary(browser, "OFF_span")["review"] == 0
+    # back to the model's thresholds: the server's actions again
+    for box in (off, span_box):
+        box.find_element(By.CSS_SELECTOR, "button.reset").click()
+    assert [actions for _, actions in page_actions(browser)] == [r["actions"] for r in records]
+    # nothing was sent while the sliders moved: no request in the server's log, none in the page's
+    after = (requests_logged(server), browser.execute_script("return performance.getEntries().length"))
+    assert after == before
+
+
+def test_the_pages_rule_is_the_servers_on_hand_checked_scores(browser, server):
+    """`actionAt` against `models.decoding.action`: at, above and below each threshold, a band off, no score."""
+    cases = [(0.9, 0.5, 0.9), (0.8999, 0.5, 0.9), (0.5, 0.5, 0.9), (0.4999, 0.5, 0.9), (None, 0.0, 0.0),
+             (0.3, None, 0.2), (0.1, None, 0.2), (0.3, 0.2, None), (0.1, 0.2, None), (0.6, 0.7, 0.5), (0.0, 0.0, 1.0),
+             (1.0, 0.0, 1.0), (0.7, None, None)]
+    hand = ["remove", "review", "review", "allow", "allow", "remove", "allow", "review", "allow", "remove", "review",
+            "remove", "allow"]
+    open_page(browser, server)
+    page = browser.execute_script("return arguments[0].map(c => actionAt(...c))", [list(c) for c in cases])
+    assert page == hand == [expected_action(*c) for c in cases]
+
+
+def test_a_model_without_a_policy_shows_no_sliders(browser, server, tmp_path):
+    open_page(browser, server)
+    upload_csv(browser, tmp_path / "plain.csv", 2)
+    assert not browser.find_element(By.ID, "bands").is_displayed()
+    assert browser.find_elements(By.CSS_SELECTOR, "#file-rows .row-actions [data-task]") == []

@@ -123,7 +123,8 @@ def row_problem(row: dict[str, Any], tasks: Sequence[Task]) -> Optional[str]:
     return None
 
 
-ROW_KEYS = {"id", "text", "labels", "spans", "signals"}  # `Predictor.labels_and_spans` and `prediction_record`
+# `Predictor.labels_and_spans` and `prediction_record` (a model with a decision policy adds the last two)
+ROW_KEYS = {"id", "text", "labels", "spans", "signals", "actions", "action_scores"}
 
 
 def _count(value: Any) -> bool:

@@ -6,7 +6,7 @@ The part of each step that depends on a task's kind is the kind's (`kold_span.mo
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -62,26 +62,28 @@ def prediction(decoding: Decoding, merged: MergedExample, text: str) -> dict[str
     for task in decoding.tasks:
         kind_of(task).add_prediction(task, merged, text, decoding, out)
     out["spans"].sort(key=lambda s: (s["start"], s["type"]))
-    actions = {task.name: action(task, merged, text, decoding) for task in decoding.tasks if task.decision}
-    if actions:  # only a model with a decision policy states actions: the others' rows stay as they were
-        out["actions"] = actions
+    deciding = [task for task in decoding.tasks if task.decision]
+    scores = {task.name: kind_of(task).decision_score(task, merged, text, decoding, task.decision.get("label"))
+              for task in deciding}
+    if scores:  # only a model with a decision policy states actions: the others' rows stay as they were
+        out["actions"] = {task.name: action(task.decision, scores[task.name]) for task in deciding}
+        # unrounded: the service's page cuts them at other thresholds and must find the actions above at these
+        out["action_scores"] = scores
     return out
 
 
-def action(task: Task, merged: MergedExample, text: str, decoding: Decoding) -> str:
-    """What a task's decision policy does with one text: remove at its `remove` threshold, else review at its
-    `review` threshold, else allow (a band the policy lacks never applies).
+def action(policy: dict[str, Any], score: Optional[float]) -> str:
+    """What a decision policy does with a text of this decision score (`Kind.decision_score`): remove when it
+    reaches the `remove` threshold, else review when it reaches the `review` threshold, else allow (a band the
+    policy lacks never applies, nor does any to a text without a score).
 
     Example:
-        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"),
-        ...            decision={"label": "true", "remove": {"threshold": 0.9}, "review": {"threshold": 0.5}})
-        >>> [action(off, MergedExample({"OFF": np.array([1 - p, p])}), "t", Decoding([off])) for p in (0.95, 0.6, 0.2)]
-        ['remove', 'review', 'allow']
+        >>> policy = {"label": "true", "remove": {"threshold": 0.9}, "review": {"threshold": 0.5}}
+        >>> [action(policy, score) for score in (0.95, 0.9, 0.6, 0.2, None)]
+        ['remove', 'remove', 'review', 'allow', 'allow']
     """
-    policy = task.decision or {}
-    kind = kind_of(task)
     for band in ("remove", "review"):
         chosen = policy.get(band)
-        if chosen and kind.flags(task, merged, text, decoding, policy.get("label"), chosen["threshold"]):
+        if chosen and score is not None and score >= chosen["threshold"]:
             return band
     return "allow"

@@ -96,9 +96,10 @@ class Kind(Protocol):
         """The task's probability rows of one example and their gold targets (one-hot, multi-hot or a distribution),
         [rows, columns] each; no rows when the example has no gold for the task. What temperature is fitted on."""
 
-    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
-              threshold: float) -> bool:
-        """Whether the text is flagged at `threshold`: P(label) reaches it (sequence), or a span is decoded at it."""
+    def decision_score(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
+                       label: Optional[str]) -> Optional[float]:
+        """What a decision policy's thresholds cut: the text is flagged at a threshold the score reaches (P(label) of
+        a sequence task, the highest threshold that decodes a span of a span task); None: flagged at none."""
 
     def exclusive(self, task: "Task") -> bool:
         """Whether a row of the task's probabilities is one softmax (else a sigmoid per column)."""

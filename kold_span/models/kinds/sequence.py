@@ -89,10 +89,10 @@ class SequenceKind:
             target = np.eye(columns)[target]
         return probs, np.asarray(target, dtype=np.float64).reshape(1, -1)
 
-    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
-              threshold: float) -> bool:
+    def decision_score(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
+                       label: Optional[str]) -> Optional[float]:
         # rounded as predictions show it, and as `evaluation.operating_points` counts it when it chooses thresholds
-        return round(float(merged.sequence_probs[task.name][task.labels.index(label or "true")]), 6) >= threshold
+        return round(float(merged.sequence_probs[task.name][task.labels.index(label or "true")]), 6)
 
     def exclusive(self, task: "Task") -> bool:
         return label_problem(task.problem).exclusive

@@ -93,9 +93,9 @@ class SpanKind:
         tags = spans_to_tags(example.spans.get(task.source, []), merged.token_offsets, text=example.text)
         return probs, np.eye(len(SPAN_TAGS))[[SPAN_TAGS.index((t or "O")[0]) for t in tags]].reshape(-1, 3)
 
-    def flags(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding, label: Optional[str],
-              threshold: float) -> bool:
-        return bool(task_spans(dataclasses.replace(task, thresholds=(threshold,)), merged, text, decoding))
+    def decision_score(self, task: "Task", merged: "MergedExample", text: str, decoding: Decoding,
+                       label: Optional[str]) -> Optional[float]:
+        return span_decision_score(task, merged, text, decoding)
 
     def exclusive(self, task: "Task") -> bool:
         return True
@@ -165,7 +165,9 @@ def span_tags(task: "Task", probs: np.ndarray) -> list[str]:
     if not task.thresholds:
         return [SPAN_TAGS[int(i)] for i in probs.argmax(-1)]
     threshold = task.thresholds[0]
-    return ["O" if b + i < threshold else ("B" if b >= i else "I") for _, b, i in probs]
+    # in float64 whatever the network gave: P(B) + P(I) meets a threshold as the JSON number it is
+    # (`span_decision_score` names the highest one, and the service's page compares it as a double)
+    return ["O" if b + i < threshold else ("B" if b >= i else "I") for _, b, i in np.asarray(probs, dtype=np.float64)]
 
 
 def task_spans(task: "Task", merged: "MergedExample", text: str,
@@ -183,6 +185,41 @@ def task_spans(task: "Task", merged: "MergedExample", text: str,
         out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
                     "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
     return out
+
+
+def span_decision_score(task: "Task", merged: "MergedExample", text: str,
+                        decoding: Decoding = Decoding(tasks=())) -> Optional[float]:
+    """The highest P(B) + P(I) threshold at which a span task decodes a span on this text (as `task_spans` decodes,
+    gate, snapping and trimming included); None when none does.
+
+    The text is flagged at a threshold t (a span decoded at t) exactly when this score reaches t: a lower
+    threshold only adds tokens to spans (a property test checks it), so the thresholds that decode a span
+    are those up to the highest token score that does: the top score, or one found by bisection.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> merged = MergedExample(token_offsets=[(0, 2), (2, 3), (3, 5)],
+        ...                        token_probs={"s": np.array([[0.6, 0.3, 0.1], [0.1, 0.5, 0.4], [0.2, 0.3, 0.5]])})
+        >>> span_decision_score(Task("s", "span", "OFF"), merged, "너는 바보")  # the space alone (0.9) is trimmed
+        0.8
+    """
+    probs = merged.token_probs[task.name]
+    if not len(probs) or (task.gate and not gate_open(task, decoding.tasks, merged)):
+        return None
+    scores = sorted({float(b + i) for _, b, i in np.asarray(probs, dtype=np.float64)})
+
+    def decodes(k: int) -> bool:
+        return bool(task_spans(dataclasses.replace(task, thresholds=(scores[k],), gate=None), merged, text, decoding))
+
+    if decodes(len(scores) - 1):  # the usual case, one decoding: the likeliest token makes a span by itself
+        return scores[-1]
+    if not decodes(0):
+        return None
+    low, high = 0, len(scores) - 2  # decodes(low) holds; find the highest k that decodes
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if decodes(middle) else (low, middle - 1)
+    return scores[low]
 
 
 def predicted_offsets(task: "Task", decoding: Decoding, examples: Sequence[Example],
