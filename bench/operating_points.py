@@ -7,7 +7,8 @@ precision `--precision` (0.90) and `review` for recall `--recall` (0.90), as `ko
 chooses them (with its bootstrap interval); then, on the run's test split (held out from both
 training and the choice), the precision and recall met at `remove`, whether that precision lies in
 the interval promised on dev, and the share of benign test texts (no gold positive) the review band
-shows a reviewer. The splits are the run's own, carved again from its config.json (`report.run_splits`).
+shows a reviewer. The splits are the run's own, carved again from its config.json (`report.run_splits`);
+a run trained with `data.negatives` has their held-out benign share added to its test split.
 
 `--fit-temperature` is for a run trained before temperatures existed: each task's temperature is
 fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
@@ -35,7 +36,7 @@ from kold_span.corpora.experiment import BENIGN  # noqa: E402
 from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
 from kold_span.metrics import ECE_BINS  # noqa: E402
 from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
-from kold_span.training.calibration import Calibration, fit_temperatures  # noqa: E402
+from kold_span.training import Calibration, fit_temperatures  # noqa: E402
 
 PAGE = DOCS / "operating-points.md"
 
@@ -86,14 +87,20 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit_temper
     """Per task: the dev choice and what the test split meets at it (and the calibration, when fitted here)."""
     config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
+    # The held-out side: the test split and, when the run had negatives, their held-out benign share.
+    benign = splits.get(BENIGN, [])
+    splits = {"dev": splits["dev"], "test": splits["test"] + benign}
     dev, test = splits["dev"], splits["test"]
-    benign = splits.get(BENIGN, [])  # the negatives' held-out share, when the run had negatives
     merged = {name: predictor.merged_outputs([e.text for e in split], [e.context for e in split])
-              for name, split in (("dev", dev), ("test", test), (BENIGN, benign)) if split}
+              for name, split in splits.items()}
     out = {"run": str(run), "dev": len(dev), "test": len(test), "benign": len(benign), "samples": samples,
            "tasks": {}}
     if fit_temperature:
         predictor, out["calibration"] = temper(config, predictor, splits, merged)
+    else:  # the model's own temperatures (1 where it has none), as it ships
+        out["calibration"] = {task.name: {"temperature": task.temperature, **{
+            f"{split}_after": calibration_error(task, splits[split], merged[split]) for split in splits}}
+            for task in predictor.tasks}
     for task in predictor.tasks:
         if not task.kind.takes_decision(task.problem):
             continue
@@ -115,11 +122,13 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit_temper
                 "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
                 "test": met,
                 "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
-            if benign:
-                entry[band]["held_out_benign_flagged"] = at_threshold(
-                    task, label, predictor.decoding, benign, merged[BENIGN], chosen["threshold"])["flagged"]
         out["tasks"][task.name] = entry
     return out
+
+
+def _inside(inside: bool, met, high: float) -> str:
+    """"yes", or whether the held-out precision fell below the promised interval or rose above it."""
+    return "yes" if inside else "above" if met is not None and met > high else "no (below)"
 
 
 def _pct(value) -> str:
@@ -129,36 +138,38 @@ def _pct(value) -> str:
 def section(result: dict, command: str) -> str:
     """The Markdown section: one row per task and band."""
     lines = [f"### {result['name']}", "", f"`{command}`", "",
-             f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, test {result['test']} "
-             f"texts, held-out benign {result.get('benign', 0)}; bootstrap {result['samples']} samples, seed 0, "
-             "95% intervals.", "",
+             f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, test {result['test']} texts"
+             + (f" ({result['benign']} of them the negatives' held-out benign share)" if result.get("benign") else "")
+             + f"; bootstrap {result['samples']} samples, seed 0, 95% intervals.", "",
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
-             "test recall | test flagged | test benign flagged | held-out benign flagged |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
     for name, entry in result["tasks"].items():
         for band, target in (("remove", f"precision {result['precision']:g}"),
                              ("review", f"recall {result['recall']:g}")):
             chosen = entry.get(band, {})
             if "unmet" in chosen:
-                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | | |")
+                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | |")
                 continue
             dev, test = chosen["dev"], chosen["test"]
             low, high = dev["precision_interval"]
             lines.append(f"| {name} | {band} ({target}) | {chosen['threshold']:g} | {_pct(dev['precision'])} "
                          f"[{_pct(low)}, {_pct(high)}] | {_pct(test['precision'])} | "
-                         f"{'yes' if chosen['test_precision_in_interval'] else 'no'} | {_pct(test['recall'])} | "
-                         f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} | "
-                         f"{_pct(chosen.get('held_out_benign_flagged'))} |")
+                         f"{_inside(chosen['test_precision_in_interval'], test['precision'], high)} | "
+                         f"{_pct(test['recall'])} | "
+                         f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} |")
     if result.get("calibration"):
-        lines += ["", f"Temperatures fitted on dev by NLL (`--fit-temperature`), expected calibration error with "
-                      f"{ECE_BINS} equal-mass bins:", "",
+        fitted = "fitted on dev by NLL here (`--fit-temperature`)" if any(
+            "test_before" in c for c in result["calibration"].values()) else "as the model ships them"
+        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins:", "",
                   "| task | temperature | dev ECE before → after | test ECE before → after "
                   "| test argmax rows changed |",
                   "|---|---|---|---|---|"]
         for name, c in result["calibration"].items():
-            lines.append(f"| {name} | {c['temperature']:.3f} | {c['dev_before']:.4f} → {c['dev_after']:.4f} | "
-                         f"{c['test_before']:.4f} → **{c['test_after']:.4f}** | "
-                         f"{c['argmax_changed']} of {c['test_rows']} |")
+            before = {split: "–" if f"{split}_before" not in c else f"{c[f'{split}_before']:.4f}"
+                      for split in ("dev", "test")}
+            changed = f"{c['argmax_changed']} of {c['test_rows']}" if "argmax_changed" in c else "–"
+            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | "
+                         f"{before['test']} → **{c['test_after']:.4f}** | {changed} |")
     return "\n".join(lines) + "\n"
 
 

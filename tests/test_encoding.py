@@ -55,6 +55,15 @@ def test_context_is_cut_before_the_text(tokenizer):
     assert text_tokens(window) == [(0, 1), (2, 4), (5, 7)]
 
 
+def test_an_empty_text_with_a_long_title_is_one_window_of_context(tokenizer):
+    # Found by tests/test_fuzz.py: the title took the whole budget an empty text left it, and the
+    # encoder said "leaves no room for the text" for a row that `predict` must answer.
+    enc = InputEncoder(tokenizer, max_length=24, stride=4)
+    [window] = enc.encode("", "오늘 기사 제목 " * 20)
+    assert len(window["input_ids"]) <= 24 and text_tokens(window) == []
+    assert tokenizer.convert_ids_to_tokens(window["input_ids"]).count("[SEP]") == 2
+
+
 def test_dialogue_keeps_the_last_turns(tokenizer):
     enc = InputEncoder(tokenizer, max_length=64, stride=4, max_turns=1)
     assert enc.context_string(["A: 오늘", "B: 경기", "A: 응원"]) == ("A: 응원", True)

@@ -83,7 +83,8 @@ class InputEncoder:
         if ctx_ids:
             prefix, middle, suffix = self._template(pair=True)
             budget = self.max_length - len(prefix) - len(middle) - len(suffix)
-            keep = min(len(ctx_ids), max(budget - len(text_ids), budget // 4))
+            # an empty text still needs its one position of room (its window holds no text token)
+            keep = min(len(ctx_ids), max(budget - max(len(text_ids), 1), budget // 4))
             # Titles keep their beginning; dialogues keep their latest turns.
             ctx_ids = ctx_ids[len(ctx_ids) - keep:] if is_dialogue else ctx_ids[:keep]
         if not ctx_ids:
