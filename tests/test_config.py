@@ -212,7 +212,8 @@ def test_every_shipped_experiment_file_loads(path):
 # What each KOLD experiment file beside kold_gs_e5.yaml changes (tasks compared by name; the rest key by key).
 KOLD_VARIANTS = {"kold_gs_e5_span_only.yaml": (set(), ["OFF_span"]),
                  "kold_gs_e5_type_only.yaml": ({"trainer.monitor"}, ["TGT"]),
-                 "kold_gs_e5_dialect.yaml": ({"data.reader_options.side"}, ["OFF_span", "TGT"]),
+                 "kold_gs_e5_dialect.yaml": ({"data.reader_options.side", "data.reader_options.skip_bad"},
+                                             ["OFF_span", "TGT"]),
                  "kold_gs_e5_negatives.yaml": ({"data.negatives"}, ["OFF", "OFF_span", "TGT"])}
 
 
