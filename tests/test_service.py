@@ -597,3 +597,28 @@ def test_the_service_slices_a_comment_over_its_batch_budget(model_dir):
         assert after - before == 4  # 7 windows of 64 tokens, 2 a pass: 4 forward passes, not 1
     finally:
         sliced.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_sliced_comment_agrees_with_predict(model_dir, members):
+    # a single model and an ensemble (its members' passes in turn, averaged at the end)
+    from kold_span.data.example import Example
+    from kold_span.service.model import Item, ServedModel
+
+    predictor = load_predictor([model_dir] * members)
+    served = ServedModel(predictor, max_batch_tokens=128)
+    item = Item(Example(id="long", text=COMMENTS[-1]["text"]))
+    served.shapes([item])
+    passes = served.slices(item, 128)
+    tokens = []
+    while True:
+        try:
+            tokens.append(next(passes))
+        except StopIteration as stop:
+            got = stop.value
+            break
+    assert len(tokens) == 4 * members and max(tokens) <= 128
+    [want] = predictor.predict([item.example.text])
+    assert got["labels"]["OFF"]["label"] == want["labels"]["OFF"]["label"]
+    assert [(s["start"], s["end"]) for s in got["spans"]] == [(s["start"], s["end"]) for s in want["spans"]]
+    assert abs(got["labels"]["OFF"]["probs"]["true"] - want["labels"]["OFF"]["probs"]["true"]) <= BATCH_TOLERANCE
