@@ -80,11 +80,13 @@ def count(counts: dict, key) -> None:
     counts[key] = counts.get(key, 0) + 1
 
 
-async def victim(host: str, port: int, seconds: float, max_requests: int, failures: Optional[dict] = None) -> list:
-    """One-comment requests, one at a time, for `seconds` (at most `max_requests`): latencies of the 200s;
-    other answers and errors are counted in `failures`."""
+async def victim(host: str, port: int, seconds: float, max_requests: int,
+                 failures: Optional[dict] = None) -> tuple[list, list]:
+    """One-comment requests, one at a time, for `seconds` (at most `max_requests`): latencies of the 200s and,
+    after them, their time in the server's queue (`x-queue-time`); other answers and errors are counted in
+    `failures`."""
     body = body_of(VICTIM)
-    latencies, failures = [], failures if failures is not None else {}
+    latencies, queued, failures = [], [], failures if failures is not None else {}
     deadline = time.perf_counter() + seconds
     with closing(Connection(host, port)) as connection:
         for _ in range(max_requests):
@@ -92,15 +94,16 @@ async def victim(host: str, port: int, seconds: float, max_requests: int, failur
                 break
             sent = time.perf_counter()
             try:
-                status, _, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
+                status, headers, _ = await connection.request("POST", "/v1/predict", body, timeout=300)
             except (OSError, ConnectionError, asyncio.TimeoutError, ValueError):
-                status = 0
+                status, headers = 0, {}
             if status == 200:
                 latencies.append(time.perf_counter() - sent)
+                queued.append(float(headers.get("x-queue-time", "nan")) / 1000)
             else:
                 count(failures, status)
             await asyncio.sleep(0.05)  # a steady trickle, not a flood
-    return latencies
+    return latencies, queued
 
 
 async def largest_accepted(host: str, port: int, chars: int, count_: int) -> int:
@@ -241,14 +244,17 @@ async def beside(args: argparse.Namespace, host: str, port: int, attack, clients
              for i in range(clients)]
     tasks.append(asyncio.create_task(prober(host, port, stop, probes)))
     await asyncio.sleep(1.0)  # the attack under way first
-    latencies = await victim(host, port, args.seconds, args.max_requests, failures)
+    timed = await victim(host, port, args.seconds, args.max_requests, failures)
     stop.set()
     await asyncio.gather(*tasks)
-    return {**summary(latencies), "victim_failures": failures, "attack": counts, "livez": probes}
+    return {**summary(timed), "victim_failures": failures, "attack": counts, "livez": probes}
 
 
-def summary(latencies: list[float]) -> dict:
-    return {"requests": len(latencies), "p50_ms": percentile(latencies, 50) * 1000,
+def summary(timed: tuple[list, list]) -> dict:
+    """p50, p99 and max of the victim's latencies, and the p99 of its time in the server's queue."""
+    latencies, queued = timed
+    return {"queue_p99_ms": percentile(queued, 99) * 1000, "requests": len(latencies),
+            "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000, "max_ms": max(latencies, default=float("nan")) * 1000}
 
 
@@ -333,7 +339,8 @@ def render(r: dict, command: str, before: Optional[dict] = None) -> str:
         rows.append((f"beside {r[key]['clients']} {name}", r[key], livez(r[key]), ""))
     rows.append((f"beside bursts of {r['bursts']['size']} requests", r["bursts"], livez(r["bursts"]), ""))
     table = "\n".join(f"| {name} | {p['requests']} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f} | {p['max_ms']:.1f} | "
-                      f"{statuses(p.get('victim_failures', {})) or '-'} | {probes or '-'} | {target or '-'} |"
+                      f"{p.get('queue_p99_ms', float('nan')):.1f} | {statuses(p.get('victim_failures', {})) or '-'} | "
+                      f"{probes or '-'} | {target or '-'} |"
                       for name, p, probes, target in rows)
     attacks = "\n".join(attack_line(name, r[key]["attack"]) for key, name in (
         ("slow_headers", "slow headers"), ("slow_bodies", "slow bodies"), ("idle_sockets", "idle sockets"),
@@ -364,10 +371,11 @@ A maximal request: {big['comments']} comments of {big['chars_each']:,} character
 {sliced['passes']:.0f} forward passes of {sliced['mean_ms']:.1f} ms on average: one slice. Each maximal client
 keeps one in flight from its own address. The victim sends one comment at a time from 127.0.0.1; `/livez` is
 asked every 0.1 s on a fresh connection (answered: 200 within 2 s). The p99 target is 2 × the idle p99 plus one
-slice.
+slice. Queue p99: the victim's time in the server's queue (its `x-queue-time`); the rest of its latency
+is HTTP, parsing and the event loop.
 
-| victim's one-comment requests | requests | p50 ms | p99 ms | max ms | victim not 200 | /livez answered | p99 target |
-|---|---|---|---|---|---|---|---|
+| one-comment requests | requests | p50 ms | p99 ms | max ms | queue p99 ms | victim not 200 | /livez | p99 target |
+|---|---|---|---|---|---|---|---|---|
 {table}
 {compare}
 - The maximal clients' answers: {maximal_answers}.
