@@ -548,3 +548,77 @@ def test_a_comments_answer_does_not_depend_on_the_batch_it_shares(client):
                               for k, p in x["probs"].items()),
                      *(abs(s["score"] - z["score"]) for s, z in zip(a["spans"], b["spans"]))])
     assert worst <= BATCH_TOLERANCE, worst
+
+
+def test_a_sliced_comment_gets_the_answer_it_gets_unsliced(client, model_dir):
+    # 128 tokens a pass: the long comment (7 windows of this model) runs in slices of 2 windows
+    from kold_span.service.batching import Batcher
+    from kold_span.service.model import Item, ServedModel
+    from kold_span.data.example import Example
+
+    served = ServedModel(load_predictor([model_dir]), max_batch_tokens=128)
+    examples = [Example(id=str(i), text=c["text"], context=c.get("title") or c.get("context"))
+                for i, c in enumerate(COMMENTS)]
+    [long_item] = [Item(e) for e in examples if e.id == "4"]
+    served.shapes([long_item])
+    assert served.predictor.window_shape(long_item.encoded)[0] > 2
+
+    def answers(slices, interleave):
+        stats = []
+        b = Batcher(served.run, served.shapes, 128, 0.0, 100, stats.append, size=served.size, slices=slices)
+        b.start()
+        futures = b.submit([Item(e) for e in examples], client="long")
+        if interleave:  # other clients' one-comment requests while the long comment is sliced
+            futures += [f for e in examples[:3] for f in b.submit([Item(e)], client=f"short{e.id}")]
+        records = [f.result(60).value for f in futures]
+        assert b.close(60)
+        return records[:len(examples)], stats
+
+    unsliced, whole = answers(None, False)
+    sliced, passes = answers(served.slices, True)
+    assert json.dumps(sliced, ensure_ascii=False) == json.dumps(unsliced, ensure_ascii=False)
+    assert any(s.comments == 0 for s in passes) and not any(s.comments == 0 for s in whole)  # it was sliced
+    # and, over HTTP, the default budget (the comment in one pass) gives the same JSON
+    def without_id(records):
+        return [{k: v for k, v in r.items() if k != "id"} for r in records]
+
+    assert without_id(client.post("/v1/predict", json={"comments": COMMENTS}).json()["predictions"]) == \
+        without_id(sliced)
+
+
+def test_the_service_slices_a_comment_over_its_batch_budget(model_dir):
+    sliced = serving(lambda: load_predictor([model_dir]), models=(str(model_dir),), max_batch_tokens=128)
+    try:
+        count = r"kold_span_batch_seconds_count (\S+)"
+        before = float(re.search(count, sliced.get("/metrics").text).group(1))
+        response = sliced.post("/v1/predict", json={"comments": [COMMENTS[-1]]})
+        assert response.status_code == 200
+        after = float(re.search(count, sliced.get("/metrics").text).group(1))
+        assert after - before == 4  # 7 windows of 64 tokens, 2 a pass: 4 forward passes, not 1
+    finally:
+        sliced.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_sliced_comment_agrees_with_predict(model_dir, members):
+    # a single model and an ensemble (its members' passes in turn, averaged at the end)
+    from kold_span.data.example import Example
+    from kold_span.service.model import Item, ServedModel
+
+    predictor = load_predictor([model_dir] * members)
+    served = ServedModel(predictor, max_batch_tokens=128)
+    item = Item(Example(id="long", text=COMMENTS[-1]["text"]))
+    served.shapes([item])
+    passes = served.slices(item, 128)
+    tokens = []
+    while True:
+        try:
+            tokens.append(next(passes))
+        except StopIteration as stop:
+            got = stop.value
+            break
+    assert len(tokens) == 4 * members and max(tokens) <= 128
+    [want] = predictor.predict([item.example.text])
+    assert got["labels"]["OFF"]["label"] == want["labels"]["OFF"]["label"]
+    assert [(s["start"], s["end"]) for s in got["spans"]] == [(s["start"], s["end"]) for s in want["spans"]]
+    assert abs(got["labels"]["OFF"]["probs"]["true"] - want["labels"]["OFF"]["probs"]["true"]) <= BATCH_TOLERANCE

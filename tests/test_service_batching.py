@@ -330,3 +330,161 @@ def test_one_client_holds_at_most_its_share_of_the_queue_and_others_still_get_in
     assert [f.result(5).value for f in first + flood + others] == [0, 2, 4, 6, 8, 12, 14, 16, 18, 20]
     assert b.submit([5], client="flood")[0].result(5).value == 10  # its comments ran: room again
     assert b.close(5)
+
+
+def wait_until(condition, seconds=5.0):
+    """Poll `condition` until it holds or `seconds` pass (a bounded loop); whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_comments_are_measured_while_the_model_runs_another_batch():
+    gate = threading.Event()
+    run = Recorder(gate)
+    measured = threading.Event()
+
+    def shapes(payloads):
+        if "b" in payloads:
+            measured.set()
+        return [Shape(1, 10) for _ in payloads]
+
+    b = Batcher(run=run, shape=shapes, max_batch_tokens=100, max_wait=0.0, max_queue=100)
+    b.start()
+    first = b.submit(["a"])
+    assert run.started.wait(5)  # the model thread holds "a"
+    later = b.submit(["b"])
+    # measured on its own thread: before, the model thread measured, so "b" waited for "a"'s batch to end
+    assert measured.wait(5)
+    assert b.measured == 1 and run.batches == []
+    gate.set()
+    assert [f.result(5).value for f in first + later] == ["aa", "bb"]
+    assert b.close(5)
+
+
+def test_a_small_request_is_measured_between_the_comments_of_a_large_one():
+    calls, held, release = [], threading.Event(), threading.Event()
+
+    def shapes(payloads):
+        calls.append(list(payloads))
+        if payloads[0] == "big0":
+            held.set()
+            assert release.wait(10)
+        return [Shape(1, 10) for _ in payloads]
+
+    b = Batcher(run=Recorder(), shape=shapes, max_batch_tokens=100, max_wait=0.0, max_queue=100,
+                size=lambda p: 20_000 if p.startswith("big") else len(p))
+    b.start()
+    big = b.submit(["big0", "big1", "big2"])
+    assert held.wait(5)  # the first big comment is being measured
+    small = b.submit(["small"])
+    release.set()
+    assert [f.result(5).value for f in big + small]
+    # each big comment is measured alone (more characters than one measuring call takes); the small request
+    # waited for one of them, not for all three
+    assert calls == [["big0"], ["small"], ["big1"], ["big2"]]
+    assert b.close(5)
+
+
+class Slices:
+    """A stand-in for `ServedModel.slices`: a long payload as `count` passes of `tokens`, each logged."""
+
+    def __init__(self, log, count=3, tokens=10, gate=None):
+        self.log, self.count, self.tokens, self.gate = log, count, tokens, gate
+        self.running = threading.Event()
+
+    def __call__(self, payload, budget):
+        assert self.tokens <= budget
+        for k in range(self.count):
+            yield self.tokens
+            self.running.set()
+            if self.gate is not None and k == 0:
+                assert self.gate.wait(10)
+            self.log.append(f"{payload}:{k}")
+        return payload * 2
+
+
+def long_batcher(log, slices, budget=10):
+    """A batcher whose "L…" payloads are 3 windows (over a budget of 10 tokens: run in slices)."""
+    def run(payloads):
+        log.append(list(payloads))
+        return [p * 2 for p in payloads]
+
+    b = Batcher(run=run, shape=lambda ps: [Shape(3 if p.startswith("L") else 1, 10) for p in ps],
+                max_batch_tokens=budget, max_wait=0.0, max_queue=100, slices=slices)
+    b.start()
+    return b
+
+
+def test_a_long_comment_runs_in_slices_with_other_requests_batches_between_them():
+    log, gate = [], threading.Event()
+    slices = Slices(log, gate=gate)
+    b = long_batcher(log, slices)
+    stats = []
+    b.on_batch = stats.append
+    long_one = b.submit(["L"], client="attacker")
+    assert slices.running.wait(5)  # its first slice holds the model thread
+    short = b.submit(["s"], client="victim")
+    assert wait_until(lambda: b.measured == 1)
+    gate.set()
+    assert short[0].result(5).value == "ss" and long_one[0].result(5).value == "LL"
+    # the short request ran after the slice that was running when it came, before the next one
+    assert log == ["L:0", ["s"], "L:1", "L:2"]
+    assert b.close(5)
+    # each slice is reported as a batch of its tokens; the comment counts once, with its last slice
+    assert [(s.comments, s.tokens) for s in stats] == [(0, 10), (1, 10), (0, 10), (1, 10)]
+
+
+def test_without_slices_a_long_comment_runs_whole():
+    log = []
+    b = long_batcher(log, slices=None)
+    assert b.submit(["L"])[0].result(5).value == "LL"
+    assert log == [["L"]]
+    assert b.close(5)
+
+
+def test_a_long_comments_slices_stop_when_its_client_leaves():
+    log, gate = [], threading.Event()
+    slices = Slices(log, count=5, gate=gate)
+    b = long_batcher(log, slices)
+    [gone] = b.submit(["L"])
+    assert slices.running.wait(5)
+    assert b.cancel([gone]) == 1
+    gate.set()
+    assert b.submit(["s"])[0].result(5).value == "ss"
+    assert b.close(5)
+    assert log[0] == "L:0" and "L:4" not in log and ["s"] in log  # what was left of it never ran
+
+
+def test_a_long_comment_that_fails_fails_alone():
+    def slices(payload, budget):
+        yield 10
+        raise ValueError("cannot score it")
+
+    log = []
+    b = long_batcher(log, slices)
+    [bad] = b.submit(["L"])
+    [good] = b.submit(["s"])
+    with pytest.raises(ValueError, match="cannot score it"):
+        bad.result(5)
+    assert good.result(5).value == "ss"
+    assert b.close(5)
+
+
+def test_two_long_comments_run_one_after_the_other_with_short_batches_between_slices():
+    log = []
+    b = long_batcher(log, Slices(log, count=2))
+    gate = threading.Event()
+    held = Slices(log, count=1, gate=gate)
+    b.slices = lambda p, budget: held(p, budget) if p == "Lfirst" else Slices(log, count=2)(p, budget)
+    [first] = b.submit(["Lfirst"])
+    assert held.running.wait(5)
+    futures = b.submit(["L1"], client="a") + b.submit(["L2"], client="b")
+    assert wait_until(lambda: b.measured == 2)
+    gate.set()
+    assert [f.result(5).value for f in [first, *futures]] == ["LfirstLfirst", "L1L1", "L2L2"]
+    assert b.close(5)
+    assert log == ["Lfirst:0", "L1:0", "L1:1", "L2:0", "L2:1"]

@@ -1,21 +1,30 @@
-"""Requests that arrive together become one forward pass: a bounded queue, fair turns, a batching thread.
+"""Requests that arrive together become one forward pass: a bounded queue, fair turns, two threads.
 
 Handlers `submit` a request's comments (one job each, the request's jobs a group) and await their
-futures; one worker thread takes the waiting jobs, measures them (one tokenizer call for many: the
-model's tokens are what a batch is cut by), and fills a batch within the token budget (windows ×
-the longest window). Requests take turns by size: the batch is filled from the request with the
-least work waiting first (its comments' `size`, characters in the service; without a size function,
-its number of comments), then the next, so a short request waits for at most the batch running when
-it came, never for the whole of a large request queued before it. A batch is cut when the next
-job would push it over the budget, when the next is another request's comment with more windows
-than the batch holds (`company`: a short request's batch is not slowed to a long comment's pace),
-or when its first job has waited `max_wait` seconds. Only the worker touches the model and its
-tokenizer, so the event loop stays free for health checks and rejections while a batch runs.
+futures. A measuring thread gives each job its shape (one tokenizer call for many: the model's tokens
+are what a batch is cut by), and a model thread fills batches of measured jobs within the token
+budget (windows × the longest window) and runs them. Measuring runs beside the forward passes, never
+before them on the model thread (a maximal request cost ~1.2 s of measuring there, which every other
+request waited for), and in bounded calls (`MEASURE_AT_ONCE` jobs, `MEASURE_SIZE` of their size) taken
+in turn order, so a small request is measured after at most one call of a large one.
+
+Requests take turns by size: the batch is filled from the request with the least work waiting first
+(its comments' `size`, characters in the service; without a size function, its number of comments),
+then the next, so a short request waits for at most the batch running when it came, never for the
+whole of a large request queued before it. A batch is cut when the next job would push it over the
+budget, when the next is another request's comment with more windows than the batch holds
+(`company`: a short request's batch is not slowed to a long comment's pace), or when the oldest
+measured job has waited `max_wait` seconds. Only the model thread runs the model.
+
+A comment over the budget runs in slices (`slices`: one forward pass of at most the budget each);
+between two of its slices the model thread runs one batch of the other requests waiting, so another
+client waits for one slice, not for the whole comment. One such comment is sliced at a time; the
+others wait their turn in the queue.
 
 A request is measured whole before any of its comments runs: one over `max_request_tokens`, or
 holding a comment over `max_comment_tokens`, fails whole (`RequestTooLarge`, `CommentTooLarge`: an
-HTTP 413) without having cost a forward pass. A request whose
-client left is `cancel`led: its jobs still waiting leave the queue.
+HTTP 413) without having cost a forward pass. A request whose client left is `cancel`led: its jobs
+still waiting leave the queue, and a comment of it being sliced runs no further slice.
 
 The queue counts comments, not requests: past `max_queue` waiting comments `submit` raises
 `QueueFull` (an HTTP 429). Jobs leave the count only when they join a running batch, so the count
@@ -29,15 +38,19 @@ import math
 import threading
 import time
 from collections import Counter, deque
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Generator, Iterable, Optional, Sequence
 
-from kold_span.errors import Closed, CommentTooLarge, KoldSpanError, QueueFull, RequestTooLarge
+from kold_span.errors import Closed, CommentTooLarge, QueueFull, RequestTooLarge
 
 log = logging.getLogger(__name__)
 
 MEASURE_AT_ONCE = 64  # jobs measured in one tokenizer call at most (and between two budget checks)
+# The size (characters, in the service) of the jobs one measuring call takes, beyond its first job: a
+# maximal comment (20,000 characters and a title as long) is measured alone, and a small request waits
+# for at most that one before its turn.
+MEASURE_SIZE = 16_384
 
 
 @dataclass(frozen=True)
@@ -158,27 +171,64 @@ def turn_order(groups: Iterable[Group]) -> list[Group]:
     return sorted(groups, key=lambda g: (g.weight, g.number))
 
 
+def take_measurable(jobs: Sequence[Job], taken: Sequence[Job] = ()) -> list[Job]:
+    """The first of `jobs` that one measuring call takes after `taken`: at most `MEASURE_AT_ONCE` jobs in all and,
+    past the call's first job, at most `MEASURE_SIZE` of their sizes.
+
+    Example:
+        >>> group = Group(0)
+        >>> jobs = [Job(None, Future(), 0.0, group, size=n) for n in (20_000, 5, 5)]
+        >>> [j.size for j in take_measurable(jobs)], [j.size for j in take_measurable(jobs[1:])]
+        ([20000], [5, 5])
+        >>> take_measurable(jobs[1:], taken=jobs[:1])
+        []
+    """
+    chosen, size = [], sum(j.size for j in taken)
+    for job in jobs:
+        if len(taken) + len(chosen) >= MEASURE_AT_ONCE or (taken or chosen) and size + job.size > MEASURE_SIZE:
+            break
+        chosen.append(job)
+        size += job.size
+    return chosen
+
+
+@dataclass(eq=False)
+class Sliced:
+    """The comment the model thread runs in slices: its job, its steps, the tokens of its next slice."""
+
+    job: Job
+    steps: Generator[int, None, Any]
+    tokens: int = 0
+    started: float = 0.0
+    seconds: float = 0.0  # its slices' time so far
+    left: bool = False  # its client left: no further slice runs
+
+
 @dataclass
 class Batcher:
-    """A bounded queue of jobs and the thread that runs them in batches (see the module docstring).
+    """A bounded queue of jobs and the threads that measure them and run them in batches (see the module docstring).
 
     Args:
         run: the model on a batch: payloads → one result per payload, in order.
-        shape: payloads → their `Shape`s, in order (called on the worker thread, at most
+        shape: payloads → their `Shape`s, in order (called on the measuring thread, at most
             `MEASURE_AT_ONCE` payloads at a time).
         max_batch_tokens: padded tokens per forward pass.
-        max_wait: seconds the first job of a batch may wait for company.
+        max_wait: seconds the oldest measured job may wait for company.
         max_queue: comments that may wait; more is `QueueFull`.
-        on_batch: called on the worker thread after each batch.
+        on_batch: called on the model thread after each batch (and each slice of a long comment).
         max_request_tokens: the tokens one request's comments may come to (each comment's windows
             × its longest window); more fails the request with `RequestTooLarge`. None: no limit.
         max_comment_tokens: the tokens one comment may come to; a request holding a longer one fails
-            whole with `CommentTooLarge`. A comment runs in one forward pass, so this bounds the
-            longest batch any request can make the others wait for. None: no limit.
+            whole with `CommentTooLarge`. Without `slices` a comment runs in one forward pass, so this
+            bounds the longest batch any request can make the others wait for. None: no limit.
         size: a payload's work, known before measuring (the service: its characters); the request
             with the least waiting goes first. None: 1 a payload.
         max_client_queue: the comments one client (`submit`'s `client`) may have waiting; more is
             `QueueFull` for that client alone, so one client's flood leaves room for the others. None: no limit.
+        slices: a payload over `max_batch_tokens` as a generator (`ServedModel.slices`): each `next`
+            runs one forward pass of at most the budget and yields the padded tokens of the next one
+            (the first `next` runs none); its return value is the payload's result. None: such a
+            payload runs whole in `run`.
 
     Example:
         >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
@@ -200,6 +250,7 @@ class Batcher:
     size: Optional[Callable[[Any], int]] = None
     max_comment_tokens: Optional[int] = None
     max_client_queue: Optional[int] = None
+    slices: Optional[Callable[[Any, int], Generator[int, None, Any]]] = None
     _groups: list = field(default_factory=list, init=False, repr=False)
     _by_client: Counter = field(default_factory=Counter, init=False, repr=False)  # comments waiting per client
     _queued: int = field(default=0, init=False, repr=False)
@@ -207,17 +258,27 @@ class Batcher:
     _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     _thread: Optional[threading.Thread] = field(default=None, init=False, repr=False)
+    _measurer: Optional[threading.Thread] = field(default=None, init=False, repr=False)
+    _sliced: Optional[Sliced] = field(default=None, init=False, repr=False)
     _rate: float = field(default=0.0, init=False, repr=False)  # comments per second, recent batches
 
     def start(self) -> None:
-        """Start the worker thread."""
+        """Start the measuring thread and the model thread."""
+        self._measurer = threading.Thread(target=self._measure_work, name="kold-span-measure", daemon=True)
         self._thread = threading.Thread(target=self._work, name="kold-span-batcher", daemon=True)
+        self._measurer.start()
         self._thread.start()
 
     @property
     def queued(self) -> int:
         """Comments waiting (not yet in a running batch); never more than `max_queue`."""
         return self._queued
+
+    @property
+    def measured(self) -> int:
+        """Comments waiting whose requests are measured whole: what the model thread may take now."""
+        with self._cond:
+            return sum(len(g.jobs) for g in self._groups if g.checked)
 
     def has_room(self) -> bool:
         """Whether one more comment would be accepted now (a cheap check before reading a body)."""
@@ -251,12 +312,12 @@ class Batcher:
             self._queued += len(payloads)
             if client is not None:
                 self._by_client[client] += len(payloads)
-            self._cond.notify()
+            self._cond.notify_all()
         return [j.future for j in group.jobs]
 
     def cancel(self, futures: Sequence[Future]) -> int:
         """Take these futures' jobs out of the queue if they are still waiting (their client left);
-        how many were taken out. Jobs already in a batch finish."""
+        how many were taken out. Jobs already in a batch finish; a comment being sliced runs no further slice."""
         wanted = set(map(id, futures))
         removed = 0
         with self._cond:
@@ -270,6 +331,10 @@ class Batcher:
                 self._forget(group, len(gone))
             self._queued -= removed
             self._groups = [g for g in self._groups if g.jobs]
+            sliced = self._sliced
+            if sliced is not None and id(sliced.job.future) in wanted and not sliced.left:
+                sliced.left = True
+                removed += 1
         return removed
 
     def retry_after(self, waiting: int) -> int:
@@ -277,97 +342,64 @@ class Batcher:
         return max(1, math.ceil(waiting / self._rate)) if self._rate > 0 else 1
 
     def close(self, timeout: Optional[float] = None) -> bool:
-        """Take no new jobs, finish the queued ones, stop the thread; whether it stopped in time."""
+        """Take no new jobs, finish the queued ones, stop the threads; whether they stopped in time."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        if self._thread is None:
-            return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in (self._measurer, self._thread):
+            if thread is not None:
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(t is not None and t.is_alive() for t in (self._measurer, self._thread))
 
-    # -- the worker thread ----------------------------------------------------------------
-    def _drop(self, group: Group, jobs: Sequence[Job]) -> None:
-        """Take jobs out of the queue (they failed, or joined a batch); call with the lock held."""
-        for job in jobs:
-            group.jobs.remove(job)
-            group.weight -= job.size
-        self._queued -= len(jobs)
-        self._forget(group, len(jobs))
-        if not group.jobs:
-            self._groups.remove(group)
-
-    def _forget(self, group: Group, count: int) -> None:
-        """`count` of the group's comments no longer wait: its client's share frees them (lock held)."""
-        if group.client is not None and count:
-            self._by_client[group.client] -= count
-            if self._by_client[group.client] <= 0:
-                del self._by_client[group.client]  # no entry kept for a client with nothing waiting
-
-    def _collect(self) -> list[Job]:
-        """One batch: groups take turns (`turn_order`) until the budget is full or the first job has
-        waited `max_wait`; [] when the batcher is closed and the queue empty."""
-        batch: list[Job] = []
+    # -- the measuring thread ---------------------------------------------------------------
+    def _measure_work(self) -> None:
+        """Measure the waiting requests in turn order, one bounded call at a time, until closed and done."""
         while True:
             with self._cond:
-                order = turn_order(self._groups)
-                if not order:
-                    if not batch and not self._closed:
-                        self._cond.wait()
-                        continue
-                    if not batch:
-                        return []
-                    # everything waiting joined the batch: wait for company until the first job's deadline
-                    left = batch[0].arrived + self.max_wait - time.monotonic()
-                    if left <= 0 or self._closed:
-                        return batch
-                    self._cond.wait(left)
-                    continue
-            for i, group in enumerate(order):
-                if not group.checked and not self._check(order, i):
-                    continue
-                with self._cond:
-                    for job in list(group.jobs):
-                        if not fits([j.shape for j in batch], job.shape, self.max_batch_tokens) or \
-                                not company(batch, job):
-                            return batch
-                        self._drop(group, [job])
-                        if job.future.set_running_or_notify_cancel():
-                            batch.append(job)
-
-    def _check(self, order: list[Group], i: int) -> bool:
-        """Measure `order[i]` whole (with the next groups' jobs as company in the last tokenizer call);
-        whether it is within the per-request budget (a group over it fails whole and leaves)."""
-        group, limit = order[i], self.max_request_tokens
-        todo = [j for j in group.jobs if j.shape is None]
-        while True:
-            longest = max((j.shape.tokens for j in list(group.jobs) if j.shape is not None), default=0)
-            error: Optional[KoldSpanError] = None
-            if limit is not None and group.tokens > limit:
-                error = RequestTooLarge(group.tokens, limit, measured_all=not todo)
-            elif self.max_comment_tokens is not None and longest > self.max_comment_tokens:
-                error = CommentTooLarge(longest, self.max_comment_tokens)
-            if error is not None:
-                with self._cond:
-                    jobs = list(group.jobs)
-                    if jobs:
-                        self._drop(group, jobs)
-                for job in jobs:
-                    if job.future.set_running_or_notify_cancel():
-                        job.future.set_exception(error)
-                return False
-            if not todo:
-                break
-            chunk, todo = todo[:MEASURE_AT_ONCE], todo[MEASURE_AT_ONCE:]
-            if not todo:
-                for later in order[i + 1:]:
-                    room = MEASURE_AT_ONCE - len(chunk)
-                    if room <= 0:
+                while True:
+                    order = [g for g in turn_order(self._groups) if not g.checked]
+                    if order:
                         break
-                    chunk += [j for j in list(later.jobs) if j.shape is None][:room]
+                    if self._closed:
+                        return
+                    self._cond.wait()
+            self._measure_step(order)
+            with self._cond:
+                self._cond.notify_all()
+
+    def _measure_step(self, order: list[Group]) -> None:
+        """One measuring call for `order[0]` (with the next groups' jobs as company when it is its last),
+        then its budget checks: a group over a limit fails whole and leaves; one measured whole is `checked`."""
+        group = order[0]
+        with self._cond:
+            todo = [j for j in group.jobs if j.shape is None]
+            chunk = take_measurable(todo)
+            if len(chunk) == len(todo):
+                for later in order[1:]:
+                    chunk += take_measurable([j for j in later.jobs if j.shape is None], chunk)
+        if chunk:
             self._measure(chunk)
-        group.checked = True
-        return bool(group.jobs)
+        with self._cond:
+            jobs = list(group.jobs)
+        longest = max((j.shape.tokens for j in jobs if j.shape is not None), default=0)
+        unmeasured = any(j.shape is None for j in jobs)
+        limit, error = self.max_request_tokens, None
+        if limit is not None and group.tokens > limit:
+            error = RequestTooLarge(group.tokens, limit, measured_all=not unmeasured)
+        elif self.max_comment_tokens is not None and longest > self.max_comment_tokens:
+            error = CommentTooLarge(longest, self.max_comment_tokens)
+        with self._cond:
+            if error is not None:
+                jobs = list(group.jobs)
+                if jobs:
+                    self._drop(group, jobs)
+            elif not unmeasured:
+                group.checked = True
+        if error is not None:
+            for job in jobs:
+                if job.future.set_running_or_notify_cancel():
+                    job.future.set_exception(error)
 
     def _measure(self, jobs: list[Job]) -> None:
         """Give the jobs their shapes; a job the shape function fails on fails alone and leaves."""
@@ -393,30 +425,141 @@ class Batcher:
                     if job.future.set_running_or_notify_cancel():
                         job.future.set_exception(err)
 
+    # -- the model thread -------------------------------------------------------------------
+    def _drop(self, group: Group, jobs: Sequence[Job]) -> None:
+        """Take jobs out of the queue (they failed, or joined a batch); call with the lock held."""
+        for job in jobs:
+            group.jobs.remove(job)
+            group.weight -= job.size
+        self._queued -= len(jobs)
+        self._forget(group, len(jobs))
+        if not group.jobs:
+            self._groups.remove(group)
+
+    def _forget(self, group: Group, count: int) -> None:
+        """`count` of the group's comments no longer wait: its client's share frees them (lock held)."""
+        if group.client is not None and count:
+            self._by_client[group.client] -= count
+            if self._by_client[group.client] <= 0:
+                del self._by_client[group.client]  # no entry kept for a client with nothing waiting
+
+    def _collect(self, wait: bool = True, short_only: bool = False) -> list[Job]:
+        """One batch of measured jobs, groups taking turns (`turn_order`) until the budget is full.
+
+        With `wait`, it first waits for measured jobs, then until the oldest has waited `max_wait` or
+        they fill the budget; [] when the batcher is closed and the queue empty. Without, it takes what
+        is measured now ([] if nothing). `short_only` passes over comments that need slices.
+        """
+        budget = self.max_batch_tokens
+        with self._cond:
+            while wait:
+                ready = [j for g in self._groups if g.checked for j in g.jobs]
+                if not ready:
+                    if self._closed and not self._groups:
+                        return []
+                    self._cond.wait()
+                    continue
+                left = min(j.arrived for j in ready) + self.max_wait - time.monotonic()
+                if left <= 0 or self._closed or padded_tokens([j.shape for j in ready]) >= budget:
+                    break
+                self._cond.wait(left)
+            batch: list[Job] = []
+            for group in turn_order(g for g in self._groups if g.checked):
+                for job in list(group.jobs):
+                    if short_only and job.shape.tokens > budget:
+                        break  # its request waits for the comment being sliced
+                    if not fits([j.shape for j in batch], job.shape, budget) or not company(batch, job):
+                        return batch
+                    self._drop(group, [job])
+                    if job.future.set_running_or_notify_cancel():
+                        batch.append(job)
+            return batch
+
     def _work(self) -> None:
+        """Batches, and a long comment's slices with one batch of the others between two of them."""
         while True:
-            batch = self._collect()
-            if not batch:
-                return
-            started = time.monotonic()
-            results = self._run_isolated([j.payload for j in batch])
-            finished = time.monotonic()
-            seconds = finished - started
-            if seconds > 0:
-                rate = len(batch) / seconds
-                self._rate = 0.8 * self._rate + 0.2 * rate if self._rate else rate
-            # Counted before any answer leaves: a client that reads /metrics after its answer sees its batch.
-            if self.on_batch is not None:
-                try:
-                    self.on_batch(BatchStats(len(batch), padded_tokens([j.shape for j in batch]), seconds,
-                                             len({id(j.group) for j in batch})))
-                except Exception:
-                    log.exception("the batch callback failed")
-            for job, result in zip(batch, results):
-                if isinstance(result, BaseException):
-                    job.future.set_exception(result)
-                else:
-                    job.future.set_result(Done(result, job.arrived, started, finished))
+            sliced = self._sliced
+            batch = self._collect(wait=sliced is None, short_only=sliced is not None)
+            if sliced is None:
+                if not batch:
+                    return
+                if self.slices is not None and len(batch) == 1 and batch[0].shape.tokens > self.max_batch_tokens:
+                    self._begin_slices(batch[0])
+                    continue
+            if batch:
+                self._run_batch(batch)
+            if self._sliced is not None:
+                self._next_slice(self._sliced)
+
+    def _run_batch(self, batch: list[Job]) -> None:
+        started = time.monotonic()
+        results = self._run_isolated([j.payload for j in batch])
+        finished = time.monotonic()
+        self._observe(len(batch), finished - started)
+        self._report(BatchStats(len(batch), padded_tokens([j.shape for j in batch]), finished - started,
+                                len({id(j.group) for j in batch})))
+        for job, result in zip(batch, results):
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(Done(result, job.arrived, started, finished))
+
+    def _begin_slices(self, job: Job) -> None:
+        """Start a comment over the budget: its slices are prepared, none runs yet."""
+        assert self.slices is not None
+        sliced = Sliced(job, self.slices(job.payload, self.max_batch_tokens), started=time.monotonic())
+        try:
+            sliced.tokens = next(sliced.steps)
+        except Exception as err:  # noqa: BLE001 - the comment fails alone
+            log.exception("preparing a long comment's slices failed")
+            job.future.set_exception(err)
+            return
+        with self._cond:
+            self._sliced = sliced
+
+    def _next_slice(self, sliced: Sliced) -> None:
+        """Run one slice of the comment being sliced; answer it after its last (or drop it: its client left)."""
+        job, result, done = sliced.job, None, False
+        if sliced.left:
+            sliced.steps.close()
+            result, done = CancelledError(), True
+        else:
+            tokens, started = sliced.tokens, time.monotonic()
+            try:
+                sliced.tokens = next(sliced.steps)
+            except StopIteration as stop:
+                result, done = stop.value, True
+            except Exception as err:  # noqa: BLE001 - the comment fails alone
+                log.exception("a slice of a long comment failed")
+                result, done = err, True
+            seconds = time.monotonic() - started
+            sliced.seconds += seconds
+            # Each slice counts as a batch of its tokens; the comment counts once, with its last slice.
+            self._report(BatchStats(1 if done else 0, tokens, seconds, 1))
+        if not done:
+            return
+        with self._cond:
+            self._sliced = None
+        finished = time.monotonic()
+        if isinstance(result, BaseException):
+            job.future.set_exception(result)
+        else:
+            self._observe(1, sliced.seconds)
+            job.future.set_result(Done(result, job.arrived, sliced.started, finished))
+
+    def _observe(self, comments: int, seconds: float) -> None:
+        """Fold a batch into the recent rate of comments per second (for Retry-After)."""
+        if seconds > 0:
+            rate = comments / seconds
+            self._rate = 0.8 * self._rate + 0.2 * rate if self._rate else rate
+
+    def _report(self, stats: BatchStats) -> None:
+        # Counted before any answer leaves: a client that reads /metrics after its answer sees its batch.
+        if self.on_batch is not None:
+            try:
+                self.on_batch(stats)
+            except Exception:
+                log.exception("the batch callback failed")
 
     def _run_isolated(self, payloads: list[Any]) -> list[Any]:
         """The batch's results; when the batch fails, each payload alone, so one bad one fails only itself."""

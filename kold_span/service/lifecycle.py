@@ -56,8 +56,9 @@ class Service:
     def _load(self) -> None:
         try:
             started = time.monotonic()
-            model = ServedModel(self.load())
-            s, tasks = self.settings, model.predictor.tasks
+            s = self.settings
+            model = ServedModel(self.load(), s.max_batch_tokens)
+            tasks = model.predictor.tasks
             file = s.attributes_file
             self.attributes = load_attributes(file, tasks) if file else default_attributes(tasks)
             self.identity = ModelIdentity(s.model_name or model_name(s.models) or "unnamed",
@@ -66,7 +67,8 @@ class Service:
             self.model = model
             batcher = Batcher(model.run, model.shapes, s.max_batch_tokens, s.max_wait_ms / 1000, s.max_queue,
                               self._observe_batch, max_request_tokens=s.max_request_tokens, size=model.size,
-                              max_comment_tokens=s.max_comment_tokens, max_client_queue=s.client_queue())
+                              max_comment_tokens=s.max_comment_tokens, max_client_queue=s.client_queue(),
+                              slices=model.slices)
             batcher.start()
             self.batcher = batcher
             self.metrics.watch_queue(lambda: batcher.queued)

@@ -3,14 +3,18 @@
 The batcher must know each comment's windows before it cuts a batch: `shapes` encodes comments and
 keeps each one's encoding on its `Item`, which the forward pass runs (`Predicts.run_encoded`): a comment
 is tokenized once (for the demo model, a seventh of its time), and a comment refused or failed takes its
-windows with it. Everything here runs on the batcher's thread, the only one that touches the model.
+windows with it. `shapes` runs on the batcher's measuring thread (the tokenizer and Kiwi, no network);
+`run` and `slices` on its model thread, the only one that runs the network.
+
+A comment over the token budget runs in passes of at most the budget (`slices`), whether the batcher
+runs other requests' batches between them or `run` runs them in one go: its answer is the same either way.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Generator, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
 from kold_span.data.example import Example, context_turns
@@ -83,10 +87,14 @@ def decision(task: Any) -> dict[str, Any]:
 
 
 class ServedModel:
-    """A `Predictor` (or `Ensemble`) behind the batcher: `shapes` and `run` are its two callables."""
+    """A `Predictor` (or `Ensemble`) behind the batcher: `shapes`, `run` and `slices` are its callables.
 
-    def __init__(self, predictor: Predicts):
+    `max_batch_tokens`: the padded tokens of one forward pass; a comment over it runs in slices (None: whole).
+    """
+
+    def __init__(self, predictor: Predicts, max_batch_tokens: Optional[int] = None):
         self.predictor = predictor
+        self.max_batch_tokens = max_batch_tokens
 
     def shapes(self, items: list[Item]) -> list[Shape]:
         """Each comment's windows and longest window, in one tokenizer call (and one Kiwi call) per annotator."""
@@ -102,9 +110,14 @@ class ServedModel:
         return len(item.example.text) + sum(map(len, context_turns(item.example.context)))
 
     def run(self, items: list[Item]) -> list[dict[str, Any]]:
-        """Prediction records in order; comments for different annotators go through in separate passes."""
+        """Prediction records in order; comments for different annotators go through in separate passes, and a
+        comment over the budget in its slices, one after the other."""
         records: dict[int, dict[str, Any]] = {}
-        for chosen in by_perspective(items):
+        budget = self.max_batch_tokens
+        for item in items:
+            if budget is not None and Shape(*self.predictor.window_shape(item.encoded)).tokens > budget:
+                records[id(item)] = run_through(self.slices(item, budget))
+        for chosen in by_perspective([item for item in items if id(item) not in records]):
             # one forward pass: the batcher already bounded its padded tokens
             merged = self.predictor.run_encoded([c.encoded for c in chosen],
                                                 sum(self.predictor.window_shape(c.encoded)[0] for c in chosen))
@@ -112,6 +125,26 @@ class ServedModel:
                 prediction = self.predictor.labels_and_spans(item.example.text, m)
                 records[id(item)] = prediction_record(item.example, prediction)
         return [records[id(item)] for item in items]
+
+    def slices(self, item: Item, budget: int) -> Generator[int, None, dict[str, Any]]:
+        """One comment's windows as forward passes of at most `budget` padded tokens (a window longer than the
+        budget alone), one per `next`; yields the padded tokens of the pass it runs next (the first `next`
+        prepares and runs none), returns the prediction record once every pass has run (`Batcher.slices`).
+
+        An ensemble's members run their passes in turn, and their outputs are averaged at the end.
+        """
+        predictor = self.predictor
+        _windows, longest = predictor.window_shape(item.encoded)
+        prepared = predictor.prepare([item.encoded], max(1, budget // longest))
+        chunks = prepared if isinstance(prepared, list) else [prepared]  # an ensemble's: one chunk per member
+        outputs: list[list[Any]] = []
+        for member, chunk in zip(predictor.members, chunks, strict=True):
+            outputs.append([])
+            for rows, inputs in chunk.batches:
+                yield len(rows) * int(inputs[0].shape[1])
+                outputs[-1] += member.run_network(replace(chunk, batches=[(rows, inputs)]))
+        [merged] = predictor.merge(prepared, outputs if isinstance(prepared, list) else outputs[0])
+        return prediction_record(item.example, predictor.labels_and_spans(item.example.text, merged))
 
     def describe(self) -> dict[str, Any]:
         """Tasks and how each decides, perspective, encoder, what runs the network, how inputs are normalized."""
@@ -133,6 +166,23 @@ class ServedModel:
             # the normalization steps every comment goes through (text.normalize), null: read as written
             "normalize": [list(m.settings.normalize) if m.settings.normalize is not None else None for m in members],
         }
+
+
+def run_through(steps: Generator[Any, None, Any]) -> Any:
+    """Run a generator to its end; its return value.
+
+    Example:
+        >>> def steps():
+        ...     yield 1
+        ...     return "done"
+        >>> run_through(steps())
+        'done'
+    """
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
 
 
 def by_perspective(items: Sequence[Item]) -> list[list[Item]]:
