@@ -27,13 +27,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import DOCS, isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
+from kold_span.corpora.experiment import BENIGN  # noqa: E402
 from kold_span.errors import UnreachableTargetError  # noqa: E402
 from kold_span.evaluation.operating_points import (Counts, decision_band, decision_label,  # noqa: E402
                                                    examples_digest, label_scores, span_counts, task_counts,
                                                    threshold_table)
-from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.corpora.experiment import BENIGN  # noqa: E402
 from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
+from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.metrics import ECE_BINS  # noqa: E402
 from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
 from kold_span.training import Calibration, fit_temperatures  # noqa: E402
@@ -138,7 +138,8 @@ def _pct(value) -> str:
 def section(result: dict, command: str) -> str:
     """The Markdown section: one row per task and band."""
     lines = [f"### {result['name']}", "", f"`{command}`", "",
-             f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, test {result['test']} texts"
+             f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, "
+             f"test {result['test']} texts"
              + (f" ({result['benign']} of them the negatives' held-out benign share)" if result.get("benign") else "")
              + f"; bootstrap {result['samples']} samples, seed 0, 95% intervals.", "",
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
