@@ -145,31 +145,10 @@ async def open_or_count(host: str, port: int, counts: dict, address: str):
         return None
 
 
-async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict, address: str) -> None:
-    """Sends a request's headers a byte a second; counts how often the server cut it off."""
-    head = f"GET /readyz HTTP/1.1\r\nHost: {host}\r\nX-Slow: {'a' * 200}\r\n\r\n".encode()
-    while not stop.is_set():
-        opened = await open_or_count(host, port, counts, address)
-        if opened is None:
-            continue
-        count(counts, "sent")
-        reader, writer = opened
-        with closing(writer), suppress(OSError):  # a connection reset is a cut-off too
-            for byte in head:
-                if stop.is_set():
-                    break
-                writer.write(bytes([byte]))
-                await writer.drain()
-                await asyncio.sleep(1.0)
-                if reader.at_eof():
-                    break
-        count(counts, "cut")
-
-
-async def slow_body(host: str, port: int, stop: asyncio.Event, counts: dict, address: str) -> None:
-    """Sends a request's headers, then its body a byte a second; counts how often the server cut it off."""
-    head = (f"POST /v1/predict HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: 1000\r\n\r\n").encode()
+async def trickle(host: str, port: int, stop: asyncio.Event, counts: dict, address: str, at_once: bytes,
+                  slowly: bytes) -> None:
+    """Sends `at_once`, then `slowly` a byte a second, on connection after connection; counts how often the
+    server cut one off (a connection reset is a cut-off too)."""
     while not stop.is_set():
         opened = await open_or_count(host, port, counts, address)
         if opened is None:
@@ -177,14 +156,27 @@ async def slow_body(host: str, port: int, stop: asyncio.Event, counts: dict, add
         count(counts, "sent")
         reader, writer = opened
         with closing(writer), suppress(OSError):
-            writer.write(head)
-            for _ in range(1000):
+            writer.write(at_once)
+            for byte in slowly:
                 if stop.is_set() or reader.at_eof():
                     break
-                writer.write(b" ")
+                writer.write(bytes([byte]))
                 await writer.drain()
                 await asyncio.sleep(1.0)
         count(counts, "cut")
+
+
+async def dribbler(host: str, port: int, stop: asyncio.Event, counts: dict, address: str) -> None:
+    """Sends a request's headers a byte a second."""
+    head = f"GET /readyz HTTP/1.1\r\nHost: {host}\r\nX-Slow: {'a' * 200}\r\n\r\n".encode()
+    await trickle(host, port, stop, counts, address, b"", head)
+
+
+async def slow_body(host: str, port: int, stop: asyncio.Event, counts: dict, address: str) -> None:
+    """Sends a request's headers, then its body a byte a second."""
+    head = (f"POST /v1/predict HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: 1000\r\n\r\n").encode()
+    await trickle(host, port, stop, counts, address, head, b" " * 1000)
 
 
 async def idle_socket(host: str, port: int, stop: asyncio.Event, counts: dict, address: str) -> None:
