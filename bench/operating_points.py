@@ -29,8 +29,8 @@ from report import DOCS, isa_flags, machine_line, run_splits, save_results, writ
 
 from kold_span.corpora.experiment import BENIGN  # noqa: E402
 from kold_span.errors import UnreachableTargetError  # noqa: E402
-from kold_span.evaluation.operating_points import (Counts, decision_band, decision_label,  # noqa: E402
-                                                   examples_digest, label_scores, span_counts, task_counts,
+from kold_span.evaluation.operating_points import (decision_band, decision_label, examples_digest,  # noqa: E402
+                                                   label_scores, sequence_counts, span_counts, task_counts,
                                                    threshold_table)
 from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
@@ -43,14 +43,9 @@ PAGE = DOCS / "operating-points.md"
 
 def at_threshold(task, label, decoding, examples, merged, threshold: float) -> dict:
     """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table)."""
-    import numpy as np
-
     if kind_of(task).token_level:
         return threshold_table(span_counts(task, decoding, examples, merged, grid=(threshold,)))[0]
-    scores, gold = label_scores(task, label, examples, merged)
-    flagged, positive = np.array([round(s, 6) >= threshold for s in scores]), np.array(gold, dtype=bool)
-    return threshold_table(Counts(np.array([threshold]), (flagged & positive)[None].astype(float),
-                                  flagged[None].astype(float), positive.astype(float), flagged[None], ~positive))[0]
+    return threshold_table(sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,)))[0]
 
 
 def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Predictor, dict]:

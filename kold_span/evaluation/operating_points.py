@@ -58,12 +58,14 @@ class Counts:
     benign: np.ndarray  # [n] of bool
 
 
-def sequence_counts(scores: Sequence[float], gold: Sequence[bool]) -> Counts:
-    """`Counts` of a text-level decision at every distinct score (a text is flagged when its score reaches it)."""
+def sequence_counts(scores: Sequence[float], gold: Sequence[bool], grid: Optional[Sequence[float]] = None) -> Counts:
+    """`Counts` of a text-level decision at every distinct score, or at each threshold of `grid` (a text is flagged
+    when its score reaches it)."""
     s, y = np.asarray(scores, dtype=np.float64), np.asarray(gold, dtype=bool)
     if len(s) != len(y):
         raise ArgumentError(f"scores and gold differ in length: {len(s)} != {len(y)}")
-    thresholds = np.unique(np.round(s, DIGITS))[::-1]
+    thresholds = (np.unique(np.round(s, DIGITS))[::-1] if grid is None
+                  else np.asarray(sorted(grid, reverse=True), dtype=np.float64))
     flagged = np.round(s, DIGITS)[None, :] >= thresholds[:, None]
     return Counts(thresholds, (flagged & y).astype(float), flagged.astype(float), y.astype(float), flagged, ~y)
 
