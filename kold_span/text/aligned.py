@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 import regex
@@ -122,8 +123,21 @@ class AlignedText:
             return position, position
         span = self.sources[start][0], self.sources[end - 1][1]
         if graphemes and span[0] < span[1]:
-            span = grapheme_span(self.original, *span)
+            span = grapheme_span(self.original, *span, bounds=self._graphemes)
         return span
+
+    # Found once per text: the spans of one long comment would otherwise each walk the whole of it again.
+    @cached_property
+    def _graphemes(self) -> list[int]:
+        return grapheme_bounds(self.original)
+
+    @cached_property
+    def _starts(self) -> list[int]:
+        return [s for s, _ in self.sources]
+
+    @cached_property
+    def _ends(self) -> list[int]:
+        return [e for _, e in self.sources]
 
     def from_original(self, start: int, end: int) -> Span:
         """A span of `original` (a gold span) as the span of `text` that came from it.
@@ -138,23 +152,17 @@ class AlignedText:
         """
         if not 0 <= start <= end <= len(self.original):
             raise ValueError(f"span ({start}, {end}) is outside an original of {len(self.original)} characters")
-        inside = [i for i, source in enumerate(self.sources) if start < end and self._inside(source, start, end)]
-        if not inside:
-            # Sources are monotone: the characters before the position are those ending at or before it.
-            position = bisect_right([e for _, e in self.sources], start)
-            return position, position
-        return inside[0], inside[-1] + 1
+        # Sources are monotone, so the characters inside (a range overlapping the span; an inserted
+        # character's empty range strictly inside it) run from the first ending after `start` to the
+        # last starting before `end`; none inside: the position after those ending at or before `start`.
+        first = bisect_right(self._ends, start)
+        last = bisect_left(self._starts, end) if start < end else first
+        return (first, last) if first < last else (first, first)
 
     def spans_from_original(self, spans: dict[str, list[Span]]) -> dict[str, list[Span]]:
         """`from_original` of every span, by type; a span whose characters were all removed is dropped."""
         moved = {name: [self.from_original(s, e) for s, e in pairs] for name, pairs in spans.items()}
         return {name: [(s, e) for s, e in pairs if s < e] for name, pairs in moved.items()}
-
-    @staticmethod
-    def _inside(source: Span, start: int, end: int) -> bool:
-        """Whether a character from `source` belongs to the original span [start, end)."""
-        s, e = source
-        return start < s < end if s == e else s < end and e > start
 
     def removed(self) -> list[int]:
         """Original positions no character of `text` came from (removed characters), in order.
