@@ -206,6 +206,58 @@ def test_limits_are_413_naming_the_limit(model_dir):
         client.__exit__(None, None, None)
 
 
+def test_what_the_service_loaded_is_out_of_the_garbage_collectors_sight(model_dir):
+    # a full collection walked the model, Kiwi and the word lists every 1-2 s under load (~200 ms, every
+    # thread stopped); frozen after the warm-up, it walks only what requests made
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    client = serving(lambda: load_predictor([model_dir]), models=(str(model_dir),))
+    try:
+        assert gc.get_freeze_count() > 10_000
+        assert client.post("/v1/predict", json={"comments": [{"text": "오늘 경기 재밌었어요"}]}).status_code == 200
+    finally:
+        client.__exit__(None, None, None)
+        gc.unfreeze()
+
+
+def test_two_threads_measuring_at_once_measure_what_one_thread_does(model_dir):
+    # the batcher's quick thread measures small requests while the other measures a large one: the tokenizer,
+    # Kiwi (behind its lock) and the caches are shared
+    import threading
+
+    from kold_span.data.example import Example
+    from kold_span.service.model import Item, ServedModel
+    from kold_span.text.morphemes import clear_cache
+
+    served = ServedModel(load_predictor([model_dir]))
+    examples = [Example(id=f"{i}-{k}", text=f"{c['text']} {k}번째 {'ㅋ' * k}", context=c.get("title"))
+                for k in range(12) for i, c in enumerate(COMMENTS)]
+
+    def measured(chosen):
+        items = [Item(e) for e in chosen]
+        return [(shape, [w["input_ids"] for w in item.encoded.windows], item.encoded.text)
+                for shape, item in zip(served.shapes(items), items)]
+
+    clear_cache()
+    alone = measured(examples)
+    clear_cache()
+    found, errors = {}, []
+
+    def half(name, chosen):
+        try:
+            found[name] = [m for e in chosen for m in measured([e])]
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=half, args=(n, examples[n::2])) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert found[0] == alone[0::2] and found[1] == alone[1::2]
+
+
 def windows_held(root) -> int:
     """How many token windows (a window is a dict with input_ids and text_mask) `root` still reaches, by walking its
     references (not into modules, classes or functions: a window held is held by an object)."""
@@ -594,7 +646,8 @@ def test_the_service_slices_a_comment_over_its_batch_budget(model_dir):
         response = sliced.post("/v1/predict", json={"comments": [COMMENTS[-1]]})
         assert response.status_code == 200
         after = float(re.search(count, sliced.get("/metrics").text).group(1))
-        assert after - before == 4  # 7 windows of 64 tokens, 2 a pass: 4 forward passes, not 1
+        # 7 windows of 64 tokens, 2 a pass: 4 forward passes, not 1, then merging and decoding as a turn of its own
+        assert after - before == 5
     finally:
         sliced.__exit__(None, None, None)
 
@@ -617,7 +670,8 @@ def test_a_sliced_comment_agrees_with_predict(model_dir, members):
         except StopIteration as stop:
             got = stop.value
             break
-    assert len(tokens) == 4 * members and max(tokens) <= 128
+    # its passes, then a turn of no pass that merges and decodes
+    assert len(tokens) == 4 * members + 1 and max(tokens) <= 128 and tokens[-1] == 0 and min(tokens[:-1]) > 0
     [want] = predictor.predict([item.example.text])
     assert got["labels"]["OFF"]["label"] == want["labels"]["OFF"]["label"]
     assert [(s["start"], s["end"]) for s in got["spans"]] == [(s["start"], s["end"]) for s in want["spans"]]

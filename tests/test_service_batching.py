@@ -389,6 +389,43 @@ def test_a_small_request_is_measured_between_the_comments_of_a_large_one():
     assert b.close(5)
 
 
+def test_a_small_request_is_measured_and_answered_while_a_large_ones_measuring_call_runs():
+    held, release = threading.Event(), threading.Event()
+
+    def shapes(payloads):
+        if "big" in payloads:
+            held.set()
+            assert release.wait(10)
+        return [Shape(1, 10) for _ in payloads]
+
+    b = Batcher(run=Recorder(), shape=shapes, max_batch_tokens=100, max_wait=0.0, max_queue=100,
+                size=lambda p: 20_000 if p == "big" else len(p))
+    b.start()
+    big = b.submit(["big"])
+    assert held.wait(5)  # one measuring call holds the large comment
+    # the quick thread measures it and the model runs it: before, it waited for the large comment's call
+    assert b.submit(["small"])[0].result(5).value == "smallsmall"
+    assert not big[0].done()
+    release.set()
+    assert big[0].result(5).value == "bigbig"
+    assert b.close(5)
+
+
+def test_the_quick_thread_leaves_large_requests_to_the_other():
+    threads = []
+
+    def shapes(payloads):
+        threads.append((threading.current_thread().name, list(payloads)))
+        return [Shape(1, 10) for _ in payloads]
+
+    b = Batcher(run=Recorder(), shape=shapes, max_batch_tokens=100, max_wait=0.0, max_queue=100, size=len)
+    b.start()
+    futures = [b.submit(["x" * 9000])[0] for _ in range(5)]  # each over the quick size, one a call
+    assert all(f.result(5) for f in futures)
+    assert b.close(5)
+    assert len(threads) == 5 and {name for name, _ in threads} == {"kold-span-measure"}
+
+
 class Slices:
     """A stand-in for `ServedModel.slices`: a long payload as `count` passes of `tokens`, each logged."""
 

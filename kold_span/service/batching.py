@@ -6,7 +6,10 @@ are what a batch is cut by), and a model thread fills batches of measured jobs w
 budget (windows × the longest window) and runs them. Measuring runs beside the forward passes, never
 before them on the model thread (a maximal request cost ~1.2 s of measuring there, which every other
 request waited for), and in bounded calls (`MEASURE_AT_ONCE` jobs, `MEASURE_SIZE` of their size) taken
-in turn order, so a small request is measured after at most one call of a large one.
+in turn order. One such call can still be long (a comment of 20,000 characters and a title as long:
+0.25 s, more for text that keeps the normalizer busy), so a second, quick measuring thread takes only
+small requests (`QUICK_SIZE` characters at most): a one-comment request is measured at once, not after
+a large one's call. The two threads never measure jobs of one request at the same time.
 
 Requests take turns by size: the batch is filled from the request with the least work waiting first
 (its comments' `size`, characters in the service; without a size function, its number of comments),
@@ -51,6 +54,9 @@ MEASURE_AT_ONCE = 64  # jobs measured in one tokenizer call at most (and between
 # maximal comment (20,000 characters and a title as long) is measured alone, and a small request waits
 # for at most that one before its turn.
 MEASURE_SIZE = 16_384
+# The size of a request (its jobs' sizes) the quick measuring thread takes, and of one of its calls: a few
+# ordinary comments, measured in milliseconds.
+QUICK_SIZE = 2_048
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class Job:
     group: Group
     shape: Optional[Shape] = None
     size: int = 1
+    measuring: bool = False  # a measuring thread holds it now
 
 
 @dataclass(frozen=True)
@@ -259,14 +266,18 @@ class Batcher:
     _closed: bool = field(default=False, init=False, repr=False)
     _thread: Optional[threading.Thread] = field(default=None, init=False, repr=False)
     _measurer: Optional[threading.Thread] = field(default=None, init=False, repr=False)
+    _quick: Optional[threading.Thread] = field(default=None, init=False, repr=False)
     _sliced: Optional[Sliced] = field(default=None, init=False, repr=False)
     _rate: float = field(default=0.0, init=False, repr=False)  # comments per second, recent batches
 
     def start(self) -> None:
-        """Start the measuring thread and the model thread."""
+        """Start the measuring threads and the model thread."""
         self._measurer = threading.Thread(target=self._measure_work, name="kold-span-measure", daemon=True)
+        self._quick = threading.Thread(target=self._measure_work, args=(QUICK_SIZE,), name="kold-span-measure-quick",
+                                       daemon=True)
         self._thread = threading.Thread(target=self._work, name="kold-span-batcher", daemon=True)
         self._measurer.start()
+        self._quick.start()
         self._thread.start()
 
     @property
@@ -347,37 +358,52 @@ class Batcher:
             self._closed = True
             self._cond.notify_all()
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in (self._measurer, self._thread):
+        threads = (self._measurer, self._quick, self._thread)
+        for thread in threads:
             if thread is not None:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(t is not None and t.is_alive() for t in (self._measurer, self._thread))
+        return not any(t is not None and t.is_alive() for t in threads)
 
-    # -- the measuring thread ---------------------------------------------------------------
-    def _measure_work(self) -> None:
-        """Measure the waiting requests in turn order, one bounded call at a time, until closed and done."""
+    # -- the measuring threads --------------------------------------------------------------
+    def _measure_work(self, most: Optional[int] = None) -> None:
+        """Measure the waiting requests in turn order, one bounded call at a time, until closed and done;
+        with `most`, only requests of at most that size (the quick thread)."""
         while True:
             with self._cond:
                 while True:
-                    order = [g for g in turn_order(self._groups) if not g.checked]
+                    order = [g for g in turn_order(self._groups) if not g.checked and not self._held(g)
+                             and (most is None or g.weight <= most)]
                     if order:
                         break
-                    if self._closed:
+                    if self._closed and not any(not g.checked for g in self._groups):
                         return
                     self._cond.wait()
-            self._measure_step(order)
-            with self._cond:
-                self._cond.notify_all()
+                group = order[0]
+                todo = [j for j in group.jobs if j.shape is None]
+                chunk = take_measurable(todo) if most is None else todo
+                if len(chunk) == len(todo):
+                    for later in order[1:]:  # company: the next requests' jobs, within one call's bounds
+                        jobs = [j for j in later.jobs if j.shape is None]
+                        chunk += take_measurable(jobs, chunk) if most is None else \
+                            (jobs if sum(j.size for j in chunk + jobs) <= most else [])
+                for job in chunk:
+                    job.measuring = True
+            try:
+                self._measure_step(group, chunk)
+            finally:
+                with self._cond:
+                    for job in chunk:
+                        job.measuring = False
+                    self._cond.notify_all()
 
-    def _measure_step(self, order: list[Group]) -> None:
-        """One measuring call for `order[0]` (with the next groups' jobs as company when it is its last),
-        then its budget checks: a group over a limit fails whole and leaves; one measured whole is `checked`."""
-        group = order[0]
-        with self._cond:
-            todo = [j for j in group.jobs if j.shape is None]
-            chunk = take_measurable(todo)
-            if len(chunk) == len(todo):
-                for later in order[1:]:
-                    chunk += take_measurable([j for j in later.jobs if j.shape is None], chunk)
+    @staticmethod
+    def _held(group: Group) -> bool:
+        """Whether a measuring thread holds some of the group's jobs now (call with the lock held)."""
+        return any(j.measuring for j in group.jobs)
+
+    def _measure_step(self, group: Group, chunk: list[Job]) -> None:
+        """One measuring call for `chunk` (jobs of `group`, and of the next groups as company when it is its
+        last), then `group`'s budget checks: over a limit, it fails whole and leaves; measured whole, `checked`."""
         if chunk:
             self._measure(chunk)
         with self._cond:

@@ -129,7 +129,7 @@ class ServedModel:
     def slices(self, item: Item, budget: int) -> Generator[int, None, dict[str, Any]]:
         """One comment's windows as forward passes of at most `budget` padded tokens (a window longer than the
         budget alone), one per `next`; yields the padded tokens of the pass it runs next (the first `next`
-        prepares and runs none), returns the prediction record once every pass has run (`Batcher.slices`).
+        prepares and runs none; the last, 0, merges and decodes), returns the prediction record (`Batcher.slices`).
 
         An ensemble's members run their passes in turn, and their outputs are averaged at the end.
         """
@@ -143,6 +143,9 @@ class ServedModel:
             for rows, inputs in chunk.batches:
                 yield len(rows) * int(inputs[0].shape[1])
                 outputs[-1] += member.run_network(replace(chunk, batches=[(rows, inputs)]))
+        # Merging and decoding a long comment is a turn of its own (0 tokens: no forward pass), so the
+        # other requests wait for it or for a pass, never for both (20,000 characters: ~70 ms).
+        yield 0
         [merged] = predictor.merge(prepared, outputs if isinstance(prepared, list) else outputs[0])
         return prediction_record(item.example, predictor.labels_and_spans(item.example.text, merged))
 
