@@ -1,4 +1,6 @@
 """The morpheme cache: bounded (least recently used dropped first) and still right past its bound."""
+import time
+
 import pytest
 
 from kold_span.text import morphemes
@@ -94,3 +96,56 @@ def test_slices_cut_from_halves_keep_the_offsets_of_slices_cut_at_once(monkeypat
 
     expected = [("머리말", (0, 3)), ("가나", (4, 6)), ("다라", (7, 9)), ("마", (10, 11)), ("바사아", (12, 15))]
     assert split(1) == split(64) == expected
+
+
+def test_kiwi_turns_are_taken_in_the_order_they_were_asked_for():
+    import threading
+
+    turns, order = morphemes.KiwiTurns(), []
+
+    def take(name):
+        with turns.turn():
+            order.append(name)
+
+    first = turns.turn()
+    first.__enter__()  # the first caller holds its turn
+    threads = []
+    for name in "abc":
+        threads.append(threading.Thread(target=take, args=(name,)))
+        threads[-1].start()
+        deadline = time.monotonic() + 10
+        while turns.waiting < len(threads) + 1 and time.monotonic() < deadline:  # bounded: it has asked
+            time.sleep(0.001)
+    assert turns.waiting == 4 and order == []
+    first.__exit__(None, None, None)
+    for t in threads:
+        t.join(10)
+    assert order == ["a", "b", "c"] and turns.waiting == 0
+
+
+def test_a_short_text_is_analysed_between_the_calls_of_a_long_one(monkeypatch):
+    import threading
+    from types import SimpleNamespace
+
+    calls, short_done = [], []
+
+    class FakeKiwi:
+        def tokenize(self, pieces):
+            calls.append(list(pieces))
+            if len(calls) == 1:  # the long text's first call: a short text on another thread asks for a turn
+                thread = threading.Thread(target=lambda: short_done.append(morphemes._analyse(["짧은"])))
+                thread.start()
+                deadline = time.monotonic() + 10
+                while morphemes._TURNS.waiting < 2 and time.monotonic() < deadline:
+                    time.sleep(0.001)
+            return [[SimpleNamespace(start=0, len=len(p), tag="NNG")] for p in pieces]
+
+    monkeypatch.setattr(morphemes, "kiwi", FakeKiwi)
+    monkeypatch.setattr(morphemes, "KIWI_PIECE_CHARS", 4)
+    monkeypatch.setattr(morphemes, "KIWI_TURN_CHARS", 8)
+    long_text = "가나다. " * 6  # pieces of 4 characters (5 distinct), two to a call
+    [analysis] = morphemes._analyse([long_text])
+    assert all(sum(map(len, call)) <= 8 for call in calls)
+    assert calls[1] == ["짧은"]  # served between the long text's first and second calls
+    assert len(calls) == 3 and short_done == [[((0, 2, "NNG"),)]]
+    assert analysis[0] == (0, 4, "NNG") and analysis[-1][1] == len(long_text)

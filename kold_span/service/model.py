@@ -97,7 +97,7 @@ class ServedModel:
         self.max_batch_tokens = max_batch_tokens
 
     def shapes(self, items: list[Item]) -> list[Shape]:
-        """Each comment's windows and longest window, in one tokenizer call (and one Kiwi call) per annotator."""
+        """Each comment's windows and longest window, in one tokenizer call (and batched Kiwi calls) per annotator."""
         for chosen in by_perspective(items):
             contexts = self.predictor.contexts_for([c.example.context for c in chosen], chosen[0].perspective)
             for item, encoded in zip(chosen, self.predictor.encode([c.example.text for c in chosen], contexts)):

@@ -5,7 +5,8 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from typing import Iterable, Optional
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Optional
 
 _KIWI = None
 _KIWI_LOCK = threading.Lock()
@@ -79,22 +80,92 @@ def piece_bounds(text: str, max_chars: int) -> list[tuple[int, int]]:
     return bounds
 
 
+# The characters of the pieces one Kiwi call takes: a long text's pieces go in several calls, each a turn
+# (`KiwiTurns`), so a short text analysed on another thread (the service measures small requests on a
+# thread of their own) waits for one call of ~20 ms, not for the whole text (40,000 characters: ~0.2 s).
+KIWI_TURN_CHARS = 8192
+
+
+class KiwiTurns:
+    """Turns at Kiwi, taken in the order they were asked for (a ticket lock).
+
+    A thread analysing a long text asks for a turn per call, so one that asked in between goes first.
+    Python's own lock promises no order: the thread that just released it usually takes it again.
+
+    Example:
+        >>> turns = KiwiTurns()
+        >>> with turns.turn():
+        ...     turns.waiting
+        1
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0  # the ticket the next caller gets
+        self._serving = 0  # the ticket whose turn it is
+
+    @property
+    def waiting(self) -> int:
+        """Callers holding or waiting for a turn."""
+        return self._next - self._serving
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the turn; callers wait in the order they asked."""
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._serving += 1
+                self._cond.notify_all()
+
+
+_TURNS = KiwiTurns()
+
+
+def turn_batches(pieces: list[str], max_chars: int) -> list[list[str]]:
+    """Consecutive batches of pieces of at most `max_chars` characters in all (a longer piece alone).
+
+    Example:
+        >>> turn_batches(["ab", "cd", "efg", "h"], 4), turn_batches(["abcdef", "g"], 4), turn_batches([], 4)
+        ([['ab', 'cd'], ['efg', 'h']], [['abcdef'], ['g']], [])
+    """
+    batches: list[list[str]] = []
+    size = 0
+    for piece in pieces:
+        if not batches or size + len(piece) > max_chars:
+            batches.append([])
+            size = 0
+        batches[-1].append(piece)
+        size += len(piece)
+    return batches
+
+
 def _analyse(texts: list[str]) -> list[Morphemes]:
-    """Kiwi's analyses of texts in one batched call, as (start, end, tag) triples.
+    """Kiwi's analyses of texts in batched calls, as (start, end, tag) triples.
 
     A text longer than `KIWI_PIECE_CHARS` is analysed in pieces (`piece_bounds`), their offsets
     shifted back into the text, and a piece met twice is analysed once: a long text and its
-    lowercased form (`prefetch_for`) differ in few of their pieces. One call at a time: Kiwi's
-    batch call already uses its own threads, and a second caller (the pipeline's decoding thread,
-    on a rare cache miss) waits rather than relying on Kiwi being safe to call from two threads at once.
+    lowercased form (`prefetch_for`) differ in few of their pieces. The pieces go to Kiwi in calls of
+    at most `KIWI_TURN_CHARS` characters, one caller at a time and in turn (`KiwiTurns`): Kiwi's batch
+    call already uses its own threads, and a second caller (the pipeline's decoding thread on a rare
+    cache miss, the service's quick measuring thread) waits rather than relying on Kiwi being safe to
+    call from two threads at once.
     """
     pieces = [(i, start, text[start:end]) for i, text in enumerate(texts)
               for start, end in piece_bounds(text, KIWI_PIECE_CHARS)]
     distinct = list(dict.fromkeys(piece for _, _, piece in pieces))
     analyser = kiwi()
-    with _KIWI_LOCK:
-        found = {piece: [(t.start, t.start + t.len, t.tag) for t in tokens]
-                 for piece, tokens in zip(distinct, analyser.tokenize(distinct), strict=True)}
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    for batch in turn_batches(distinct, KIWI_TURN_CHARS):
+        with _TURNS.turn():
+            found.update({piece: [(t.start, t.start + t.len, t.tag) for t in tokens]
+                          for piece, tokens in zip(batch, analyser.tokenize(batch), strict=True)})
     analyses: list[list[tuple[int, int, str]]] = [[] for _ in texts]
     for i, shift, piece in pieces:
         analyses[i].extend((shift + start, shift + end, tag) for start, end, tag in found[piece])
@@ -133,7 +204,7 @@ def _store(texts: list[str], analyses: list[Morphemes]) -> None:
 
 
 def prefetch(texts: Iterable[str]) -> None:
-    """Analyse all uncached texts in one batched Kiwi call instead of one call per text.
+    """Analyse all uncached texts in batched Kiwi calls (`KIWI_TURN_CHARS` each) instead of one call per text.
 
     Texts already cached become the most recently used; the least recently used are dropped past
     `CACHE_SIZE`. Kiwi runs outside the cache's lock, so other threads read the cache meanwhile.
