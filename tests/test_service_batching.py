@@ -525,3 +525,65 @@ def test_two_long_comments_run_one_after_the_other_with_short_batches_between_sl
     assert [f.result(5).value for f in [first, *futures]] == ["LfirstLfirst", "L1L1", "L2L2"]
     assert b.close(5)
     assert log == ["Lfirst:0", "L1:0", "L1:1", "L2:0", "L2:1"]
+
+
+def test_a_small_request_being_measured_when_a_slice_ends_runs_before_the_next_slice():
+    log, measuring, release, waiting = [], threading.Event(), threading.Event(), threading.Event()
+
+    def shapes(payloads):
+        if "s" in payloads:
+            measuring.set()
+            assert release.wait(10)
+        return [Shape(3 if p.startswith("L") else 1, 10) for p in payloads]
+
+    class Held(Slices):
+        def __call__(self, payload, budget):
+            for k in range(self.count):
+                yield self.tokens
+                self.running.set()
+                if k == 0:  # the small request comes, and is on the quick thread, while this slice runs
+                    assert measuring.wait(10)
+                self.log.append(f"{payload}:{k}")
+            return payload * 2
+
+    def run(payloads):
+        log.append(list(payloads))
+        return [p * 2 for p in payloads]
+
+    b = Batcher(run=run, shape=shapes, max_batch_tokens=10, max_wait=0.0, max_queue=100, slices=Held(log))
+    waits = b._wait_for_quick
+
+    def wait_for_quick():
+        waiting.set()
+        return waits()
+
+    b._wait_for_quick = wait_for_quick
+    b.start()
+    [long_one] = b.submit(["L"], client="attacker")
+    assert b.slices.running.wait(5)
+    [short] = b.submit(["s"], client="victim")
+    waiting.wait(5)  # the model thread waits for the quick thread (without that wait, this gives up after 5 s)
+    release.set()
+    assert short.result(5).value == "ss" and long_one.result(5).value == "LL"
+    assert log == ["L:0", ["s"], "L:1", "L:2"]
+    assert b.close(5)
+
+
+def test_merging_and_decoding_is_a_turn_of_its_own_and_no_batch():
+    log, stats = [], []
+
+    def slices(payload, budget):
+        for k in range(2):
+            yield 10
+            log.append(f"{payload}:{k}")
+        yield 0
+        log.append(f"{payload}:decoded")
+        return payload * 2
+
+    b = long_batcher(log, slices)
+    b.on_batch = stats.append
+    assert b.submit(["L"])[0].result(5).value == "LL"
+    assert b.close(5)
+    assert log == ["L:0", "L:1", "L:decoded"]
+    # two passes reported; the comment counts with the last pass, the decoding turn is no batch
+    assert [(s.comments, s.tokens) for s in stats] == [(0, 10), (1, 10)]

@@ -57,6 +57,9 @@ MEASURE_SIZE = 16_384
 # The size of a request (its jobs' sizes) the quick measuring thread takes, and of one of its calls: a few
 # ordinary comments, measured in milliseconds.
 QUICK_SIZE = 2_048
+# Seconds the model thread waits, before a long comment's next slice, for the quick thread to finish measuring
+# a small request (one of its calls takes milliseconds; the bound only guards against a stuck one).
+QUICK_WAIT = 0.1
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,7 @@ class Batcher:
     _thread: Optional[threading.Thread] = field(default=None, init=False, repr=False)
     _measurer: Optional[threading.Thread] = field(default=None, init=False, repr=False)
     _quick: Optional[threading.Thread] = field(default=None, init=False, repr=False)
+    _quick_busy: bool = field(default=False, init=False, repr=False)  # the quick thread is measuring now
     _sliced: Optional[Sliced] = field(default=None, init=False, repr=False)
     _rate: float = field(default=0.0, init=False, repr=False)  # comments per second, recent batches
 
@@ -388,12 +392,15 @@ class Batcher:
                             (jobs if sum(j.size for j in chunk + jobs) <= most else [])
                 for job in chunk:
                     job.measuring = True
+                self._quick_busy = most is not None
             try:
                 self._measure_step(group, chunk)
             finally:
                 with self._cond:
                     for job in chunk:
                         job.measuring = False
+                    if most is not None:
+                        self._quick_busy = False
                     self._cond.notify_all()
 
     @staticmethod
@@ -506,6 +513,8 @@ class Batcher:
         while True:
             sliced = self._sliced
             batch = self._collect(wait=sliced is None, short_only=sliced is not None)
+            if sliced is not None and not batch and self._wait_for_quick():
+                batch = self._collect(wait=False, short_only=True)
             if sliced is None:
                 if not batch:
                     return
@@ -516,6 +525,19 @@ class Batcher:
                 self._run_batch(batch)
             if self._sliced is not None:
                 self._next_slice(self._sliced)
+
+    def _wait_for_quick(self) -> bool:
+        """Wait (at most `QUICK_WAIT` s) while the quick thread measures a small request; whether it was.
+
+        Before a long comment's next slice: a small request that came during the last one and is being
+        measured now runs next, not after one more slice.
+        """
+        deadline = time.monotonic() + QUICK_WAIT
+        with self._cond:
+            busy = self._quick_busy
+            while self._quick_busy and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+        return busy
 
     def _run_batch(self, batch: list[Job]) -> None:
         started = time.monotonic()
@@ -560,8 +582,10 @@ class Batcher:
                 result, done = err, True
             seconds = time.monotonic() - started
             sliced.seconds += seconds
-            # Each slice counts as a batch of its tokens; the comment counts once, with its last slice.
-            self._report(BatchStats(1 if done else 0, tokens, seconds, 1))
+            # Each slice counts as a batch of its tokens; the comment counts once, with its last slice (a
+            # turn of 0 tokens after it, merging and decoding, is no forward pass: not a batch).
+            if tokens:
+                self._report(BatchStats(1 if done or not sliced.tokens else 0, tokens, seconds, 1))
         if not done:
             return
         with self._cond:
