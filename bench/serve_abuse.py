@@ -6,8 +6,9 @@ one client and the victim, from 127.0.0.1, as another):
   1. idle: a victim client sends one-comment requests, one at a time: p50/p99 latency; the
      server's RSS after it (after warm-up);
   2. one slice: the largest request the service accepts (comments of `--max-chars` characters
-     with titles as long, as many as fit `--max-request-tokens`, found by halving), alone: the mean
-     forward pass while it runs (a slice of a long comment; before slicing, the whole comment);
+     with titles as long, as many as fit `--max-request-tokens`, found by halving), alone: the time of
+     a forward pass of the whole `--max-batch-tokens` budget (its passes' time per padded token × the
+     budget: a long comment's passes are slices of it, the last one shorter), and its mean pass;
   3. maximal clients: the same victim while each of `--attackers` clients (1, then 8) keeps one
      maximal request in flight, sent again as soon as it is answered;
   4. slow headers: `--dribblers` connections send their headers a byte a second;
@@ -44,9 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from report import machine_line, save_results, write_section  # noqa: E402
+from kold_span.service.settings import Settings  # noqa: E402
 from serve_load import (SERVICE_DOC, Connection, body_of, metric, model_names, percentile, rss_mb,  # noqa: E402
                         scrape, served)
 
+BUDGET = Settings().max_batch_tokens  # the server's padded tokens per forward pass (not changed here)
 VICTIM = {"text": "오늘 경기 진짜 재밌었어요 선수들 고생 많았습니다", "title": "프로야구 개막전 매진"}
 FILLER = "저 의원은 진짜 말하는 것마다 역겹다 ㅋㅋ 이번 정책은 좀 멍청한 결정 같네요 "
 
@@ -250,14 +253,15 @@ def summary(timed: tuple[list, list]) -> dict:
             "p99_ms": percentile(latencies, 99) * 1000, "max_ms": max(latencies, default=float("nan")) * 1000}
 
 
-async def mean_batch_ms(host: str, port: int, work) -> tuple[float, float]:
-    """(the mean forward pass in ms, passes) while `work` runs, from the server's /metrics."""
+async def mean_batch_ms(host: str, port: int, work) -> tuple[float, float, float]:
+    """(the mean forward pass in ms, passes, ms per padded token) while `work` runs, from the server's /metrics."""
     before = await scrape(host, port)
     await work
     after = await scrape(host, port)
     passes = metric(after, "kold_span_batch_seconds_count") - metric(before, "kold_span_batch_seconds_count")
     seconds = metric(after, "kold_span_batch_seconds_sum") - metric(before, "kold_span_batch_seconds_sum")
-    return seconds / max(passes, 1) * 1000, passes
+    tokens = metric(after, "kold_span_batch_tokens_sum") - metric(before, "kold_span_batch_tokens_sum")
+    return seconds / max(passes, 1) * 1000, passes, seconds / max(tokens, 1) * 1000
 
 
 async def measure(args: argparse.Namespace, options: list[str], log: Path) -> dict:
@@ -274,8 +278,11 @@ async def measure(args: argparse.Namespace, options: list[str], log: Path) -> di
         result["maximal_request"] = {"comments": found, "chars_each": args.max_chars, "bytes": len(body)}
         alone = Connection(host, port)
         with closing(alone):
-            slice_ms, passes = await mean_batch_ms(host, port, alone.request("POST", "/v1/predict", body, timeout=600))
-        result["slice"] = {"mean_ms": slice_ms, "passes": passes}
+            mean_ms, passes, per_token = await mean_batch_ms(host, port,
+                                                             alone.request("POST", "/v1/predict", body, timeout=600))
+        # One slice is a pass of the whole budget; a comment's last pass is shorter, so the mean pass is less.
+        slice_ms = per_token * BUDGET
+        result["slice"] = {"mean_ms": mean_ms, "passes": passes, "full_ms": slice_ms, "budget": BUDGET}
 
         for clients in args.attackers:
             rows = result.setdefault("maximal", {})
@@ -360,7 +367,9 @@ after (`/proc/loadavg`, 1 minute; the machine is shared). Model: `{r['model']}`.
 
 A maximal request: {big['comments']} comments of {big['chars_each']:,} characters, each with a title as long
 ({big['bytes']:,} bytes; the most that fits `--max-request-tokens` and `--max-comment-tokens`). Alone, it ran
-{sliced['passes']:.0f} forward passes of {sliced['mean_ms']:.1f} ms on average: one slice. Each maximal client
+{sliced['passes']:.0f} forward passes of {sliced['mean_ms']:.1f} ms on average (a comment's last pass is short);
+one slice, a pass of the whole budget ({sliced['budget']:,} padded tokens, `--max-batch-tokens`), took
+{sliced['full_ms']:.1f} ms (those passes' time per padded token × the budget). Each maximal client
 keeps one in flight from its own address. The victim sends one comment at a time from 127.0.0.1; `/livez` is
 asked every 0.1 s on a fresh connection (answered: 200 within 2 s). The p99 target is 2 × the idle p99 plus one
 slice. Queue p99: the victim's time in the server's queue (its `x-queue-time`); the rest of its latency

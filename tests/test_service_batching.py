@@ -587,3 +587,41 @@ def test_merging_and_decoding_is_a_turn_of_its_own_and_no_batch():
     assert log == ["L:0", "L:1", "L:decoded"]
     # two passes reported; the comment counts with the last pass, the decoding turn is no batch
     assert [(s.comments, s.tokens) for s in stats] == [(0, 10), (1, 10)]
+
+
+def test_on_idle_runs_when_the_queue_drains_and_at_most_once_every_idle_every(monkeypatch):
+    from kold_span.service import batching
+
+    idled = []
+    b = Batcher(run=Recorder(), shape=lambda ps: [Shape(1, 4) for _ in ps], max_batch_tokens=64, max_wait=0.0,
+                max_queue=8, on_idle=lambda: idled.append(b.queued))
+    b.start()
+    assert wait_until(lambda: idled == [0])  # nothing waits at the start: idle once
+    assert b.submit(["a"])[0].result(5).value == "aa"
+    assert b.submit(["b"])[0].result(5).value == "bb"
+    assert idled == [0]  # drained twice within IDLE_EVERY seconds: not called again
+    monkeypatch.setattr(batching, "IDLE_EVERY", 0.0)
+    assert b.submit(["c"])[0].result(5).value == "cc"
+    assert wait_until(lambda: len(idled) == 2) and idled == [0, 0]  # always with nothing waiting
+    time.sleep(0.05)  # not a timing: room for a call that must not come
+    assert idled == [0, 0]  # once a drain, not again until a request comes
+    assert b.close(5)
+
+
+def test_a_failing_idle_callback_is_logged_and_the_batcher_goes_on():
+    def broken():
+        raise RuntimeError("no")
+
+    b = Batcher(run=Recorder(), shape=lambda ps: [Shape(1, 4) for _ in ps], max_batch_tokens=64, max_wait=0.0,
+                max_queue=8, on_idle=broken)
+    b.start()
+    assert b.submit(["a"])[0].result(5).value == "aa"
+    assert b.close(5)
+
+
+def test_the_service_hands_freed_memory_back_where_the_c_library_can():
+    import platform
+
+    from kold_span.service.lifecycle import release_memory
+
+    assert release_memory() is (platform.libc_ver()[0] == "glibc")

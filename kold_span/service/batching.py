@@ -60,6 +60,8 @@ QUICK_SIZE = 2_048
 # Seconds the model thread waits, before a long comment's next slice, for the quick thread to finish measuring
 # a small request (one of its calls takes milliseconds; the bound only guards against a stuck one).
 QUICK_WAIT = 0.1
+# Seconds between two calls of `on_idle` at least (it runs when the queue has drained).
+IDLE_EVERY = 5.0
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ class Batcher:
             runs one forward pass of at most the budget and yields the padded tokens of the next one
             (the first `next` runs none); its return value is the payload's result. None: such a
             payload runs whole in `run`.
+        on_idle: called on the model thread when the queue has drained (nothing waits), once a drain and
+            at most once every `IDLE_EVERY` seconds (the service hands freed memory back to the system).
 
     Example:
         >>> b = Batcher(run=lambda xs: [x * 2 for x in xs], shape=lambda xs: [Shape(1, 4) for _ in xs],
@@ -261,6 +265,9 @@ class Batcher:
     max_comment_tokens: Optional[int] = None
     max_client_queue: Optional[int] = None
     slices: Optional[Callable[[Any, int], Generator[int, None, Any]]] = None
+    on_idle: Optional[Callable[[], None]] = None
+    _idled: float = field(default=-math.inf, init=False, repr=False)  # when `on_idle` last ran
+    _idle_since_work: bool = field(default=False, init=False, repr=False)  # it ran, and no request came since
     _groups: list = field(default_factory=list, init=False, repr=False)
     _by_client: Counter = field(default_factory=Counter, init=False, repr=False)  # comments waiting per client
     _queued: int = field(default=0, init=False, repr=False)
@@ -324,6 +331,7 @@ class Batcher:
             group.jobs.extend(Job(p, Future(), now, group, size=self.size(p) if self.size else 1) for p in payloads)
             group.weight = sum(j.size for j in group.jobs)
             self._groups.append(group)
+            self._idle_since_work = False
             self._queued += len(payloads)
             if client is not None:
                 self._by_client[client] += len(payloads)
@@ -490,6 +498,10 @@ class Batcher:
                 if not ready:
                     if self._closed and not self._groups:
                         return []
+                    if self.on_idle is not None and not self._groups and not self._idle_since_work and \
+                            time.monotonic() - self._idled >= IDLE_EVERY:
+                        self._idle()
+                        continue
                     self._cond.wait()
                     continue
                 left = min(j.arrived for j in ready) + self.max_wait - time.monotonic()
@@ -525,6 +537,18 @@ class Batcher:
                 self._run_batch(batch)
             if self._sliced is not None:
                 self._next_slice(self._sliced)
+
+    def _idle(self) -> None:
+        """Run `on_idle` with the lock released (called with it held, from `_collect`)."""
+        assert self.on_idle is not None
+        self._idled, self._idle_since_work = time.monotonic(), True
+        self._cond.release()
+        try:
+            self.on_idle()
+        except Exception:
+            log.exception("the idle callback failed")
+        finally:
+            self._cond.acquire()
 
     def _wait_for_quick(self) -> bool:
         """Wait (at most `QUICK_WAIT` s) while the quick thread measures a small request; whether it was.
