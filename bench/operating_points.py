@@ -14,6 +14,10 @@ a run trained with `data.negatives` has their held-out benign share added to its
 fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
 tempered before the thresholds are chosen, and each task's expected calibration error on dev and
 test, before and after, is reported beside the count of test decisions the temperature changed.
+Beside each ECE after the temperature stands its noise floor (`metrics.calibration_error_floor`):
+the mean and 95th percentile of the ECE a perfectly calibrated model with the same scores would
+get on the same rows (`--samples` draws, seed 0); an ECE above that percentile is miscalibration
+the data can tell from sampling noise.
 """
 from __future__ import annotations
 
@@ -32,9 +36,9 @@ from kold_span.errors import UnreachableTargetError  # noqa: E402
 from kold_span.evaluation.operating_points import (decision_band, decision_label, examples_digest,  # noqa: E402
                                                    label_scores, sequence_counts, span_counts, task_counts,
                                                    threshold_table)
-from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
+from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.metrics import ECE_BINS  # noqa: E402
+from kold_span.metrics import ECE_BINS, calibration_error_floor, expected_calibration_error  # noqa: E402
 from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
 from kold_span.training import Calibration, fit_temperatures  # noqa: E402
 
@@ -48,8 +52,21 @@ def at_threshold(task, label, decoding, examples, merged, threshold: float) -> d
     return threshold_table(sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,)))[0]
 
 
-def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Predictor, dict]:
-    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after."""
+def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
+    """Per split, the task's ECE as `merged` stand (after the temperature) and its noise floor's mean and 95th
+    percentile (what a perfectly calibrated model with these scores would get)."""
+    out = {}
+    for split in splits:
+        confidences, hits = confidence_hits(task, splits[split], merged[split])
+        floor = calibration_error_floor(confidences, samples=samples)
+        out.update({f"{split}_after": expected_calibration_error(confidences, hits),
+                    f"{split}_floor_mean": floor["mean"], f"{split}_floor_p95": floor["p95"]})
+    return out
+
+
+def temper(config, predictor: Predictor, splits: dict, merged: dict, samples: int = 1000) -> tuple[Predictor, dict]:
+    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after
+    (after: with its noise floor from `samples` draws)."""
     import numpy as np
 
     if any(task.temperature != 1.0 for task in predictor.tasks):
@@ -59,19 +76,16 @@ def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Pr
             for task in predictor.tasks if task.name in temperatures}
     ece = {name: {"temperature": entry["temperature"], "rows": entry["rows"]} for name, entry in report.items()}
 
-    def ece_of(when: str) -> None:
-        for task in predictor.tasks:
-            if task.name in ece:
-                for split in ("dev", "test"):
-                    ece[task.name][f"{split}_{when}"] = calibration_error(task, splits[split], merged[split])
-
-    ece_of("before")
+    for task in predictor.tasks:
+        if task.name in ece:
+            for split in ("dev", "test"):
+                ece[task.name][f"{split}_before"] = calibration_error(task, splits[split], merged[split])
     predictor = Calibration(temperatures=temperatures).apply_to(predictor)
     for split in merged:
         apply_temperatures(predictor.tasks, merged[split])
-    ece_of("after")
     for task in predictor.tasks:
         if task.name in ece:
+            ece[task.name].update(calibrated(task, splits, merged, samples))
             after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
             ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
             ece[task.name]["test_rows"] = len(after)
@@ -91,11 +105,10 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit_temper
     out = {"run": str(run), "dev": len(dev), "test": len(test), "benign": len(benign), "samples": samples,
            "tasks": {}}
     if fit_temperature:
-        predictor, out["calibration"] = temper(config, predictor, splits, merged)
+        predictor, out["calibration"] = temper(config, predictor, splits, merged, samples)
     else:  # the model's own temperatures (1 where it has none), as it ships
-        out["calibration"] = {task.name: {"temperature": task.temperature, **{
-            f"{split}_after": calibration_error(task, splits[split], merged[split]) for split in splits}}
-            for task in predictor.tasks}
+        out["calibration"] = {task.name: {"temperature": task.temperature,
+                                          **calibrated(task, splits, merged, samples)} for task in predictor.tasks}
     for task in predictor.tasks:
         if not task.kind.takes_decision(task.problem):
             continue
@@ -156,16 +169,23 @@ def section(result: dict, command: str) -> str:
     if result.get("calibration"):
         fitted = "fitted on dev by NLL here (`--fit-temperature`)" if any(
             "test_before" in c for c in result["calibration"].values()) else "as the model ships them"
-        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins:", "",
-                  "| task | temperature | dev ECE before → after | test ECE before → after "
-                  "| test argmax rows changed |",
-                  "|---|---|---|---|---|"]
+        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins. "
+                  "The floor is the ECE a perfectly calibrated model with the same scores gets on the same rows "
+                  f"(mean [95th percentile] of {result['samples']} draws, `metrics.calibration_error_floor`); "
+                  "\"above floor\" says whether the test ECE exceeds that 95th percentile, i.e. whether "
+                  "miscalibration is detectable on these rows:", "",
+                  "| task | temperature | dev ECE before → after | dev floor | test ECE before → after | test floor "
+                  "| above floor | test argmax rows changed |",
+                  "|---|---|---|---|---|---|---|---|"]
         for name, c in result["calibration"].items():
             before = {split: "–" if f"{split}_before" not in c else f"{c[f'{split}_before']:.4f}"
                       for split in ("dev", "test")}
+            floor = {split: "–" if f"{split}_floor_mean" not in c else
+                     f"{c[f'{split}_floor_mean']:.4f} [{c[f'{split}_floor_p95']:.4f}]" for split in ("dev", "test")}
+            above = "–" if "test_floor_p95" not in c else "yes" if c["test_after"] > c["test_floor_p95"] else "no"
             changed = f"{c['argmax_changed']} of {c['test_rows']}" if "argmax_changed" in c else "–"
-            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | "
-                         f"{before['test']} → **{c['test_after']:.4f}** | {changed} |")
+            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | {floor['dev']} "
+                         f"| {before['test']} → **{c['test_after']:.4f}** | {floor['test']} | {above} | {changed} |")
     return "\n".join(lines) + "\n"
 
 

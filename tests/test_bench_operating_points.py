@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from kold_span.data.example import Example
-from kold_span.evaluation.task_scores import calibration_error, task_outcomes
+from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes
+from kold_span.metrics import calibration_error_floor
 from kold_span.inference.predictor import Predictor
 from kold_span.models.temperature import negative_log_likelihood
 
@@ -60,6 +61,9 @@ def test_fitted_temperatures_lower_dev_nll_and_keep_every_argmax(outputs):
         assert entry["test_after"] == pytest.approx(calibration_error(task, splits["test"], merged["test"]))
         assert entry["test_before"] == pytest.approx(calibration_error(task, splits["test"], raw["test"]))
         assert entry["argmax_changed"] == 0
+        # beside "after", the floor of a perfectly calibrated model with the tempered scores, on the same rows
+        floor = calibration_error_floor(confidence_hits(task, splits["test"], merged["test"])[0], samples=1000)
+        assert (entry["test_floor_mean"], entry["test_floor_p95"]) == (floor["mean"], floor["p95"])
         assert entry["test_rows"] == len(task_outcomes(task, splits["test"], merged["test"])[0])
     # the outputs themselves were tempered in place (a temperature of exactly 1 would leave them)
     assert report["OFF"]["temperature"] != 1.0
@@ -73,3 +77,18 @@ def test_a_model_that_already_has_temperatures_is_refused(outputs):
     config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
     with pytest.raises(SystemExit, match="already has temperatures"):
         operating_points.temper(config, warm, splits, copy.deepcopy(raw))
+
+
+def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
+    calibration = {"OFF": {"temperature": 1.2, "dev_before": 0.05, "dev_after": 0.04, "dev_floor_mean": 0.02,
+                           "dev_floor_p95": 0.03, "test_before": 0.06, "test_after": 0.051, "test_floor_mean": 0.03,
+                           "test_floor_p95": 0.045, "argmax_changed": 0, "test_rows": 1352},
+                   "TGT": {"temperature": 0.9, "dev_after": 0.02, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03,
+                           "test_after": 0.04, "test_floor_mean": 0.03, "test_floor_p95": 0.045}}
+    result = {"name": "x", "dev": 10, "test": 20, "samples": 1000, "precision": 0.9, "recall": 0.9, "tasks": {},
+              "calibration": calibration}
+    rows = [line for line in operating_points.section(result, "cmd").splitlines() if line.startswith("| OFF")
+            or line.startswith("| TGT")]
+    assert rows == ["| OFF | 1.200 | 0.0500 → 0.0400 | 0.0200 [0.0300] | 0.0600 → **0.0510** | 0.0300 [0.0450] "
+                    "| yes | 0 of 1352 |",
+                    "| TGT | 0.900 | – → 0.0200 | 0.0200 [0.0300] | – → **0.0400** | 0.0300 [0.0450] | no | – |"]
