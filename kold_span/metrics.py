@@ -405,7 +405,7 @@ def calibration_error_floor(confidences: Sequence[float], bins: int = ECE_BINS, 
     The binned ECE of finite data is above 0 even when every score is exactly the chance of a hit,
     because a bin's hit rate wanders around its mean score. Consistency resampling (Bröcker and
     Smith, 2007) measures how far: keep the scores (so the bins stay the same), draw each hit anew
-    as true with the probability its score states, score the draw with `expected_calibration_error`,
+    as true with the probability its score states, score the draw as `expected_calibration_error` does,
     `samples` times from a numpy Generator seeded with `seed`. A measured ECE above the 95th
     percentile is miscalibration these data can tell from noise; one below it is not.
 
