@@ -1,19 +1,27 @@
 """Do thresholds chosen on dev keep their promise on held-out data? Written into docs/benchmarks/operating-points.md.
 
     python bench/operating_points.py --run checkpoints/demo/demo --name demo
+    python bench/operating_points.py --run RUN --name beep --label hate:hate --label hate:offensive
 
 For every task of a trained run that takes a decision: `remove` chosen on the run's dev split for
 precision `--precision` (0.90) and `review` for recall `--recall` (0.90), as `kold-span thresholds`
 chooses them (with its bootstrap interval); then, on the run's test split (held out from both
 training and the choice), the precision and recall met at `remove`, whether that precision lies in
 the interval promised on dev, and the share of benign test texts (no gold positive) the review band
-shows a reviewer. The splits are the run's own, carved again from its config.json (`report.run_splits`);
+shows a reviewer. A sequence task that is not true/false (BEEP!'s hate: none / offensive / hate)
+is measured only for the labels named with `--label TASK:LABEL` (repeatable), each cut one-vs-rest
+on that label's probability as `kold-span thresholds --set TASK:LABEL` cuts it; its benign texts are
+those whose gold lacks the label. The splits are the run's own, carved again from its config.json (`report.run_splits`);
 a run trained with `data.negatives` has their held-out benign share added to its test split.
 
 `--fit-temperature` is for a run trained before temperatures existed: each task's temperature is
 fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
 tempered before the thresholds are chosen, and each task's expected calibration error on dev and
 test, before and after, is reported beside the count of test decisions the temperature changed.
+Beside each ECE after the temperature stands its noise floor (`metrics.calibration_error_floor`):
+the mean and 95th percentile of the ECE a perfectly calibrated model with the same scores would
+get on the same rows (`--samples` draws, seed 0); an ECE above that percentile is miscalibration
+the data can tell from sampling noise.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -28,13 +37,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from report import DOCS, isa_flags, machine_line, run_splits, save_results, write_section  # noqa: E402
 
 from kold_span.corpora.experiment import BENIGN  # noqa: E402
-from kold_span.errors import UnreachableTargetError  # noqa: E402
+from kold_span.errors import ArgumentError, UnreachableTargetError  # noqa: E402
 from kold_span.evaluation.operating_points import (decision_band, decision_label, examples_digest,  # noqa: E402
                                                    label_scores, sequence_counts, span_counts, task_counts,
                                                    threshold_table)
-from kold_span.evaluation.task_scores import calibration_error, task_outcomes  # noqa: E402
+from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
-from kold_span.metrics import ECE_BINS  # noqa: E402
+from kold_span.metrics import ECE_BINS, calibration_error_floor, expected_calibration_error  # noqa: E402
 from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
 from kold_span.training import Calibration, fit_temperatures  # noqa: E402
 
@@ -48,8 +57,21 @@ def at_threshold(task, label, decoding, examples, merged, threshold: float) -> d
     return threshold_table(sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,)))[0]
 
 
-def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Predictor, dict]:
-    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after."""
+def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
+    """Per split, the task's ECE as `merged` stand (after the temperature) and its noise floor's mean and 95th
+    percentile (what a perfectly calibrated model with these scores would get)."""
+    out = {}
+    for split in splits:
+        confidences, hits = confidence_hits(task, splits[split], merged[split])
+        floor = calibration_error_floor(confidences, samples=samples)
+        out.update({f"{split}_after": expected_calibration_error(confidences, hits),
+                    f"{split}_floor_mean": floor["mean"], f"{split}_floor_p95": floor["p95"]})
+    return out
+
+
+def temper(config, predictor: Predictor, splits: dict, merged: dict, samples: int = 1000) -> tuple[Predictor, dict]:
+    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after
+    (after: with its noise floor from `samples` draws)."""
     import numpy as np
 
     if any(task.temperature != 1.0 for task in predictor.tasks):
@@ -59,66 +81,109 @@ def temper(config, predictor: Predictor, splits: dict, merged: dict) -> tuple[Pr
             for task in predictor.tasks if task.name in temperatures}
     ece = {name: {"temperature": entry["temperature"], "rows": entry["rows"]} for name, entry in report.items()}
 
-    def ece_of(when: str) -> None:
-        for task in predictor.tasks:
-            if task.name in ece:
-                for split in ("dev", "test"):
-                    ece[task.name][f"{split}_{when}"] = calibration_error(task, splits[split], merged[split])
-
-    ece_of("before")
+    for task in predictor.tasks:
+        if task.name in ece:
+            for split in ("dev", "test"):
+                ece[task.name][f"{split}_before"] = calibration_error(task, splits[split], merged[split])
     predictor = Calibration(temperatures=temperatures).apply_to(predictor)
     for split in merged:
         apply_temperatures(predictor.tasks, merged[split])
-    ece_of("after")
     for task in predictor.tasks:
         if task.name in ece:
+            ece[task.name].update(calibrated(task, splits, merged, samples))
             after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
             ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
             ece[task.name]["test_rows"] = len(after)
     return predictor, ece
 
 
-def measure(run: Path, precision: float, recall: float, samples: int, fit_temperature: bool = False) -> dict:
-    """Per task: the dev choice and what the test split meets at it (and the calibration, when fitted here)."""
+def measure(run: Path, precision: float, recall: float, samples: int, fit_temperature: bool = False,
+            labels: Optional[Mapping[str, Sequence[str]]] = None) -> dict:
+    """Per task (or task and label): the dev choice and what the test split meets at it (and the calibration,
+    when fitted here)."""
     config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
+    labels = labels or {}
+    check_labels(predictor.tasks, labels)  # before minutes of predicting
     # The held-out side: the test split and, when the run had negatives, their held-out benign share.
     benign = splits.get(BENIGN, [])
     splits = {"dev": splits["dev"], "test": splits["test"] + benign}
-    dev, test = splits["dev"], splits["test"]
     merged = {name: predictor.merged_outputs([e.text for e in split], [e.context for e in split])
               for name, split in splits.items()}
-    out = {"run": str(run), "dev": len(dev), "test": len(test), "benign": len(benign), "samples": samples,
-           "tasks": {}}
+    out = {"run": str(run), "dev": len(splits["dev"]), "test": len(splits["test"]), "benign": len(benign),
+           "samples": samples}
     if fit_temperature:
-        predictor, out["calibration"] = temper(config, predictor, splits, merged)
+        predictor, out["calibration"] = temper(config, predictor, splits, merged, samples)
     else:  # the model's own temperatures (1 where it has none), as it ships
-        out["calibration"] = {task.name: {"temperature": task.temperature, **{
-            f"{split}_after": calibration_error(task, splits[split], merged[split]) for split in splits}}
-            for task in predictor.tasks}
+        out["calibration"] = {task.name: {"temperature": task.temperature,
+                                          **calibrated(task, splits, merged, samples)} for task in predictor.tasks}
+    out["tasks"] = decisions(predictor, splits, merged, precision, recall, samples, labels)
+    return out
+
+
+def parse_labels(values: Sequence[str]) -> dict[str, list[str]]:
+    """`--label TASK:LABEL` values as task → its labels, in the order given."""
+    out: dict[str, list[str]] = {}
+    for value in values:
+        task, _, label = value.partition(":")
+        if not task or not label:
+            raise SystemExit(f"--label {value!r}: give TASK:LABEL, e.g. hate:hate")
+        out.setdefault(task, []).append(label)
+    return out
+
+
+def check_labels(tasks, labels: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a `--label` whose task the model lacks, or whose label the task cannot be cut on."""
+    by_name = {task.name: task for task in tasks}
+    for name, named in labels.items():
+        if name not in by_name:
+            raise SystemExit(f"--label {name}:…: the model has no task {name!r}; its tasks: {', '.join(by_name)}")
+        for label in named:
+            try:
+                decision_label(by_name[name], label)
+            except ArgumentError as err:
+                raise SystemExit(f"--label {name}:{label}: {err}") from None
+
+
+def decisions(predictor, splits: dict, merged: dict, precision: float, recall: float, samples: int,
+              labels: Mapping[str, Sequence[str]]) -> dict:
+    """Each decision measured: a span or true/false task by its own name, a task named in `labels` once per label
+    (as TASK:LABEL); a sequence task that is neither and not named is left out."""
+    check_labels(predictor.tasks, labels)
+    out = {}
     for task in predictor.tasks:
         if not task.kind.takes_decision(task.problem):
             continue
-        spans = kind_of(task).token_level
-        if not (spans or task.is_boolean):
-            continue  # a sequence task that is not true/false: name its label with `kold-span thresholds`
-        label = decision_label(task, None)
-        counts = task_counts(task, label, predictor.decoding, dev, merged["dev"])
-        entry = {}
-        for band, target, value in (("remove", "precision", precision), ("review", "recall", recall)):
-            try:
-                chosen = decision_band(counts, target, value, "dev", examples_digest(dev), samples)
-            except UnreachableTargetError as err:
-                entry[band] = {"unmet": str(err)}
-                continue
-            met = at_threshold(task, label, predictor.decoding, test, merged["test"], chosen["threshold"])
-            low, high = chosen["precision_interval"]
-            entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
-                "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
-                "test": met,
-                "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
-        out["tasks"][task.name] = entry
+        if task.name in labels:
+            for label in labels[task.name]:
+                out[f"{task.name}:{label}"] = operating_point(task, label, predictor.decoding, splits, merged,
+                                                              precision, recall, samples)
+        elif kind_of(task).token_level or task.is_boolean:
+            out[task.name] = operating_point(task, decision_label(task, None), predictor.decoding, splits, merged,
+                                             precision, recall, samples)
     return out
+
+
+def operating_point(task, label, decoding, splits: dict, merged: dict, precision: float, recall: float,
+                    samples: int) -> dict:
+    """`remove` and `review` of one task (cut on `label`'s probability for a sequence task) chosen on dev, and what
+    the test split meets at each."""
+    dev, test = splits["dev"], splits["test"]
+    counts = task_counts(task, label, decoding, dev, merged["dev"])
+    entry = {}
+    for band, target, value in (("remove", "precision", precision), ("review", "recall", recall)):
+        try:
+            chosen = decision_band(counts, target, value, "dev", examples_digest(dev), samples)
+        except UnreachableTargetError as err:
+            entry[band] = {"unmet": str(err)}
+            continue
+        met = at_threshold(task, label, decoding, test, merged["test"], chosen["threshold"])
+        low, high = chosen["precision_interval"]
+        entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
+            "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
+            "test": met,
+            "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
+    return entry
 
 
 def _inside(inside: bool, met, high: float) -> str:
@@ -136,7 +201,9 @@ def section(result: dict, command: str) -> str:
              f"Machine: {machine_line()}; CPU flags: {isa_flags()}. Dev {result['dev']} texts, "
              f"test {result['test']} texts"
              + (f" ({result['benign']} of them the negatives' held-out benign share)" if result.get("benign") else "")
-             + f"; bootstrap {result['samples']} samples, seed 0, 95% intervals.", "",
+             + f"; bootstrap {result['samples']} samples, seed 0, 95% intervals."
+             + (" A TASK:LABEL row cuts the task one-vs-rest on that label's probability; its benign texts are "
+                "those whose gold lacks the label." if any(":" in name for name in result["tasks"]) else ""), "",
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
              "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
     for name, entry in result["tasks"].items():
@@ -156,16 +223,23 @@ def section(result: dict, command: str) -> str:
     if result.get("calibration"):
         fitted = "fitted on dev by NLL here (`--fit-temperature`)" if any(
             "test_before" in c for c in result["calibration"].values()) else "as the model ships them"
-        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins:", "",
-                  "| task | temperature | dev ECE before → after | test ECE before → after "
-                  "| test argmax rows changed |",
-                  "|---|---|---|---|---|"]
+        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins. "
+                  "The floor is the ECE a perfectly calibrated model with the same scores gets on the same rows "
+                  f"(mean [95th percentile] of {result['samples']} draws, `metrics.calibration_error_floor`); "
+                  "\"above floor\" says whether the test ECE exceeds that 95th percentile, i.e. whether "
+                  "miscalibration is detectable on these rows:", "",
+                  "| task | temperature | dev ECE before → after | dev floor | test ECE before → after | test floor "
+                  "| above floor | test argmax rows changed |",
+                  "|---|---|---|---|---|---|---|---|"]
         for name, c in result["calibration"].items():
             before = {split: "–" if f"{split}_before" not in c else f"{c[f'{split}_before']:.4f}"
                       for split in ("dev", "test")}
+            floor = {split: "–" if f"{split}_floor_mean" not in c else
+                     f"{c[f'{split}_floor_mean']:.4f} [{c[f'{split}_floor_p95']:.4f}]" for split in ("dev", "test")}
+            above = "–" if "test_floor_p95" not in c else "yes" if c["test_after"] > c["test_floor_p95"] else "no"
             changed = f"{c['argmax_changed']} of {c['test_rows']}" if "argmax_changed" in c else "–"
-            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | "
-                         f"{before['test']} → **{c['test_after']:.4f}** | {changed} |")
+            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | {floor['dev']} "
+                         f"| {before['test']} → **{c['test_after']:.4f}** | {floor['test']} | {above} | {changed} |")
     return "\n".join(lines) + "\n"
 
 
@@ -178,9 +252,12 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--fit-temperature", action="store_true",
                         help="fit each task's temperature on dev first (a model trained before temperatures)")
+    parser.add_argument("--label", action="append", default=[], metavar="TASK:LABEL",
+                        help="also measure a sequence task cut one-vs-rest on this label (repeatable), e.g. hate:hate")
     args = parser.parse_args(argv)
     result = {"name": args.name, "precision": args.precision, "recall": args.recall,
-              **measure(args.run, args.precision, args.recall, args.samples, args.fit_temperature)}
+              **measure(args.run, args.precision, args.recall, args.samples, args.fit_temperature,
+                        parse_labels(args.label))}
     command = "python bench/operating_points.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     save_results(f"operating-points-{args.name}", result)
     write_section(f"operating-points-{args.name}", section(result, command), PAGE)

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from kold_span.data.example import Example
-from kold_span.evaluation.task_scores import calibration_error, task_outcomes
+from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes
+from kold_span.metrics import calibration_error_floor
 from kold_span.inference.predictor import Predictor
+from kold_span.models.kinds import Decoding, MergedExample
+from kold_span.models.tasks import Task
 from kold_span.models.temperature import negative_log_likelihood
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +63,9 @@ def test_fitted_temperatures_lower_dev_nll_and_keep_every_argmax(outputs):
         assert entry["test_after"] == pytest.approx(calibration_error(task, splits["test"], merged["test"]))
         assert entry["test_before"] == pytest.approx(calibration_error(task, splits["test"], raw["test"]))
         assert entry["argmax_changed"] == 0
+        # beside "after", the floor of a perfectly calibrated model with the tempered scores, on the same rows
+        floor = calibration_error_floor(confidence_hits(task, splits["test"], merged["test"])[0], samples=1000)
+        assert (entry["test_floor_mean"], entry["test_floor_p95"]) == (floor["mean"], floor["p95"])
         assert entry["test_rows"] == len(task_outcomes(task, splits["test"], merged["test"])[0])
     # the outputs themselves were tempered in place (a temperature of exactly 1 would leave them)
     assert report["OFF"]["temperature"] != 1.0
@@ -73,3 +79,63 @@ def test_a_model_that_already_has_temperatures_is_refused(outputs):
     config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
     with pytest.raises(SystemExit, match="already has temperatures"):
         operating_points.temper(config, warm, splits, copy.deepcopy(raw))
+
+
+def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
+    calibration = {"OFF": {"temperature": 1.2, "dev_before": 0.05, "dev_after": 0.04, "dev_floor_mean": 0.02,
+                           "dev_floor_p95": 0.03, "test_before": 0.06, "test_after": 0.051, "test_floor_mean": 0.03,
+                           "test_floor_p95": 0.045, "argmax_changed": 0, "test_rows": 1352},
+                   "TGT": {"temperature": 0.9, "dev_after": 0.02, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03,
+                           "test_after": 0.04, "test_floor_mean": 0.03, "test_floor_p95": 0.045}}
+    result = {"name": "x", "dev": 10, "test": 20, "samples": 1000, "precision": 0.9, "recall": 0.9, "tasks": {},
+              "calibration": calibration}
+    rows = [line for line in operating_points.section(result, "cmd").splitlines() if line.startswith("| OFF")
+            or line.startswith("| TGT")]
+    assert rows == ["| OFF | 1.200 | 0.0500 → 0.0400 | 0.0200 [0.0300] | 0.0600 → **0.0510** | 0.0300 [0.0450] "
+                    "| yes | 0 of 1352 |",
+                    "| TGT | 0.900 | – → 0.0200 | 0.0200 [0.0300] | – → **0.0400** | 0.0300 [0.0450] | no | – |"]
+
+
+HATE = Task("hate", "sequence", "hate", labels=("none", "offensive", "hate"))
+
+
+def hate_split(rows):
+    """Examples and outputs of a three-class task from (P(hate), gold) pairs; the rest split evenly."""
+    examples = [Example(id=str(i), text="t", labels={"hate": gold}) for i, (_, gold) in enumerate(rows)]
+    merged = [MergedExample({"hate": np.array([(1 - p) / 2, (1 - p) / 2, p])}) for p, _ in rows]
+    return examples, merged
+
+
+def test_a_named_label_is_cut_one_vs_rest():
+    dev = [(0.95, "hate"), (0.9, "hate"), (0.85, "hate"), (0.8, "offensive"), (0.7, "hate"), (0.6, "none"),
+           (0.5, "hate"), (0.4, "offensive"), (0.3, "none"), (0.1, "none")]
+    test = [(0.9, "hate"), (0.88, "offensive"), (0.6, "hate"), (0.55, "none"), (0.45, "hate"), (0.2, "none")]
+    (dev_x, dev_m), (test_x, test_m) = hate_split(dev), hate_split(test)
+    predictor = SimpleNamespace(tasks=[HATE], decoding=Decoding([HATE]))
+    splits, merged = {"dev": dev_x, "test": test_x}, {"dev": dev_m, "test": test_m}
+    # unnamed, a three-class task takes no decision here
+    assert operating_points.decisions(predictor, splits, merged, 0.9, 0.9, 200, {}) == {}
+    out = operating_points.decisions(predictor, splits, merged, 0.9, 0.9, 200, {"hate": ["hate"]})
+    remove, review = out["hate:hate"]["remove"], out["hate:hate"]["review"]
+    # dev: precision ≥ 0.9 with the most recall is 0.85 (3 of 3 flagged are hate; 0.8 would add an offensive one)
+    assert remove["threshold"] == 0.85 and remove["dev"]["precision"] == 1.0 and remove["dev"]["recall"] == 0.6
+    # test at 0.85: 0.9 (hate) and 0.88 (offensive) flagged: precision 1/2, recall 1/3 of the hate texts
+    assert remove["test"]["precision"] == 0.5 and remove["test"]["recall"] == pytest.approx(1 / 3)
+    # dev: recall ≥ 0.9 first at 0.5 (all five hate texts); test: 4 flagged, 2 of 3 hate texts, and 2 of the 3
+    # texts without hate (0.88 offensive, 0.55 none; not 0.2)
+    assert review["threshold"] == 0.5
+    assert review["test"]["recall"] == pytest.approx(2 / 3) and review["test"]["benign_flagged"] == pytest.approx(2 / 3)
+
+
+def test_a_label_the_model_cannot_cut_on_is_refused(outputs):
+    predictor, _, _ = outputs
+    with pytest.raises(SystemExit, match="no task 'hate'"):
+        operating_points.check_labels(predictor.tasks, {"hate": ["hate"]})
+    with pytest.raises(SystemExit, match="has no label 'maybe'"):
+        operating_points.check_labels(predictor.tasks, {"OFF": ["maybe"]})
+    with pytest.raises(SystemExit, match="span task"):
+        operating_points.check_labels(predictor.tasks, {"OFF_span": ["OFF"]})
+    assert operating_points.parse_labels(["hate:hate", "hate:offensive", "OFF:true"]) == {
+        "hate": ["hate", "offensive"], "OFF": ["true"]}
+    with pytest.raises(SystemExit, match="TASK:LABEL"):
+        operating_points.parse_labels(["hate"])

@@ -30,6 +30,7 @@ def test_curves_and_calibration_are_written(tmp_path, capsys):
     off = curves["OFF:true"]
     assert off["unit"] == "texts" and off["ece"]["temperature"] == 2.0 and off["ece"]["bins"] == 15
     assert off["ece"]["before"] != off["ece"]["after"]
+    assert 0.0 <= off["ece"]["floor_after"]["mean"] <= 1.0 and set(off["ece"]["floor_after"]) == {"mean", "p95"}
     assert off["thresholds"][-1]["recall"] == 1.0 and off["thresholds"][-1]["benign_flagged"] == 1.0
     assert off["roc"][0] == [0.0, 0.0] and 0.0 <= off["roc_auc"] <= 1.0
     assert curves["OFF_span"]["unit"] == "characters" and "roc" not in curves["OFF_span"]
@@ -37,6 +38,7 @@ def test_curves_and_calibration_are_written(tmp_path, capsys):
     assert (tmp_path / "curves" / "OFF_span.png").exists()
     scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert scores["calibration/OFF/temperature"] == 2.0 and "calibration/OFF/ece_15_bins_before" in scores
+    assert scores["calibration/OFF/ece_15_bins_floor_p95"] == off["ece"]["floor_after"]["p95"]
     assert "label/OFF/accuracy" in scores  # the untrained model decodes no span: "span_types_not_predicted"
     assert "calibration/OFF/ece_15_bins_after" in capsys.readouterr().out
 

@@ -87,6 +87,8 @@ def evaluate_model(args: argparse.Namespace):
         task = name.split(":")[0]
         scores[f"calibration/{task}/ece_{entry['ece']['bins']}_bins_before"] = entry["ece"]["before"]
         scores[f"calibration/{task}/ece_{entry['ece']['bins']}_bins_after"] = entry["ece"]["after"]
+        for stat, value in entry["ece"]["floor_after"].items():  # what a perfectly calibrated model would get
+            scores[f"calibration/{task}/ece_{entry['ece']['bins']}_bins_floor_{stat}"] = value
         scores[f"calibration/{task}/temperature"] = entry["ece"]["temperature"]
     if args.curves:
         for path in write_curves(curves, args.curves):

@@ -33,7 +33,8 @@ CURVES_JSON = "curves.json"
 
 def curves_report(decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, Any]:
     """Per task (and label): its thresholds table, PR curve, ROC and AUC (sequence tasks), and ECE before and after
-    its temperature ({bins, temperature, before, after}), from a model's calibrated outputs `merged` on `examples`.
+    its temperature ({bins, temperature, before, after, floor_after}), from a model's calibrated outputs `merged`
+    on `examples`.
 
     Example:
         >>> from kold_span.models.tasks import Task
@@ -72,7 +73,8 @@ def _pr(rows: Sequence[dict[str, Any]]) -> list[list[float]]:
 
 
 def temperature_effect(task: Any, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, Any]:
-    """ECE of a task with its temperature (`merged` as the model gives them) and without it (tempered back)."""
+    """ECE of a task with its temperature (`merged` as the model gives them) and without it (tempered back), and
+    the noise floor of the first (`metrics.calibration_error_floor`: what a perfectly calibrated model would get)."""
     raw = merged
     if task.temperature != 1.0:
         raw = copy.deepcopy(list(merged))
@@ -81,6 +83,7 @@ def temperature_effect(task: Any, examples: Sequence[Example], merged: Sequence[
     return {"bins": metrics.ECE_BINS, "temperature": task.temperature,
             "before": round(metrics.expected_calibration_error(*before), 6),
             "after": round(metrics.expected_calibration_error(*after), 6),
+            "floor_after": metrics.calibration_error_floor(after[0]),
             "reliability_before": metrics.reliability_bins(*before),
             "reliability_after": metrics.reliability_bins(*after)}
 
