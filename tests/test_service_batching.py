@@ -625,3 +625,33 @@ def test_the_service_hands_freed_memory_back_where_the_c_library_can():
     from kold_span.service.lifecycle import release_memory
 
     assert release_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+def test_the_quick_thread_stays_busy_while_the_other_measures_a_large_request():
+    # the flag the model thread waits on before a slice: the other thread starting a call must not clear it
+    events = {name: threading.Event() for name in ("hold", "s", "big")}
+    releases = {name: threading.Event() for name in events}
+
+    def shapes(payloads):
+        for name in events:
+            if name in payloads:
+                events[name].set()
+                assert releases[name].wait(10)
+        return [Shape(1, 10) for _ in payloads]
+
+    b = Batcher(run=Recorder(), shape=shapes, max_batch_tokens=100, max_wait=0.0, max_queue=100,
+                size=lambda p: {"hold": 3000, "big": 20_000}.get(p, len(p)))
+    b.start()
+    futures = b.submit(["hold"])  # over the quick size: the other thread measures it
+    assert events["hold"].wait(5)
+    futures += b.submit(["s"])  # the other thread is busy: the quick one takes it
+    assert events["s"].wait(5) and b._quick_busy
+    futures += b.submit(["big"])
+    releases["hold"].set()  # the other thread goes on to the large request while "s" is still measured
+    assert events["big"].wait(5)
+    assert b._quick_busy
+    for release in releases.values():
+        release.set()
+    assert all(f.result(5) for f in futures)
+    assert not b._quick_busy
+    assert b.close(5)

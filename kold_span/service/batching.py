@@ -400,7 +400,8 @@ class Batcher:
                             (jobs if sum(j.size for j in chunk + jobs) <= most else [])
                 for job in chunk:
                     job.measuring = True
-                self._quick_busy = most is not None
+                if most is not None:
+                    self._quick_busy = True
             try:
                 self._measure_step(group, chunk)
             finally:
