@@ -149,3 +149,31 @@ def test_a_short_text_is_analysed_between_the_calls_of_a_long_one(monkeypatch):
     assert calls[1] == ["짧은"]  # served between the long text's first and second calls
     assert len(calls) == 3 and short_done == [[((0, 2, "NNG"),)]]
     assert analysis[0] == (0, 4, "NNG") and analysis[-1][1] == len(long_text)
+
+
+def test_a_caller_interrupted_while_waiting_does_not_stop_the_turns_after_it():
+    import threading
+
+    turns, order = morphemes.KiwiTurns(), []
+    first = turns.turn()
+    first.__enter__()
+    stopped = turns.turn()
+
+    class Stop(Exception):
+        pass
+
+    def wait(timeout=None):  # the waiting caller is interrupted (a KeyboardInterrupt, say)
+        raise Stop()
+
+    real_wait, turns._cond.wait = turns._cond.wait, wait
+    with pytest.raises(Stop):
+        stopped.__enter__()
+    turns._cond.wait = real_wait
+    later = threading.Thread(target=lambda: turns.turn().__enter__() or order.append("later"), daemon=True)
+    later.start()
+    deadline = time.monotonic() + 10
+    while turns.waiting < 2 and time.monotonic() < deadline:  # bounded: the later caller has asked
+        time.sleep(0.001)
+    first.__exit__(None, None, None)
+    later.join(10)
+    assert order == ["later"]  # its turn came though the ticket before it was never served

@@ -103,11 +103,12 @@ class KiwiTurns:
         self._cond = threading.Condition()
         self._next = 0  # the ticket the next caller gets
         self._serving = 0  # the ticket whose turn it is
+        self._gone: set[int] = set()  # tickets whose callers stopped waiting (interrupted): skipped
 
     @property
     def waiting(self) -> int:
         """Callers holding or waiting for a turn."""
-        return self._next - self._serving
+        return self._next - self._serving - len(self._gone)
 
     @contextmanager
     def turn(self) -> Iterator[None]:
@@ -115,14 +116,28 @@ class KiwiTurns:
         with self._cond:
             ticket = self._next
             self._next += 1
-            while ticket != self._serving:
-                self._cond.wait()
+            try:
+                while ticket != self._serving:
+                    self._cond.wait()
+            except BaseException:  # interrupted while waiting: its turn must not stop the others'
+                if ticket == self._serving:
+                    self._advance()
+                else:
+                    self._gone.add(ticket)
+                raise
         try:
             yield
         finally:
             with self._cond:
-                self._serving += 1
-                self._cond.notify_all()
+                self._advance()
+
+    def _advance(self) -> None:
+        """The next caller's turn (past any that stopped waiting); call with the lock held."""
+        self._serving += 1
+        while self._serving in self._gone:
+            self._gone.discard(self._serving)
+            self._serving += 1
+        self._cond.notify_all()
 
 
 _TURNS = KiwiTurns()
