@@ -4,6 +4,7 @@ from __future__ import annotations
 import doctest
 import functools
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -291,3 +292,58 @@ def test_overlap_index_agrees_with_a_scan(raw, start, width):
     end = start + width
     expected = [i for i, (s, e) in enumerate(intervals) if s < end and e > start]
     assert OverlapIndex(intervals).overlapping(start, end) == expected
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 8)), max_size=30), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 45), st.integers(0, 10)), max_size=12))
+def test_overlap_index_many_spans_agree_with_a_scan(raw, in_order, raw_spans):
+    # in start order with ends never falling back (tokens, morphemes: answered as runs), or as drawn
+    intervals = [(s, s + w) for s, w in raw]
+    if in_order:
+        intervals = sorted(intervals)
+        intervals = [(s, max(e for _, e in intervals[:i + 1])) for i, (s, _) in enumerate(intervals)]
+    spans = [(s, s + w) for s, w in raw_spans]
+    index = OverlapIndex(intervals)
+    assert index.contiguous or not in_order
+    positions = np.arange(len(intervals))
+    for (start, end), found in zip(spans, index.overlapping_many(spans)):
+        expected = [i for i, (s, e) in enumerate(intervals) if s < end and e > start]
+        assert positions[found].tolist() == expected == index.overlapping(start, end)
+    # widening: the union of a span and every interval it overlaps (snap_spans' rule)
+    assert index.widen(spans) == [
+        (min([start] + [s for s, e in intervals if s < end and e > start]),
+         max([end] + [e for s, e in intervals if s < end and e > start])) for start, end in spans]
+
+
+def runs_by_scan(tags, offsets, text, span_type=None, segment_mask=None):
+    """tags_to_spans' runs before trimming, snapping and merging, by its definition: one token at a time."""
+    runs, run_type, in_run = [], None, False
+    for i, tag in enumerate(tags):
+        prefix, _, tag_type = (tag or "").partition("-")
+        tag_type = tag_type or None
+        if (tuple(offsets[i]) == (0, 0) or (segment_mask is not None and not segment_mask[i])
+                or prefix not in ("B", "I") or (span_type is not None and tag_type != span_type)):
+            in_run = False
+            continue
+        if not (in_run and prefix == "I" and tag_type == run_type):
+            runs.append([])
+            run_type, in_run = tag_type, True
+        runs[-1].append(content_offsets([offsets[i]], text)[0])
+    pieces = [[(s, e) for s, e in run if s < e] for run in runs]
+    return [(min(s for s, _ in piece), max(e for _, e in piece)) for piece in pieces if piece]
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, "O", "B", "I", "B-OFF", "I-OFF", "B-TGT", "I-TGT"]),
+                          st.integers(0, 12), st.integers(0, 3), st.booleans()), max_size=40),
+       st.text("ab ", min_size=60, max_size=60), st.sampled_from([None, "OFF"]), st.booleans())
+def test_tags_to_spans_agrees_with_a_token_by_token_scan(tokens, text, span_type, masked):
+    # tokens of random widths, some special (0, 0), some of spaces only; a segment mask or none
+    offsets, at = [], 0
+    for _, step, width, special in tokens:
+        at = min(at + step, 55)
+        offsets.append((0, 0) if special else (at, at + width))
+    tags = [tag for tag, *_ in tokens]
+    mask = [i % 3 != 0 for i in range(len(tags))] if masked else None
+    expected = merge_spans(s for s in (align.trim_span(span, text) for span in
+                                       runs_by_scan(tags, offsets, text, span_type, mask)) if s is not None)
+    assert tags_to_spans(tags, offsets, text, span_type=span_type, segment_mask=mask) == expected

@@ -144,7 +144,7 @@ class ServedModel:
                 yield len(rows) * int(inputs[0].shape[1])
                 outputs[-1] += member.run_network(replace(chunk, batches=[(rows, inputs)]))
         # Merging and decoding a long comment is a turn of its own (0 tokens: no forward pass), so the
-        # other requests wait for it or for a pass, never for both (20,000 characters: ~70 ms).
+        # other requests wait for it or for a pass, never for both (20,000 characters: ~50 ms).
         yield 0
         [merged] = predictor.merge(prepared, outputs if isinstance(prepared, list) else outputs[0])
         return prediction_record(item.example, predictor.labels_and_spans(item.example.text, merged))

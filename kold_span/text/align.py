@@ -14,9 +14,11 @@ before its word.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from itertools import accumulate
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+import numpy as np
 
 from kold_span.config.choices import SnapMode
 from kold_span.data.example import Span, merge_spans
@@ -36,26 +38,61 @@ class OverlapIndex:
     """Intervals (start, end) indexed for 'which of them overlap [start, end)?' in O(log n + hits).
 
     Spans of a long text ask this of its morphemes or tokens once each; scanning every unit for
-    every span made decoding quadratic in the text's length.
+    every span made decoding quadratic in the text's length. `overlapping_many` and `widen` ask it
+    of many spans at once (a 20,000-character comment has thousands of predicted spans).
 
     Example:
         >>> index = OverlapIndex([(0, 2), (2, 3), (4, 6)])
         >>> index.overlapping(1, 3), index.overlapping(3, 4), index.overlapping(0, 10)
         ([0, 1], [], [0, 1, 2])
+        >>> index.widen([(1, 3), (3, 4)])  # (1, 3) grows over (0, 2) and (2, 3); (3, 4) overlaps none
+        [(0, 3), (3, 4)]
     """
 
     def __init__(self, intervals: Sequence[Sequence[int]]) -> None:
-        self.intervals = [(int(s), int(e)) for s, e in intervals]
-        self.order = sorted(range(len(self.intervals)), key=lambda i: self.intervals[i][0])
-        self.starts = [self.intervals[i][0] for i in self.order]
+        pairs = np.asarray(intervals, dtype=np.int64).reshape(-1, 2)
+        self.order = np.argsort(pairs[:, 0], kind="stable")
+        self.starts = pairs[self.order, 0]
+        self.ends = pairs[self.order, 1]
         # The furthest end reached so far, in start order: ascending, so it can be bisected.
-        self.reach = list(accumulate((self.intervals[i][1] for i in self.order), max))
+        self.reach = np.maximum.accumulate(self.ends) if len(pairs) else self.ends
+        # Given in start order and none ending before an earlier one (tokens, words, morphemes): the
+        # intervals a span overlaps are then one run of the input order.
+        self.contiguous = bool((self.order == np.arange(len(pairs))).all() and (self.ends == self.reach).all())
+
+    def _bounds(self, spans: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each span's start and, in start order, the positions [first, last) its overlapping intervals lie in:
+        those before `first` end at or before its start, those from `last` on start at or after its end."""
+        pairs = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        return (pairs[:, 0], np.searchsorted(self.reach, pairs[:, 0], side="right"),
+                np.searchsorted(self.starts, pairs[:, 1], side="left"))
 
     def overlapping(self, start: int, end: int) -> list[int]:
         """Indices (in input order) of the intervals with s < end and e > start."""
-        first = bisect_right(self.reach, start)
-        last = bisect_left(self.starts, end)
-        return sorted(i for i in self.order[first:last] if self.intervals[i][1] > start)
+        return np.arange(len(self.starts))[self.overlapping_many([(start, end)])[0]].tolist()
+
+    def overlapping_many(self, spans: Sequence[Sequence[int]]) -> list[Union[slice, np.ndarray]]:
+        """`overlapping` of each span, as an index into arrays over the intervals (input order): a slice
+        when they are one run, else an array of indices."""
+        starts, first, last = self._bounds(spans)
+        if self.contiguous:
+            return [slice(f, max(f, l)) for f, l in zip(first.tolist(), last.tolist())]
+        return [np.sort(self.order[f:l][self.ends[f:l] > s]) for s, f, l in zip(starts, first, last)]
+
+    def widen(self, spans: Sequence[Sequence[int]]) -> list[Span]:
+        """Each span grown to the union of itself and every interval it overlaps.
+
+        The interval at `first` overlaps the span whenever any does (its end is the first reach past the
+        span's start) and starts first; the furthest end among them is the reach at `last` - 1.
+        """
+        starts, first, last = self._bounds(spans)
+        ends = np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 1]
+        if not len(self.starts):
+            return list(zip(starts.tolist(), ends.tolist()))
+        hit = first < last
+        wide_start = np.where(hit, np.minimum(starts, self.starts[np.minimum(first, len(self.starts) - 1)]), starts)
+        wide_end = np.where(hit, np.maximum(ends, self.reach[np.maximum(last - 1, 0)]), ends)
+        return list(zip(wide_start.tolist(), wide_end.tolist()))
 
 
 def bio_labels(span_types: Sequence[str]) -> list[str]:
@@ -145,24 +182,29 @@ def tags_to_spans(tags: Sequence[Optional[str]], offsets: Sequence[Sequence[int]
     snap = SnapMode.parse(snap, "snap")
     if len(tags) != len(offsets):
         raise ValueError(f"{len(tags)} tags for {len(offsets)} tokens")
-    token_spans = content_offsets(offsets, text)
-    runs: list[list[Span]] = []
-    run_type: Optional[str] = None
-    in_run = False
-    for i, tag in enumerate(tags):
-        special = tuple(map(int, offsets[i])) == (0, 0)
-        masked = segment_mask is not None and not segment_mask[i]
-        prefix, tag_type = _parse_tag(tag)
-        if special or masked or prefix not in ("B", "I") or (span_type is not None and tag_type != span_type):
-            in_run = False
-            continue
-        if not (in_run and prefix == "I" and tag_type == run_type):
-            runs.append([])
-            run_type = tag_type
-            in_run = True
-        runs[-1].append(token_spans[i])
-    nonempty = [[(s, e) for s, e in pieces if s < e] for pieces in runs]
-    spans = [(min(s for s, _ in piece), max(e for _, e in piece)) for piece in nonempty if piece]
+    if not len(tags):
+        return []
+    # Each distinct tag parsed once; then every token at once: whether it is in a run, whether it starts one.
+    distinct = {tag: i for i, tag in enumerate(dict.fromkeys(tags))}
+    parsed = [_parse_tag(tag) for tag in distinct]
+    which = np.fromiter((distinct[tag] for tag in tags), dtype=np.int64, count=len(tags))
+    type_ids = {tag_type: i for i, tag_type in enumerate(dict.fromkeys(t for _, t in parsed))}
+    tag_type = np.array([type_ids[t] for _, t in parsed])[which]
+    taken = np.array([p in ("B", "I") and (span_type is None or t == span_type) for p, t in parsed])[which]
+    taken &= ~(np.asarray(offsets, dtype=np.int64).reshape(-1, 2) == 0).all(axis=1)  # special tokens
+    if segment_mask is not None:
+        taken &= np.asarray(segment_mask, dtype=bool)
+    continues = np.array([p == "I" for p, _ in parsed])[which]
+    continues[1:] &= taken[:-1] & (tag_type[1:] == tag_type[:-1])
+    continues[0] = False
+    run = np.cumsum(taken & ~continues)  # the run each taken token belongs to
+    token_spans = np.asarray(content_offsets(offsets, text), dtype=np.int64).reshape(-1, 2)
+    pieces = np.flatnonzero(taken & (token_spans[:, 0] < token_spans[:, 1]))  # runs' nonempty tokens
+    spans: list[Span] = []
+    if len(pieces):  # a run spans from its first nonempty token's start to its last one's end
+        firsts = np.flatnonzero(np.r_[True, run[pieces][1:] != run[pieces][:-1]])
+        spans = list(zip(np.minimum.reduceat(token_spans[pieces, 0], firsts).tolist(),
+                         np.maximum.reduceat(token_spans[pieces, 1], firsts).tolist()))
     if trim:
         spans = [s for s in (trim_span(span, text) for span in spans) if s is not None]
     spans = snap_spans(spans, text, snap)
@@ -178,10 +220,11 @@ def drop_function_only(spans: Iterable[Span], text: str) -> list[Span]:
         >>> drop_function_only([(20, 21), (17, 21)], "이 기자 기사 쓰는 수준 진짜 바닥이다")
         [(17, 21)]
     """
+    spans = list(spans)
     morphemes = morpheme_tags(text)
-    index = OverlapIndex([(s, e) for s, e, _ in morphemes])
-    tagged = [(span, [morphemes[i][2] for i in index.overlapping(*span)]) for span in spans]
-    return [tuple(span) for span, tags in tagged if not tags or not all(tag.startswith(FUNCTION_TAGS) for tag in tags)]
+    grammatical = np.array([tag.startswith(FUNCTION_TAGS) for _, _, tag in morphemes], dtype=bool)
+    found = OverlapIndex([(s, e) for s, e, _ in morphemes]).overlapping_many(spans)
+    return [tuple(span) for span, at in zip(spans, found) if not grammatical[at].size or not grammatical[at].all()]
 
 
 def trim_span(span: Span, text: str) -> Optional[Span]:
@@ -216,10 +259,7 @@ def snap_spans(spans: Iterable[Span], text: str, snap: str) -> list[Span]:
     snap = SnapMode.parse(snap, "snap")
     if snap is SnapMode.NONE:
         return list(spans)
-    units = SNAP_UNITS[snap](text)
-    index = OverlapIndex(units)
-    hits = [(start, end, [units[i] for i in index.overlapping(start, end)]) for start, end in spans]
-    return [(min([start] + [s for s, _ in found]), max([end] + [e for _, e in found])) for start, end, found in hits]
+    return OverlapIndex(SNAP_UNITS[snap](text)).widen(list(spans))
 
 
 def eojeol_offsets(text: str) -> tuple[Span, ...]:

@@ -178,12 +178,11 @@ def task_spans(task: "Task", merged: "MergedExample", text: str,
         return []
     spans = tags_to_spans(span_tags(task, probs), merged.token_offsets, text, snap=decoding.snap, trim=decoding.trim)
     inside = 1.0 - probs[:, 0]
-    index = OverlapIndex(merged.token_offsets)
     out = []
-    for start, end in spans:
-        scores = [inside[i] for i in index.overlapping(start, end)]
+    for (start, end), tokens in zip(spans, OverlapIndex(merged.token_offsets).overlapping_many(spans)):
+        scores = inside[tokens]
         out.append({"type": task.source, "start": start, "end": end, "text": text[start:end],
-                    "score": round(float(np.mean(scores)) if scores else 0.0, 6)})
+                    "score": round(float(scores.mean()) if scores.size else 0.0, 6)})
     return out
 
 
