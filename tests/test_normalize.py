@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kold_span.text import normalize as normalize_module
@@ -202,3 +202,56 @@ def test_separators_are_removed_before_single_syllables_are_joined():
     assert normalize("씨 발 놈아").aligned.text == "씨발 놈아"
     steps = tuple(s for s in STEPS if s != "spaced")  # normalize.spaced: false
     assert normalize("씨 발 놈아", steps).aligned.text == "씨 발 놈아"
+
+
+@given(st.text(st.sampled_from("aＡｂ１𝐚\u00a0\u3000\u2003 \t바\uffb2ﾊ①"), max_size=30))
+def test_width_edits_are_each_characters_fold(text):
+    # character by character: a no-break or wide space becomes a space, a wide or mathematical letter or
+    # digit its plain form; nothing else is touched
+    t = normalize_module.AlignedText.identity(text)
+    edits, counts = normalize_module._width(t)
+    spaces = [(i, i + 1, " ") for i, c in enumerate(text) if c == "\u00a0" or c in "\u3000\u2003"]
+    folded = [(i, i + 1, unicodedata.normalize("NFKC", c)) for i, c in enumerate(text) if c in "Ａｂ１𝐚"]
+    halfwidth = [(i, i + 1, "ㅂ") for i, c in enumerate(text) if c == "\uffb2"]
+    katakana = [(i, i + 1, unicodedata.normalize("NFKC", c)) for i, c in enumerate(text) if c == "ﾊ"]
+    assert edits == sorted(spaces + folded + halfwidth + katakana)
+    assert counts == {"width": len(edits) - len(spaces), "spaces": len(spaces)}
+
+
+WORDS = {"씨발", "가나", "나다", "가나다", "제일", "다가"}
+
+
+def joins_by_chain(text, across_space):
+    """_join_pieces by its definition: every chain of Hangul pieces joined by separators or single spaces, walked
+    piece by piece (a gap closes where the right kind of gap makes a word of the list)."""
+    separator = normalize_module._SEPARATOR
+    chain_re = regex.compile(r"[가-힣]+(?:(?:" + separator + r"{1,3}| )[가-힣]+)+")
+    edits = []
+    for chain in chain_re.finditer(text):
+        pieces = list(regex.finditer(r"[가-힣]+", text[:chain.end()], pos=chain.start()))
+        joined, current = pieces[0].group(), pieces[0]
+        for piece in pieces[1:]:
+            gap = text[current.end():piece.start()]
+            spaced = gap == " "
+            ok = (spaced == across_space and joined + piece.group() in WORDS
+                  and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+                  and not (joined.endswith("제") and any(c.isdigit() for c in gap)))
+            if ok:
+                edits.append((current.end(), piece.start(), ""))
+            joined = joined + piece.group() if ok else piece.group()
+            current = piece
+    return edits
+
+
+@settings(max_examples=400)
+@given(st.text(st.sampled_from("씨발가나다제일 .1!a"), max_size=16), st.booleans())
+@example("가나 다", True).via("a run of two syllables is no single syllable")
+@example("제1일 가.나", False).via("an ordinal, then a word cut by a dot")
+def test_join_pieces_closes_the_gaps_a_walk_of_every_chain_closes(text, across_space):
+    original = normalize_module.is_word
+    normalize_module.is_word = lambda word, langs=("en", "es"): word in WORDS
+    try:
+        found = normalize_module._join_pieces(normalize_module.AlignedText.identity(text), across_space)
+    finally:
+        normalize_module.is_word = original
+    assert found == joins_by_chain(text, across_space)

@@ -62,7 +62,7 @@ class AlignedText:
             >>> AlignedText.identity("ab").sources
             ((0, 1), (1, 2))
         """
-        return cls(text, text, tuple((i, i + 1) for i in range(len(text))))
+        return cls(text, text, tuple(zip(range(len(text)), range(1, len(text) + 1))))
 
     @property
     def changed(self) -> bool:

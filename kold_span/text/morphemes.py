@@ -286,9 +286,7 @@ def clear_cache() -> None:
 def morpheme_pieces(text: str) -> list[tuple[int, int]]:
     """Non-overlapping, non-blank pieces of `text` cut at every morpheme and space boundary."""
     cuts = {0, len(text), *(edge for span in morpheme_offsets(text) for edge in span)}
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            cuts.update((i, i + 1))
+    cuts.update(edge for space in re.finditer(r"\s", text) for edge in space.span())  # \s is str.isspace
     bounds = sorted(c for c in cuts if 0 <= c <= len(text))
     return [(s, e) for s, e in zip(bounds, bounds[1:]) if text[s:e].strip()]
 

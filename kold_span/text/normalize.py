@@ -183,13 +183,18 @@ def _is_wide_space(char: str) -> bool:
 @NORMALIZERS.register("width")
 def _width(t: AlignedText) -> tuple[list[Replacement], Counts]:
     """Fullwidth, halfwidth and mathematical letters and digits to plain ones; wide and no-break spaces to a space."""
-    edits, spaces = [], 0
-    for i, c in enumerate(t.text):
+    # Each distinct character is looked up once; a text with none to change is not walked in Python.
+    plain = {}
+    for c in set(t.text):
         if c == "\u00a0" or (ord(c) > 0x1fff and _is_wide_space(c)):
-            edits.append((i, i + 1, " "))
-            spaces += 1
+            plain[c] = " "
         elif ord(c) > 0x2000 and (folded := _width_fold(c)):
-            edits.append((i, i + 1, folded))
+            plain[c] = folded
+    if not plain:
+        return [], {"width": 0, "spaces": 0}
+    found = regex.finditer("[" + "".join(f"\\U{ord(c):08x}" for c in plain) + "]", t.text)
+    edits = [(m.start(), m.end(), plain[m.group()]) for m in found]
+    spaces = sum(1 for *_, new in edits if new == " ")
     return edits, {"width": len(edits) - spaces, "spaces": spaces}
 
 
@@ -621,11 +626,14 @@ def _keyboard(t: AlignedText) -> tuple[list[Replacement], Counts]:
 
 # -- separators inside Hangul words ---------------------------------------------------------
 _SYLLABLES = r"[\uac00-\ud7a3]+"
-# Hangul runs joined by separators: 1-3 punctuation marks, symbols or digits, or one space. Not
+# What may stand between two pieces of a Hangul word: 1-3 punctuation marks, symbols or digits. Not
 # sentence punctuation, quotes or brackets, which stand between words in ordinary text (아!내, 런닝'맨').
 _SEPARATOR = r"(?:(?![!?,;:'\"`\p{Pi}\p{Pf}\p{Ps}\p{Pe}])[\p{P}\p{S}0-9])"
-_CHAIN = regex.compile(_SYLLABLES + r"(?:(?:" + _SEPARATOR + r"{1,3}| )" + _SYLLABLES + ")+")
 _PIECE = regex.compile(_SYLLABLES)
+# Where a gap can close: Hangul runs joined by separators, and single syllables joined by single spaces
+# (a sentence of ordinary words has neither, and asks nothing of the word list).
+_SEPARATED = regex.compile(_SYLLABLES + r"(?:" + _SEPARATOR + r"{1,3}" + _SYLLABLES + ")+")
+_SPACED = regex.compile(r"(?<![\uac00-\ud7a3])[\uac00-\ud7a3](?: [\uac00-\ud7a3](?![\uac00-\ud7a3]))+")
 
 
 def _join_pieces(t: AlignedText, across_space: bool) -> list[Replacement]:
@@ -635,7 +643,7 @@ def _join_pieces(t: AlignedText, across_space: bool) -> list[Replacement]:
     single syllables (`씨 발`).
     """
     edits: list[Replacement] = []
-    for chain in _CHAIN.finditer(t.text):
+    for chain in (_SPACED if across_space else _SEPARATED).finditer(t.text):
         pieces = list(_PIECE.finditer(t.text, chain.start(), chain.end()))
         current = pieces[0]
         joined = current.group()
@@ -643,8 +651,8 @@ def _join_pieces(t: AlignedText, across_space: bool) -> list[Replacement]:
             gap = t.text[current.end():piece.start()]
             spaced = gap == " "
             candidate = joined + piece.group()
-            ok = spaced == across_space and is_word(candidate, ("ko",))
-            ok = ok and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+            ok = spaced == across_space and not (spaced and (len(joined) > 1 or len(piece.group()) > 1))
+            ok = ok and is_word(candidate, ("ko",))
             # 제2의, 제3장: an ordinal, not a word cut by a digit.
             ok = ok and not (joined.endswith("제") and any(c.isdigit() for c in gap))
             if ok:
