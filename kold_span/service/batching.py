@@ -7,7 +7,7 @@ budget (windows × the longest window) and runs them. Measuring runs beside the 
 before them on the model thread (a maximal request cost ~1.2 s of measuring there, which every other
 request waited for), and in bounded calls (`MEASURE_AT_ONCE` jobs, `MEASURE_SIZE` of their size) taken
 in turn order. One such call can still be long (a comment of 20,000 characters and a title as long:
-0.25 s, more for text that keeps the normalizer busy), so a second, quick measuring thread takes only
+43 ms alone, up to 0.25 s beside other work), so a second, quick measuring thread takes only
 small requests (`QUICK_SIZE` characters at most): a one-comment request is measured at once, not after
 a large one's call. The two threads never measure jobs of one request at the same time.
 
