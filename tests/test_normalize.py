@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import doctest
 import unicodedata
+from unittest import mock
 
 import pytest
 import regex
@@ -248,10 +249,6 @@ def joins_by_chain(text, across_space):
 @example("가나 다", True).via("a run of two syllables is no single syllable")
 @example("제1일 가.나", False).via("an ordinal, then a word cut by a dot")
 def test_join_pieces_closes_the_gaps_a_walk_of_every_chain_closes(text, across_space):
-    original = normalize_module.is_word
-    normalize_module.is_word = lambda word, langs=("en", "es"): word in WORDS
-    try:
+    with mock.patch.object(normalize_module, "is_word", lambda word, langs=("en", "es"): word in WORDS):
         found = normalize_module._join_pieces(normalize_module.AlignedText.identity(text), across_space)
-    finally:
-        normalize_module.is_word = original
     assert found == joins_by_chain(text, across_space)
