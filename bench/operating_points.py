@@ -13,6 +13,10 @@ is measured only for the labels named with `--label TASK:LABEL` (repeatable), ea
 on that label's probability as `kold-span thresholds --set TASK:LABEL` cuts it; its benign texts are
 those whose gold lacks the label. The splits are the run's own, carved again from its config.json (`report.run_splits`);
 a run trained with `data.negatives` has their held-out benign share added to its test split.
+Precision depends on how many texts are benign, and such a test split holds more of them than dev:
+beside the test precision stands the precision the same cut has on test with its texts reweighted to
+dev's share of benign texts (`precision_at_benign_share`), which tells a change in the mix from a
+change in the model.
 
 `--fit-temperature` is for a run trained before temperatures existed: each task's temperature is
 fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
@@ -30,6 +34,8 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -51,10 +57,37 @@ PAGE = DOCS / "operating-points.md"
 
 
 def at_threshold(task, label, decoding, examples, merged, threshold: float) -> dict:
-    """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table)."""
+    """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table),
+    and `precision_at_dev_mix`'s input: the `Counts` themselves, under "counts"."""
     if kind_of(task).token_level:
-        return threshold_table(span_counts(task, decoding, examples, merged, grid=(threshold,)))[0]
-    return threshold_table(sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,)))[0]
+        counts = span_counts(task, decoding, examples, merged, grid=(threshold,))
+    else:
+        counts = sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,))
+    return {**threshold_table(counts)[0], "counts": counts}
+
+
+def precision_at_benign_share(counts, share: float) -> Optional[float]:
+    """Precision at the first threshold of `counts` had the benign texts (no gold positive) been `share` of them.
+
+    Precision depends on how many texts are benign: the same cut flags more wrong texts in a stream with more
+    benign ones. Each benign text is weighted share / (their share here), each other (1 - share) / (theirs),
+    and precision is the weighted true positives over the weighted flagged units. None when one of the two
+    groups is absent or nothing is flagged.
+
+    Example:
+        >>> from kold_span.evaluation.operating_points import sequence_counts
+        >>> counts = sequence_counts([0.9, 0.9, 0.9, 0.1], [True, False, False, False], grid=(0.5,))
+        >>> precision_at_benign_share(counts, 0.75)  # as it is: 1 right of 3 flagged
+        0.333333
+        >>> precision_at_benign_share(counts, 0.5)  # benign weighted 2/3 each, the other 2: 2 / (2 + 4/3)
+        0.6
+    """
+    benign = counts.benign
+    if share is None or benign.all() or not benign.any():
+        return None
+    weights = np.where(benign, share / benign.mean(), (1 - share) / (1 - benign.mean()))
+    flagged = float(weights @ counts.flagged[0])
+    return round(float(weights @ counts.tp[0]) / flagged, 6) if flagged else None
 
 
 def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
@@ -72,8 +105,6 @@ def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
 def temper(config, predictor: Predictor, splits: dict, merged: dict, samples: int = 1000) -> tuple[Predictor, dict]:
     """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after
     (after: with its noise floor from `samples` draws)."""
-    import numpy as np
-
     if any(task.temperature != 1.0 for task in predictor.tasks):
         raise SystemExit("--fit-temperature: the model already has temperatures (its outputs are tempered)")
     temperatures, report = fit_temperatures(config.tasks, predictor.tasks, splits["dev"], merged["dev"])
@@ -170,6 +201,7 @@ def operating_point(task, label, decoding, splits: dict, merged: dict, precision
     the test split meets at each."""
     dev, test = splits["dev"], splits["test"]
     counts = task_counts(task, label, decoding, dev, merged["dev"])
+    dev_benign = round(float(counts.benign.mean()), 6) if len(counts.benign) else None
     entry = {}
     for band, target, value in (("remove", "precision", precision), ("review", "recall", recall)):
         try:
@@ -178,10 +210,11 @@ def operating_point(task, label, decoding, splits: dict, merged: dict, precision
             entry[band] = {"unmet": str(err)}
             continue
         met = at_threshold(task, label, decoding, test, merged["test"], chosen["threshold"])
+        met["precision_at_dev_benign_share"] = precision_at_benign_share(met.pop("counts"), dev_benign)
         low, high = chosen["precision_interval"]
         entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
             "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
-            "test": met,
+            "dev_benign_share": dev_benign, "test": met,
             "test_precision_in_interval": met["precision"] is not None and low <= met["precision"] <= high}
     return entry
 
@@ -189,6 +222,11 @@ def operating_point(task, label, decoding, splits: dict, merged: dict, precision
 def _inside(inside: bool, met, high: float) -> str:
     """"yes", or whether the held-out precision fell below the promised interval or rose above it."""
     return "yes" if inside else "above" if met is not None and met > high else "no (below)"
+
+
+def _at_share(precision, share) -> str:
+    """The reweighted precision with the benign share it assumes; a dash where it was not measured."""
+    return "–" if precision is None else f"{_pct(precision)} (at {_pct(share)} benign)"
 
 
 def _pct(value) -> str:
@@ -205,19 +243,21 @@ def section(result: dict, command: str) -> str:
              + (" A TASK:LABEL row cuts the task one-vs-rest on that label's probability; its benign texts are "
                 "those whose gold lacks the label." if any(":" in name for name in result["tasks"]) else ""), "",
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
-             "test recall | test flagged | test benign flagged |", "|---|---|---|---|---|---|---|---|---|"]
+             "test precision at dev's benign share | test recall | test flagged | test benign flagged |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, entry in result["tasks"].items():
         for band, target in (("remove", f"precision {result['precision']:g}"),
                              ("review", f"recall {result['recall']:g}")):
             chosen = entry.get(band, {})
             if "unmet" in chosen:
-                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | |")
+                lines.append(f"| {name} | {band} ({target}) | – | unmet on dev: {chosen['unmet']} | | | | | | |")
                 continue
             dev, test = chosen["dev"], chosen["test"]
             low, high = dev["precision_interval"]
             lines.append(f"| {name} | {band} ({target}) | {chosen['threshold']:g} | {_pct(dev['precision'])} "
                          f"[{_pct(low)}, {_pct(high)}] | {_pct(test['precision'])} | "
                          f"{_inside(chosen['test_precision_in_interval'], test['precision'], high)} | "
+                         f"{_at_share(test.get('precision_at_dev_benign_share'), chosen.get('dev_benign_share'))} | "
                          f"{_pct(test['recall'])} | "
                          f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} |")
     if result.get("calibration"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kold_span.data.example import Example
+from kold_span.evaluation.operating_points import sequence_counts
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes
 from kold_span.metrics import calibration_error_floor
 from kold_span.inference.predictor import Predictor
@@ -139,3 +140,14 @@ def test_a_label_the_model_cannot_cut_on_is_refused(outputs):
         "hate": ["hate", "offensive"], "OFF": ["true"]}
     with pytest.raises(SystemExit, match="TASK:LABEL"):
         operating_points.parse_labels(["hate"])
+
+
+def test_precision_at_a_benign_share_reweights_the_two_groups():
+    # 2 offensive texts (one flagged, right) and 6 benign ones (three flagged): precision 1/4 as it is,
+    # 25% benign: each benign text weighs 0.25 / 0.75 = 1/3, each offensive one 0.75 / 0.25 = 3
+    counts = sequence_counts([0.9, 0.1] + [0.9] * 3 + [0.1] * 3, [True, True] + [False] * 6, grid=(0.5,))
+    assert operating_points.precision_at_benign_share(counts, 0.75) == 0.25
+    assert operating_points.precision_at_benign_share(counts, 0.25) == pytest.approx(3 / (3 + 3 * (1 / 3)), abs=1e-6)
+    assert operating_points.precision_at_benign_share(counts, None) is None
+    no_benign = sequence_counts([0.9, 0.2], [True, True], grid=(0.5,))
+    assert operating_points.precision_at_benign_share(no_benign, 0.5) is None
