@@ -58,7 +58,7 @@ PAGE = DOCS / "operating-points.md"
 
 def at_threshold(task, label, decoding, examples, merged, threshold: float) -> dict:
     """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table),
-    and `precision_at_dev_mix`'s input: the `Counts` themselves, under "counts"."""
+    and `precision_at_benign_share`'s input: the `Counts` themselves, under "counts"."""
     if kind_of(task).token_level:
         counts = span_counts(task, decoding, examples, merged, grid=(threshold,))
     else:
@@ -66,7 +66,7 @@ def at_threshold(task, label, decoding, examples, merged, threshold: float) -> d
     return {**threshold_table(counts)[0], "counts": counts}
 
 
-def precision_at_benign_share(counts, share: float) -> Optional[float]:
+def precision_at_benign_share(counts, share: Optional[float]) -> Optional[float]:
     """Precision at the first threshold of `counts` had the benign texts (no gold positive) been `share` of them.
 
     Precision depends on how many texts are benign: the same cut flags more wrong texts in a stream with more
