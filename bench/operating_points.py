@@ -56,14 +56,12 @@ from kold_span.training import Calibration, fit_temperatures  # noqa: E402
 PAGE = DOCS / "operating-points.md"
 
 
-def at_threshold(task, label, decoding, examples, merged, threshold: float) -> dict:
-    """Precision, recall, flagged and benign-flagged shares of `examples` at one threshold (a row of the table),
-    and `precision_at_benign_share`'s input: the `Counts` themselves, under "counts"."""
+def counts_at(task, label, decoding, examples, merged, threshold: float):
+    """The `Counts` of `examples` at one threshold: `threshold_table` makes its row, `precision_at_benign_share`
+    reweights it."""
     if kind_of(task).token_level:
-        counts = span_counts(task, decoding, examples, merged, grid=(threshold,))
-    else:
-        counts = sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,))
-    return {**threshold_table(counts)[0], "counts": counts}
+        return span_counts(task, decoding, examples, merged, grid=(threshold,))
+    return sequence_counts(*label_scores(task, label, examples, merged), grid=(threshold,))
 
 
 def precision_at_benign_share(counts, share: Optional[float]) -> Optional[float]:
@@ -209,8 +207,9 @@ def operating_point(task, label, decoding, splits: dict, merged: dict, precision
         except UnreachableTargetError as err:
             entry[band] = {"unmet": str(err)}
             continue
-        met = at_threshold(task, label, decoding, test, merged["test"], chosen["threshold"])
-        met["precision_at_dev_benign_share"] = precision_at_benign_share(met.pop("counts"), dev_benign)
+        held_out = counts_at(task, label, decoding, test, merged["test"], chosen["threshold"])
+        met = {**threshold_table(held_out)[0],
+               "precision_at_dev_benign_share": precision_at_benign_share(held_out, dev_benign)}
         low, high = chosen["precision_interval"]
         entry[band] = {"threshold": chosen["threshold"], "dev": {k: chosen[k] for k in (
             "precision", "recall", "flagged", "benign_flagged", "precision_interval", "recall_interval")},
