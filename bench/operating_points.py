@@ -18,11 +18,13 @@ beside the test precision stands the precision the same cut has on test with its
 dev's share of benign texts (`precision_at_benign_share`), which tells a change in the mix from a
 change in the model.
 
-`--fit-temperature` is for a run trained before temperatures existed: each task's temperature is
-fitted on dev as training now does (`training.calibration.fit_temperatures`), the outputs are
-tempered before the thresholds are chosen, and each task's expected calibration error on dev and
-test, before and after, is reported beside the count of test decisions the temperature changed.
-Beside each ECE after the temperature stands its noise floor (`metrics.calibration_error_floor`):
+`--fit-calibration` is for a run trained before temperatures or confidence maps existed: what
+training now fits on dev and the model lacks is fitted as training fits it
+(`training.calibration.fit_temperatures`, for a model with no temperature; then
+`fit_confidence_maps`), the outputs are calibrated before the thresholds are chosen, and each task's
+expected calibration error on dev and test, as the model came, after the temperature and after the
+map, is reported beside the count of test decisions calibration changed.
+Beside each ECE after calibration stands its noise floor (`metrics.calibration_error_floor`):
 the mean and 95th percentile of the ECE a perfectly calibrated model with the same scores would
 get on the same rows (`--samples` draws, seed 0); an ECE above that percentile is miscalibration
 the data can tell from sampling noise.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -50,8 +53,8 @@ from kold_span.evaluation.operating_points import (decision_band, decision_label
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes  # noqa: E402
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.metrics import ECE_BINS, calibration_error_floor, expected_calibration_error  # noqa: E402
-from kold_span.models.kinds import apply_temperatures, kind_of  # noqa: E402
-from kold_span.training import Calibration, fit_temperatures  # noqa: E402
+from kold_span.models.kinds import apply_calibration, kind_of  # noqa: E402
+from kold_span.training import Calibration, fit_confidence_maps, fit_temperatures  # noqa: E402
 
 PAGE = DOCS / "operating-points.md"
 
@@ -89,7 +92,7 @@ def precision_at_benign_share(counts, share: Optional[float]) -> Optional[float]
 
 
 def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
-    """Per split, the task's ECE as `merged` stand (after the temperature) and its noise floor's mean and 95th
+    """Per split, the task's ECE as `merged` stand (calibrated) and its noise floor's mean and 95th
     percentile (what a perfectly calibrated model with these scores would get)."""
     out = {}
     for split in splits:
@@ -100,33 +103,42 @@ def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
     return out
 
 
-def temper(config, predictor: Predictor, splits: dict, merged: dict, samples: int = 1000) -> tuple[Predictor, dict]:
-    """`predictor` with temperatures fitted on dev, `merged` tempered in place, and each task's ECE before and after
-    (after: with its noise floor from `samples` draws)."""
-    if any(task.temperature != 1.0 for task in predictor.tasks):
-        raise SystemExit("--fit-temperature: the model already has temperatures (its outputs are tempered)")
-    temperatures, report = fit_temperatures(config.tasks, predictor.tasks, splits["dev"], merged["dev"])
+def fit_calibration(config, predictor: Predictor, splits: dict, merged: dict,
+                    samples: int = 1000) -> tuple[Predictor, dict]:
+    """`predictor` with what training now fits on dev and the model lacks (its temperatures when it has none, its
+    confidence maps), `merged` calibrated in place, and each task's ECE as the model came, after the temperature
+    and after the map (the last with its noise floor from `samples` draws)."""
+    if any(task.confidence_map for task in predictor.tasks):
+        raise SystemExit("--fit-calibration: the model already has confidence maps (its outputs are calibrated)")
     tops = {task.name: task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
-            for task in predictor.tasks if task.name in temperatures}
-    ece = {name: {"temperature": entry["temperature"], "rows": entry["rows"]} for name, entry in report.items()}
-
+            for task in predictor.tasks}
+    ece = {task.name: {f"{split}_before": calibration_error(task, splits[split], merged[split]) for split in splits}
+           for task in predictor.tasks}
+    fitted_temperatures = not any(task.temperature != 1.0 for task in predictor.tasks)
+    if fitted_temperatures:
+        temperatures, _ = fit_temperatures(config.tasks, predictor.tasks, splits["dev"], merged["dev"])
+        predictor = Calibration(temperatures=temperatures).apply_to(predictor)
+        for split in merged:
+            apply_calibration(predictor.tasks, merged[split])
+    maps = fit_confidence_maps(config.tasks, predictor.tasks, splits["dev"], merged["dev"])
     for task in predictor.tasks:
-        if task.name in ece:
-            for split in ("dev", "test"):
-                ece[task.name][f"{split}_before"] = calibration_error(task, splits[split], merged[split])
-    predictor = Calibration(temperatures=temperatures).apply_to(predictor)
+        ece[task.name].update({f"{split}_tempered": calibration_error(task, splits[split], merged[split])
+                               for split in splits})
+        ece[task.name].update(temperature=task.temperature, temperature_fitted=fitted_temperatures,
+                              confidence_map_knots=len(maps.get(task.name, ())))
+    predictor = Calibration(confidence_maps=maps).apply_to(predictor)
     for split in merged:
-        apply_temperatures(predictor.tasks, merged[split])
+        apply_calibration([replace(task, temperature=1.0) for task in predictor.tasks if task.name in maps],
+                          merged[split])
     for task in predictor.tasks:
-        if task.name in ece:
-            ece[task.name].update(calibrated(task, splits, merged, samples))
-            after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
-            ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
-            ece[task.name]["test_rows"] = len(after)
+        ece[task.name].update(calibrated(task, splits, merged, samples))
+        after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
+        ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
+        ece[task.name]["test_rows"] = len(after)
     return predictor, ece
 
 
-def measure(run: Path, precision: float, recall: float, samples: int, fit_temperature: bool = False,
+def measure(run: Path, precision: float, recall: float, samples: int, fit: bool = False,
             labels: Optional[Mapping[str, Sequence[str]]] = None) -> dict:
     """Per task (or task and label): the dev choice and what the test split meets at it (and the calibration,
     when fitted here)."""
@@ -141,10 +153,11 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit_temper
               for name, split in splits.items()}
     out = {"run": str(run), "dev": len(splits["dev"]), "test": len(splits["test"]), "benign": len(benign),
            "samples": samples}
-    if fit_temperature:
-        predictor, out["calibration"] = temper(config, predictor, splits, merged, samples)
-    else:  # the model's own temperatures (1 where it has none), as it ships
+    if fit:
+        predictor, out["calibration"] = fit_calibration(config, predictor, splits, merged, samples)
+    else:  # the model's own temperatures and maps, as it ships
         out["calibration"] = {task.name: {"temperature": task.temperature,
+                                          "confidence_map_knots": len(task.confidence_map),
                                           **calibrated(task, splits, merged, samples)} for task in predictor.tasks}
     out["tasks"] = decisions(predictor, splits, merged, precision, recall, samples, labels)
     return out
@@ -260,25 +273,33 @@ def section(result: dict, command: str) -> str:
                          f"{_pct(test['recall'])} | "
                          f"{_pct(test['flagged'])} | {_pct(test['benign_flagged'])} |")
     if result.get("calibration"):
-        fitted = "fitted on dev by NLL here (`--fit-temperature`)" if any(
-            "test_before" in c for c in result["calibration"].values()) else "as the model ships them"
-        lines += ["", f"Temperatures {fitted}; expected calibration error with {ECE_BINS} equal-mass bins. "
-                  "The floor is the ECE a perfectly calibrated model with the same scores gets on the same rows "
+        calibration = result["calibration"].values()
+        fitted = any("test_tempered" in c for c in calibration)
+        temperatures = ("fitted on dev by NLL here" if any(c.get("temperature_fitted") for c in calibration)
+                        else "as the model ships them")
+        maps = "confidence maps fitted on dev here (`--fit-calibration`)" if fitted else "maps as the model ships them"
+        lines += ["", f"Temperatures {temperatures}, {maps}; expected calibration error with {ECE_BINS} "
+                  "equal-mass bins, before calibration"
+                  + (" (as the model came), after the temperature and after the map" if fitted else " and after it")
+                  + ". The floor is the ECE a perfectly calibrated model with the same scores gets on the same rows "
                   f"(mean [95th percentile] of {result['samples']} draws, `metrics.calibration_error_floor`); "
                   "\"above floor\" says whether the test ECE exceeds that 95th percentile, i.e. whether "
                   "miscalibration is detectable on these rows:", "",
-                  "| task | temperature | dev ECE before → after | dev floor | test ECE before → after | test floor "
+                  "| task | temperature | map knots | dev ECE | dev floor | test ECE | test floor "
                   "| above floor | test argmax rows changed |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|"]
         for name, c in result["calibration"].items():
-            before = {split: "–" if f"{split}_before" not in c else f"{c[f'{split}_before']:.4f}"
-                      for split in ("dev", "test")}
+            steps = {split: " → ".join(f"{c[key]:.4f}" for key in (f"{split}_before", f"{split}_tempered") if key in c)
+                     for split in ("dev", "test")}
+            steps = {split: f"{chain} → " if chain else "" for split, chain in steps.items()}
             floor = {split: "–" if f"{split}_floor_mean" not in c else
                      f"{c[f'{split}_floor_mean']:.4f} [{c[f'{split}_floor_p95']:.4f}]" for split in ("dev", "test")}
             above = "–" if "test_floor_p95" not in c else "yes" if c["test_after"] > c["test_floor_p95"] else "no"
             changed = f"{c['argmax_changed']} of {c['test_rows']}" if "argmax_changed" in c else "–"
-            lines.append(f"| {name} | {c['temperature']:.3f} | {before['dev']} → {c['dev_after']:.4f} | {floor['dev']} "
-                         f"| {before['test']} → **{c['test_after']:.4f}** | {floor['test']} | {above} | {changed} |")
+            knots = c.get("confidence_map_knots") or "–"
+            lines.append(f"| {name} | {c['temperature']:.3f} | {knots} | {steps['dev']}{c['dev_after']:.4f} "
+                         f"| {floor['dev']} | {steps['test']}**{c['test_after']:.4f}** | {floor['test']} | {above} "
+                         f"| {changed} |")
     return "\n".join(lines) + "\n"
 
 
@@ -289,13 +310,14 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", type=float, default=0.9)
     parser.add_argument("--recall", type=float, default=0.9)
     parser.add_argument("--samples", type=int, default=1000)
-    parser.add_argument("--fit-temperature", action="store_true",
-                        help="fit each task's temperature on dev first (a model trained before temperatures)")
+    parser.add_argument("--fit-calibration", action="store_true",
+                        help="fit on dev first what training now fits and the model lacks: each task's temperature "
+                             "(a model with none) and each single-label task's confidence map")
     parser.add_argument("--label", action="append", default=[], metavar="TASK:LABEL",
                         help="also measure a sequence task cut one-vs-rest on this label (repeatable), e.g. hate:hate")
     args = parser.parse_args(argv)
     result = {"name": args.name, "precision": args.precision, "recall": args.recall,
-              **measure(args.run, args.precision, args.recall, args.samples, args.fit_temperature,
+              **measure(args.run, args.precision, args.recall, args.samples, args.fit_calibration,
                         parse_labels(args.label))}
     command = "python bench/operating_points.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     save_results(f"operating-points-{args.name}", result)

@@ -1,4 +1,5 @@
-"""bench/operating_points.py's `--fit-temperature`: temperatures fitted on dev, ECE before and after, argmax kept."""
+"""bench/operating_points.py: `--fit-calibration` (temperatures and confidence maps fitted on dev, ECE at each step,
+argmax kept), the one-vs-rest cut of a named label, and precision at dev's benign share."""
 import copy
 import json
 import sys
@@ -14,7 +15,7 @@ from kold_span.evaluation.operating_points import sequence_counts
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes
 from kold_span.metrics import calibration_error_floor
 from kold_span.inference.predictor import Predictor
-from kold_span.models.kinds import Decoding, MergedExample
+from kold_span.models.kinds import Decoding, MergedExample, apply_calibration
 from kold_span.models.tasks import Task
 from kold_span.models.temperature import negative_log_likelihood
 
@@ -47,21 +48,33 @@ def outputs():
     return predictor, splits, merged
 
 
-def test_fitted_temperatures_lower_dev_nll_and_keep_every_argmax(outputs):
+def configs(predictor, confidence_map="dev"):
+    return SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev", confidence_map=confidence_map)
+                                  for t in predictor.tasks])
+
+
+def test_fitted_calibration_lowers_dev_nll_and_keeps_every_argmax(outputs):
     predictor, splits, raw = outputs
     merged = copy.deepcopy(raw)
-    config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
-    tempered, report = operating_points.temper(config, predictor, splits, merged)
+    calibrated, report = operating_points.fit_calibration(configs(predictor), predictor, splits, merged)
     assert set(report) == {"OFF", "OFF_span"}
-    for task in tempered.tasks:
+    # OFF, single-label, gets a map fitted after its temperature; the span task a temperature only
+    assert calibrated.tasks[0].confidence_map and report["OFF"]["confidence_map_knots"] == len(
+        calibrated.tasks[0].confidence_map)
+    assert not calibrated.tasks[1].confidence_map and report["OFF_span"]["confidence_map_knots"] == 0
+    tempered_only = copy.deepcopy(raw)
+    apply_calibration([replace(t, confidence_map=()) for t in calibrated.tasks], tempered_only["test"])
+    for task in calibrated.tasks:
         entry = report[task.name]
-        assert task.temperature == entry["temperature"] > 0
+        assert task.temperature == entry["temperature"] > 0 and entry["temperature_fitted"]
         before_probs, targets = task_outcomes(task, splits["dev"], raw["dev"])
-        after_probs, _ = task_outcomes(task, splits["dev"], merged["dev"])
-        assert negative_log_likelihood(after_probs, targets, True) <= negative_log_likelihood(
-            before_probs, targets, True) + 1e-12
-        # the report's "after" is the ECE of the outputs as tempered, its "before" that of the raw ones
+        tempered = copy.deepcopy(raw["dev"])
+        apply_calibration([replace(task, confidence_map=())], tempered)
+        assert negative_log_likelihood(task_outcomes(task, splits["dev"], tempered)[0], targets, True) <= (
+            negative_log_likelihood(before_probs, targets, True) + 1e-12)
+        # "after" is the ECE of the outputs as calibrated, "tempered" after the temperature alone, "before" raw
         assert entry["test_after"] == pytest.approx(calibration_error(task, splits["test"], merged["test"]))
+        assert entry["test_tempered"] == pytest.approx(calibration_error(task, splits["test"], tempered_only["test"]))
         assert entry["test_before"] == pytest.approx(calibration_error(task, splits["test"], raw["test"]))
         assert entry["argmax_changed"] == 0
         # beside "after", the floor of a perfectly calibrated model with the tempered scores, on the same rows
@@ -73,18 +86,31 @@ def test_fitted_temperatures_lower_dev_nll_and_keep_every_argmax(outputs):
     assert not np.allclose(merged["dev"][1].sequence_probs["OFF"], raw["dev"][1].sequence_probs["OFF"])
 
 
-def test_a_model_that_already_has_temperatures_is_refused(outputs):
+def test_a_model_with_temperatures_gets_maps_only_and_one_with_maps_is_refused(outputs):
     predictor, splits, raw = outputs
     warm = copy.copy(predictor)
     warm.tasks = [replace(t, temperature=2.0) for t in predictor.tasks]
-    config = SimpleNamespace(tasks=[SimpleNamespace(name=t.name, temperature="dev") for t in predictor.tasks])
-    with pytest.raises(SystemExit, match="already has temperatures"):
-        operating_points.temper(config, warm, splits, copy.deepcopy(raw))
+    merged = copy.deepcopy(raw)
+    for split in merged:
+        apply_calibration(warm.tasks, merged[split])
+    shipped = {split: copy.deepcopy(merged[split]) for split in merged}
+    calibrated, report = operating_points.fit_calibration(configs(warm), warm, splits, merged)
+    assert [t.temperature for t in calibrated.tasks] == [2.0, 2.0]
+    assert not report["OFF"]["temperature_fitted"] and report["OFF"]["confidence_map_knots"] > 0
+    # "before" is the model as it came, with its temperature
+    assert report["OFF"]["test_before"] == pytest.approx(calibration_error(warm.tasks[0], splits["test"],
+                                                                           shipped["test"]))
+    _, unmapped = operating_points.fit_calibration(configs(warm, "none"), warm, splits, copy.deepcopy(shipped))
+    assert unmapped["OFF"]["confidence_map_knots"] == 0
+    assert unmapped["OFF"]["test_after"] == unmapped["OFF"]["test_tempered"] == unmapped["OFF"]["test_before"]
+    with pytest.raises(SystemExit, match="already has confidence maps"):
+        operating_points.fit_calibration(configs(calibrated), calibrated, splits, copy.deepcopy(raw))
 
 
 def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
-    calibration = {"OFF": {"temperature": 1.2, "dev_before": 0.05, "dev_after": 0.04, "dev_floor_mean": 0.02,
-                           "dev_floor_p95": 0.03, "test_before": 0.06, "test_after": 0.051, "test_floor_mean": 0.03,
+    calibration = {"OFF": {"temperature": 1.2, "confidence_map_knots": 9, "dev_before": 0.05, "dev_tempered": 0.045,
+                           "dev_after": 0.04, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03, "test_before": 0.06,
+                           "test_tempered": 0.055, "test_after": 0.051, "test_floor_mean": 0.03,
                            "test_floor_p95": 0.045, "argmax_changed": 0, "test_rows": 1352},
                    "TGT": {"temperature": 0.9, "dev_after": 0.02, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03,
                            "test_after": 0.04, "test_floor_mean": 0.03, "test_floor_p95": 0.045}}
@@ -92,9 +118,9 @@ def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
               "calibration": calibration}
     rows = [line for line in operating_points.section(result, "cmd").splitlines() if line.startswith("| OFF")
             or line.startswith("| TGT")]
-    assert rows == ["| OFF | 1.200 | 0.0500 → 0.0400 | 0.0200 [0.0300] | 0.0600 → **0.0510** | 0.0300 [0.0450] "
-                    "| yes | 0 of 1352 |",
-                    "| TGT | 0.900 | – → 0.0200 | 0.0200 [0.0300] | – → **0.0400** | 0.0300 [0.0450] | no | – |"]
+    assert rows == ["| OFF | 1.200 | 9 | 0.0500 → 0.0450 → 0.0400 | 0.0200 [0.0300] | 0.0600 → 0.0550 → **0.0510** "
+                    "| 0.0300 [0.0450] | yes | 0 of 1352 |",
+                    "| TGT | 0.900 | – | 0.0200 | 0.0200 [0.0300] | **0.0400** | 0.0300 [0.0450] | no | – |"]
 
 
 HATE = Task("hate", "sequence", "hate", labels=("none", "offensive", "hate"))

@@ -1,4 +1,4 @@
-"""`kold-span evaluate --model DIR --curves OUT`: curves.json and PNGs per task, ECE before and after temperature."""
+"""`kold-span evaluate --model DIR --curves OUT`: curves.json and PNGs per task, ECE before and after calibration."""
 import json
 
 from kold_span.cli.main import main
@@ -41,6 +41,20 @@ def test_curves_and_calibration_are_written(tmp_path, capsys):
     assert scores["calibration/OFF/ece_15_bins_floor_p95"] == off["ece"]["floor_after"]["p95"]
     assert "label/OFF/accuracy" in scores  # the untrained model decodes no span: "span_types_not_predicted"
     assert "calibration/OFF/ece_15_bins_after" in capsys.readouterr().out
+
+
+def test_before_is_the_model_as_trained_when_it_has_a_confidence_map(tmp_path):
+    plain = untrained_model(tmp_path / "plain")
+    knots = ((0.5, 0.5), (0.75, 0.6), (1.0, 1.0))
+    model = Calibration(temperatures={"OFF": 2.0}, confidence_maps={"OFF": knots}).apply_to(
+        Predictor.from_pretrained(plain)).save_pretrained(tmp_path / "model")
+    gold = gold_file(tmp_path / "gold.jsonl")
+    for directory, out in ((plain, "plain.json"), (model, "model.json")):
+        assert main(["evaluate", "--gold", str(gold), "--model", str(directory), "--out", str(tmp_path / out)]) == 0
+    raw, calibrated = (json.loads((tmp_path / out).read_text(encoding="utf-8")) for out in ("plain.json", "model.json"))
+    assert calibrated["calibration/OFF/confidence_map_knots"] == 3 and raw["calibration/OFF/confidence_map_knots"] == 0
+    assert calibrated["calibration/OFF/ece_15_bins_before"] == raw["calibration/OFF/ece_15_bins_after"]
+    assert calibrated["calibration/OFF/ece_15_bins_after"] != calibrated["calibration/OFF/ece_15_bins_before"]
 
 
 def test_curves_need_a_model(tmp_path, capsys):

@@ -222,7 +222,8 @@ def test_fuse_ngram_without_a_dev_split_is_a_config_error():
 def test_train_cli_with_fuse_ngram_saves_reloads_and_predicts(tmp_path):
     args = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=fused",
             "data.dev_fraction=0.3", "trainer.max_epochs=3", "trainer.threads=1",
-            "tasks=[{name: OFF, kind: sequence, source: OFF, fuse_ngram: true, fuse_metric: accuracy, temperature: 1}, "
+            "tasks=[{name: OFF, kind: sequence, source: OFF, fuse_ngram: true, fuse_metric: accuracy, temperature: 1, "
+            "confidence_map: none}, "
             "{name: OFF_span, kind: span, source: OFF, gate: OFF}]"]
     assert main(args) == 0
     run = tmp_path / "tiny" / "fused"

@@ -104,13 +104,14 @@ class Fixed:
 
 def test_training_ends_with_the_configured_decision():
     dev = [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(GOLD)]
-    task = TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.95, recall=1.0))
+    task = TaskConfig("OFF", source="OFF", temperature=1, confidence_map="none",
+                      decision=DecisionConfig(precision=0.95, recall=1.0))
     chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
     policy = chosen.decisions["OFF"]
     assert policy["label"] == "true" and policy["remove"]["threshold"] == 0.8 and policy["review"]["threshold"] == 0.4
     assert policy["remove"]["data"] == "dev" and len(policy["remove"]["data_sha256"]) == 64
-    unmet = calibrate([TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.99,
-                                                                                               flagged=0.01))],
+    unmet = calibrate([TaskConfig("OFF", source="OFF", temperature=1, confidence_map="none",
+                                  decision=DecisionConfig(precision=0.99, flagged=0.01))],
                       Fixed(), {"train": [], "dev": dev})
     assert "OFF" in unmet.decision_errors  # a target dev cannot meet is reported, the run is not lost
 
@@ -141,7 +142,8 @@ def test_a_decision_in_a_config_is_checked(tmp_path, decision, message):
 def test_a_review_band_above_remove_keeps_remove_alone():
     dev = [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(GOLD)]
     # remove at 0.8 (precision 1, recall 2/3) already reaches recall 0.3, which review would cut at 0.9
-    task = TaskConfig("OFF", source="OFF", temperature=1, decision=DecisionConfig(precision=0.95, recall=0.3))
+    task = TaskConfig("OFF", source="OFF", temperature=1, confidence_map="none",
+                      decision=DecisionConfig(precision=0.95, recall=0.3))
     chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
     assert chosen.decisions["OFF"]["remove"]["threshold"] == 0.8 and chosen.decisions["OFF"]["review"] is None
     assert "no review band is needed" in chosen.decision_errors["OFF"]

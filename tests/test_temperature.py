@@ -12,7 +12,7 @@ from kold_span.metrics import expected_calibration_error
 from kold_span.evaluation.task_scores import calibration_error
 from kold_span.inference.predictor import Predictor
 from kold_span.models.backbones import scratch_encoder
-from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures
+from kold_span.models.kinds import Decoding, MergedExample, apply_calibration
 from kold_span.models.kinds.sequence import sequence_prediction
 from kold_span.models.kinds.span import span_tags
 from kold_span.models.network import MultiTaskModel
@@ -64,7 +64,7 @@ def test_temperature_keeps_every_span_tag(values, temperature):
         return  # a tie: either tag is the most probable
     merged = MergedExample(token_probs={"s": probs.copy()}, token_offsets=[(i, i + 1) for i in range(len(probs))])
     task = Task("s", "span", "OFF", temperature=temperature)
-    apply_temperatures([task], [merged])
+    apply_calibration([task], [merged])
     assert span_tags(task, merged.token_probs["s"]) == span_tags(task, probs)
 
 
@@ -132,7 +132,7 @@ def test_the_predictor_applies_its_temperature_and_saves_it():
     calibrated = Calibration(temperatures={"OFF": 3.0, "groups": 0.5}).apply_to(trained)
     assert [t.temperature for t in calibrated.tasks] == [3.0, 0.5] and trained.tasks[0].temperature == 1.0
     merged = [MergedExample({"OFF": np.array([0.2, 0.8]), "groups": np.array([0.8, 0.2])})]
-    apply_temperatures(calibrated.tasks, merged)
+    apply_calibration(calibrated.tasks, merged)
     assert np.allclose(merged[0].sequence_probs["OFF"], temper(np.array([0.2, 0.8]), 3.0, True))
     assert np.allclose(merged[0].sequence_probs["groups"], [16 / 17, 1 / 17])
     # config.json: written only when not 1 (a model without it reads as T = 1)

@@ -1,7 +1,7 @@
 """`kold-span evaluate --gold FILE --pred FILE`: every span type and label of the gold file, scored.
 
 With `--model DIR` instead of `--pred`, the model predicts the gold texts first, and the report adds
-each task's calibration (ECE before and after its temperature); `--curves OUT` then writes its
+each task's calibration (ECE before and after its temperature and confidence map); `--curves OUT` then writes its
 precision-recall curves, ROCs and thresholds tables (curves.json, PNGs with the `plots` extra).
 """
 from __future__ import annotations
@@ -66,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate_model(args: argparse.Namespace):
     """The model's predictions of the gold texts scored as a predictions file is, with each task's ECE before and
-    after its temperature; the curves written to --curves."""
+    after its calibration; the curves written to --curves."""
+    import copy
+
     from kold_span.data.jsonl import read_jsonl
     from kold_span.errors import DataError
-    from kold_span.evaluation.curves import curves_report, write_curves
+    from kold_span.evaluation.curves import calibrated, curves_report, uncalibrated, write_curves
     from kold_span.evaluation.prediction_files import EvaluationReport, evaluate_examples, prediction_fields
     from kold_span.inference.ensemble import load_predictor
     from kold_span.inference.pipeline import RunOptions
@@ -78,11 +80,14 @@ def evaluate_model(args: argparse.Namespace):
     if not gold:
         raise DataError(f"{args.gold}: no gold examples to score against")
     predictor = load_predictor([args.model], RunOptions(args.batch_size))
-    merged = predictor.merged_outputs([e.text for e in gold], [e.context for e in gold], args.batch_size)
+    raw_predictor = copy.copy(predictor)  # the same network: the outputs as trained, then calibrated as saved
+    raw_predictor.tasks = uncalibrated(predictor.tasks)
+    raw = raw_predictor.merged_outputs([e.text for e in gold], [e.context for e in gold], args.batch_size)
+    merged = calibrated(predictor.tasks, raw)
     preds = {ex.id: prediction_fields(predictor.labels_and_spans(ex.text, m), f"{args.gold}: id {ex.id}")
              for ex, m in zip(gold, merged)}
     scores = evaluate_examples(gold, preds, args.policy)
-    curves = curves_report(predictor.decoding, gold, merged)
+    curves = curves_report(predictor.decoding, gold, merged, raw)
     for name, entry in curves.items():  # ECE per task, in the table (the bins stated once in the key)
         task = name.split(":")[0]
         scores[f"calibration/{task}/ece_{entry['ece']['bins']}_bins_before"] = entry["ece"]["before"]
@@ -90,6 +95,7 @@ def evaluate_model(args: argparse.Namespace):
         for stat, value in entry["ece"]["floor_after"].items():  # what a perfectly calibrated model would get
             scores[f"calibration/{task}/ece_{entry['ece']['bins']}_bins_floor_{stat}"] = value
         scores[f"calibration/{task}/temperature"] = entry["ece"]["temperature"]
+        scores[f"calibration/{task}/confidence_map_knots"] = entry["ece"]["confidence_map_knots"]
     if args.curves:
         for path in write_curves(curves, args.curves):
             print(f"wrote {path}")

@@ -74,6 +74,8 @@ def check_values(config: Config, where: str) -> None:
         numeric = isinstance(task.temperature, (int, float)) and not isinstance(task.temperature, bool)
         need(task.temperature == "dev" or (numeric and task.temperature > 0),
              f"tasks[{i}].temperature must be a positive number or 'dev', got {task.temperature!r}")
+        need(task.confidence_map in ("dev", "none"),
+             f"tasks[{i}].confidence_map must be 'dev' or 'none', got {task.confidence_map!r}")
         if task.decision is not None:
             decision = task.decision
             need(not (decision.precision is not None and decision.f1),

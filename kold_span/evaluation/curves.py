@@ -15,7 +15,7 @@ import importlib.util
 import io
 import logging
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from kold_span.data.atomic import atomic_write, write_text_atomic
 from kold_span.data.example import Example
@@ -24,17 +24,20 @@ from kold_span.errors import needs_extra
 from kold_span import metrics
 from kold_span.evaluation.operating_points import label_scores, span_counts, sequence_counts, threshold_table
 from kold_span.evaluation.task_scores import confidence_hits
-from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures, kind_of
+from kold_span.models.kinds import Decoding, MergedExample, apply_calibration, kind_of
+from kold_span.models.tasks import Task
 
 log = logging.getLogger(__name__)
 
 CURVES_JSON = "curves.json"
 
 
-def curves_report(decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, Any]:
+def curves_report(decoding: Decoding, examples: Sequence[Example], merged: Sequence[MergedExample],
+                  raw: Optional[Sequence[MergedExample]] = None) -> dict[str, Any]:
     """Per task (and label): its thresholds table, PR curve, ROC and AUC (sequence tasks), and ECE before and after
-    its temperature ({bins, temperature, before, after, floor_after}), from a model's calibrated outputs `merged`
-    on `examples`.
+    its calibration ({bins, temperature, confidence_map_knots, before, after, floor_after}), from a model's
+    calibrated outputs `merged` on `examples`; `raw` are the same outputs before calibration (`uncalibrated`),
+    `merged` itself when not given.
 
     Example:
         >>> from kold_span.models.tasks import Task
@@ -49,7 +52,7 @@ def curves_report(decoding: Decoding, examples: Sequence[Example], merged: Seque
     for task in decoding.tasks:
         if not task.kind.takes_decision(task.problem):
             continue
-        ece = temperature_effect(task, examples, merged)
+        ece = calibration_effect(task, examples, merged, merged if raw is None else raw)
         if kind_of(task).token_level:
             rows = threshold_table(span_counts(task, decoding, examples, merged))
             report[task.name] = {"unit": "characters", "thresholds": rows, "pr_curve": _pr(rows), "ece": ece}
@@ -72,15 +75,30 @@ def _pr(rows: Sequence[dict[str, Any]]) -> list[list[float]]:
     return [[row["recall"], row["precision"]] for row in rows if row["precision"] is not None]
 
 
-def temperature_effect(task: Any, examples: Sequence[Example], merged: Sequence[MergedExample]) -> dict[str, Any]:
-    """ECE of a task with its temperature (`merged` as the model gives them) and without it (tempered back), and
+def uncalibrated(tasks: Sequence[Task]) -> list[Task]:
+    """`tasks` without their temperatures and confidence maps: a predictor with them gives the outputs as trained.
+
+    Example:
+        >>> uncalibrated([Task("OFF", "sequence", "OFF", temperature=2.0, confidence_map=((0.5, 0.5), (1, 1)))])[0]
+        Task(name='OFF', kind=<TaskKind.SEQUENCE: 'sequence'>, ...temperature=1.0, confidence_map=(), decision=None)
+    """
+    return [dataclasses.replace(task, temperature=1.0, confidence_map=()) for task in tasks]
+
+
+def calibrated(tasks: Sequence[Task], raw: Sequence[MergedExample]) -> list[MergedExample]:
+    """A copy of the outputs `raw` of uncalibrated `tasks`' model, calibrated as `tasks` say."""
+    merged = copy.deepcopy(list(raw))
+    apply_calibration(tasks, merged)
+    return merged
+
+
+def calibration_effect(task: Task, examples: Sequence[Example], merged: Sequence[MergedExample],
+                       raw: Sequence[MergedExample]) -> dict[str, Any]:
+    """ECE of a task as the model gives it (`merged`) and before its temperature and confidence map (`raw`), and
     the noise floor of the first (`metrics.calibration_error_floor`: what a perfectly calibrated model would get)."""
-    raw = merged
-    if task.temperature != 1.0:
-        raw = copy.deepcopy(list(merged))
-        apply_temperatures([dataclasses.replace(task, temperature=1.0 / task.temperature)], raw)
     before, after = confidence_hits(task, examples, raw), confidence_hits(task, examples, merged)
     return {"bins": metrics.ECE_BINS, "temperature": task.temperature,
+            "confidence_map_knots": len(task.confidence_map),
             "before": round(metrics.expected_calibration_error(*before), 6),
             "after": round(metrics.expected_calibration_error(*after), 6),
             "floor_after": metrics.calibration_error_floor(after[0]),
@@ -107,7 +125,7 @@ def write_curves(report: dict[str, Any], out_dir: Union[str, Path]) -> list[Path
 
 
 def plot_curves(name: str, curves: dict[str, Any], target: Union[Path, io.BytesIO]) -> None:
-    """The PR curve, the ROC of a sequence task and the reliability diagram (before and after the temperature) of
+    """The PR curve, the ROC of a sequence task and the reliability diagram (before and after calibration) of
     one task, as a PNG."""
     with needs_extra("plots"):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -142,6 +160,7 @@ def plot_curves(name: str, curves: dict[str, Any], target: Union[Path, io.BytesI
     diagram.set_xlabel(f"confidence ({ece['bins']} equal-mass bins)")
     diagram.set_ylabel("share right")
     diagram.legend(fontsize=7, loc="upper left")
-    diagram.set_title(f"reliability, T = {ece['temperature']:g}", fontsize=9)
+    mapped = f" + map of {ece['confidence_map_knots']} knots" if ece.get("confidence_map_knots") else ""
+    diagram.set_title(f"reliability, T = {ece['temperature']:g}{mapped}", fontsize=9)
     fig.tight_layout()
     fig.savefig(target, format="png")

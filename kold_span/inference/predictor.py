@@ -24,7 +24,7 @@ from kold_span.data.example import Context, Example, context_problem, context_tu
 from kold_span.data.perspectives import check_perspective, verbalise, with_perspective
 from kold_span.errors import ArgumentError
 from kold_span.models.decoding import merge_windows, prediction
-from kold_span.models.kinds import Decoding, MergedExample, apply_temperatures
+from kold_span.models.kinds import Decoding, MergedExample, apply_calibration
 from kold_span.models.manifest import directory_identity, inside
 from kold_span.models.model_dir import CONFIG_NAME, read_model_dir, write_model_dir
 from kold_span.models.network import MultiTaskModel
@@ -321,7 +321,7 @@ class Predictor(Predicts[Encoded, PreparedChunk, list[HostProbs]]):
         fuse_companions(self.companions, self.tasks, [e.text for e in prepared.encoded],
                         [e.context for e in prepared.encoded], merged)
         # The one place probabilities are calibrated: everything that leaves the package comes through here.
-        apply_temperatures(self.tasks, merged)
+        apply_calibration(self.tasks, merged)
         for m, e in zip(merged, prepared.encoded):
             m.normalized = e.normalized
         return merged

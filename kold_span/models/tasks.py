@@ -34,6 +34,9 @@ class Task:
     thresholds: tuple[float, ...] = ()
     # what divides its logits before the softmax or sigmoid, fitted on dev (`models.temperature`); 1 = as trained
     temperature: float = 1.0
+    # single-label and soft tasks: the knots ((x, y), ...) of the map of the top label's probability after the
+    # temperature, fitted on dev (`models.confidence`); empty = none
+    confidence_map: tuple[tuple[float, float], ...] = ()
     # the decision policy (`kold-span thresholds`, `decision:` in a config): {"label", "remove", "review"}, each
     # band its threshold and what it promised on the data it was chosen on; None = no action is stated
     decision: Optional[dict[str, Any]] = None
@@ -56,6 +59,10 @@ class Task:
         # Written only when set: a model without them keeps the config.json bytes it always had.
         if self.temperature == 1.0:
             del d["temperature"]
+        if self.confidence_map:
+            d["confidence_map"] = [list(knot) for knot in self.confidence_map]
+        else:
+            del d["confidence_map"]
         if self.decision is None:
             del d["decision"]
         return d
@@ -63,7 +70,8 @@ class Task:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Task":
         return cls(**{**d, "labels": tuple(d.get("labels", ())), "class_weights": tuple(d.get("class_weights", ())),
-                      "thresholds": tuple(d.get("thresholds", ()))})
+                      "thresholds": tuple(d.get("thresholds", ())),
+                      "confidence_map": tuple(tuple(knot) for knot in d.get("confidence_map", ()))})
 
     def threshold(self, i: int) -> float:
         """The decision threshold of label `i` (multi-label).

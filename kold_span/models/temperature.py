@@ -2,7 +2,7 @@
 
 A temperature T divides the logits before the softmax (or each label's sigmoid): T > 1 softens
 overconfident probabilities, T < 1 sharpens them, T = 1 leaves them. It is fitted on dev after
-training (`training.calibration`) and applied to the merged outputs (`kinds.apply_temperatures`), so
+training (`training.calibration`) and applied to the merged outputs (`kinds.apply_calibration`), so
 every probability that leaves the package is calibrated. The logits are recovered from the
 probabilities (log p for a softmax, up to a constant that the softmax cancels; logit p for a
 sigmoid), so tempering works after windows are merged and n-grams fused. Dividing by T > 0 keeps

@@ -1,8 +1,10 @@
 """Calibration after training: the choices made on the dev split once the encoder is trained.
 
 First each task's temperature (`temperature: dev`, the default: the one number that divides its
-logits with the least negative log-likelihood on dev, `models.temperature`), so that every later
-choice is made on the probabilities the saved model gives; then, each asked for per task in the
+logits with the least negative log-likelihood on dev, `models.temperature`), and after it the
+confidence map of a single-label or soft task (`confidence_map: dev`, the default: its top label's
+probability mapped to the dev hit rate, `models.confidence`), so that every later choice is made
+on the probabilities the saved model gives; then, each asked for per task in the
 config: the decision thresholds of a task with
 `threshold: dev` (each label's of a multi-label task, the P(B) + P(I) cut of a span task), and
 the n-gram companion of a sequence task with `fuse_ngram: true` (see `kold_span.models.ngram`):
@@ -46,8 +48,9 @@ from kold_span.evaluation.baselines import HybridScorer, Metric
 from kold_span.metrics import ECE_BINS
 from kold_span.evaluation.operating_points import (BAND_OF, decision_band, decision_label, examples_digest,
                                                    merge_decision, task_counts)
-from kold_span.evaluation.task_scores import calibration_error, task_outcomes, task_thresholds
-from kold_span.models.kinds import MergedExample, apply_temperatures, kind_of
+from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes, task_thresholds
+from kold_span.models.confidence import Knots, fit_confidence_map
+from kold_span.models.kinds import MergedExample, apply_calibration, kind_of
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
 from kold_span.models.temperature import fit_temperature
@@ -84,7 +87,8 @@ class Calibration:
     dev_companions: dict[str, Companion] = field(default_factory=dict)
     fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
     temperatures: dict[str, float] = field(default_factory=dict)
-    # {task: {temperature, bins, dev_ece_before, dev_ece_after}}: what metrics.json reports of them
+    confidence_maps: dict[str, Knots] = field(default_factory=dict)  # {task: knots} (`models.confidence`)
+    # {task: {temperature, confidence_map_knots, bins, dev_ece_before, dev_ece_after}}: what metrics.json reports
     temperature_report: dict[str, dict[str, Any]] = field(default_factory=dict)
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # {task: decision policy}
     decision_errors: dict[str, str] = field(default_factory=dict)  # {task: why a target was not met}
@@ -101,8 +105,9 @@ class Calibration:
         return calibrated
 
     def _thresholded(self, task: Task) -> Task:
-        """`task` with the temperature, thresholds and decision policy chosen for it, if any."""
+        """`task` with the temperature, confidence map, thresholds and decision policy chosen for it, if any."""
         task = replace(task, temperature=self.temperatures.get(task.name, task.temperature),
+                       confidence_map=self.confidence_maps.get(task.name, task.confidence_map),
                        decision=self.decisions.get(task.name, task.decision))
         chosen = self.thresholds.get(task.name)
         if chosen is None:
@@ -126,7 +131,8 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     dev = splits["dev"]
     fixed = {t.name: float(t.temperature) for t in tasks if t.temperature != "dev" and float(t.temperature) != 1.0}
     tuned = bool(dev) and any(t.threshold == "dev" for t in tasks)
-    fitted = bool(dev) and any(t.temperature == "dev" or t.decision is not None for t in tasks)
+    fitted = bool(dev) and any(t.temperature == "dev" or t.confidence_map == "dev" or t.decision is not None
+                               for t in tasks)
     if not (tuned or fitted or any(t.fuse_ngram for t in tasks)):
         return Calibration(temperatures=fixed)
     texts, contexts = [e.text for e in dev], [e.context for e in dev]
@@ -136,15 +142,19 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     temperatures, report = fit_temperatures(tasks, predictor.tasks, dev, merged)
     temperatures = {**temperatures, **fixed}
     tempered = Calibration(temperatures=temperatures).apply_to(predictor)
-    apply_temperatures(tempered.tasks, merged)
+    apply_calibration(tempered.tasks, merged)
+    maps = fit_confidence_maps(tasks, tempered.tasks, dev, merged)
+    apply_calibration([replace(t, temperature=1.0, confidence_map=maps[t.name]) for t in tempered.tasks
+                       if t.name in maps], merged)
     for name, entry in report.items():
         task = next(t for t in tempered.tasks if t.name == name)
+        entry["confidence_map_knots"] = len(maps.get(name, ()))
         entry["dev_ece_after"] = round(calibration_error(task, dev, merged), 6)
     thresholds = dev_thresholds(tasks, predictor, dev, merged) if tuned else {}
-    decided = Calibration(thresholds, temperatures=temperatures).apply_to(predictor)
+    decided = Calibration(thresholds, temperatures=temperatures, confidence_maps=maps).apply_to(predictor)
     decisions, errors = dev_decisions(tasks, decided, dev, merged)
     return Calibration(thresholds, refit_companions(tasks, dev_companions, splits, extra), dev_companions, fusion,
-                       temperatures, report, decisions, errors)
+                       temperatures, maps, report, decisions, errors)
 
 
 def fit_temperatures(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: Sequence[Example],
@@ -167,6 +177,22 @@ def fit_temperatures(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: 
         report[task.name] = {"temperature": temperature, "bins": ECE_BINS, "rows": len(probs),
                              "dev_ece_before": round(calibration_error(task, dev, merged), 6)}
     return temperatures, report
+
+
+def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: Sequence[Example],
+                        merged: Sequence[MergedExample]) -> dict[str, Knots]:
+    """The confidence map of each `confidence_map: dev` single-label or soft sequence task, fitted on its dev outputs
+    `merged` as they stand (after the temperature): {task: knots}. A task without gold on dev gets none."""
+    wanted = {t.name for t in tasks if t.confidence_map == "dev"}
+    maps = {}
+    for task in trained:
+        kind = kind_of(task)
+        if task.name not in wanted or kind.token_level or not kind.exclusive(task):
+            continue
+        confidences, hits = confidence_hits(task, dev, merged)
+        if len(confidences):
+            maps[task.name] = fit_confidence_map(confidences, hits, len(task.labels))
+    return maps
 
 
 def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequence[Example],

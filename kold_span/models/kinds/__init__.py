@@ -44,12 +44,13 @@ def kind_of(task: Task) -> Kind:
     return KINDS.get(task.kind)
 
 
-def apply_temperatures(tasks: Sequence[Task], merged: Sequence[MergedExample]) -> None:
-    """Temper, in place, every task's probabilities in `merged` that has a temperature other than 1."""
+def apply_calibration(tasks: Sequence[Task], merged: Sequence[MergedExample]) -> None:
+    """Calibrate, in place, every task's probabilities in `merged` that has a temperature other than 1 or a
+    confidence map (`models.temperature`, `models.confidence`)."""
     for task in tasks:
-        if task.temperature != 1.0:
+        if task.temperature != 1.0 or task.confidence_map:
             for m in merged:
-                kind_of(task).temper(task, m)
+                kind_of(task).calibrate(task, m)
 
 
 def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task]:
@@ -79,4 +80,4 @@ def build_tasks(configs: list[TaskConfig], examples: list[Example]) -> list[Task
     return tasks
 
 
-__all__ = ["KINDS", "Decoding", "Kind", "MergedExample", "apply_temperatures", "build_tasks", "kind_of"]
+__all__ = ["KINDS", "Decoding", "Kind", "MergedExample", "apply_calibration", "build_tasks", "kind_of"]

@@ -89,8 +89,9 @@ class Kind(Protocol):
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         """Store in `merged` the mean of several models' probabilities of the task for one example."""
 
-    def temper(self, task: "Task", merged: "MergedExample") -> None:
-        """Replace the task's probabilities in `merged` by them at the task's temperature (`models.temperature`)."""
+    def calibrate(self, task: "Task", merged: "MergedExample") -> None:
+        """Replace the task's probabilities in `merged` by them at the task's temperature (`models.temperature`),
+        then through its confidence map, if it has one (`models.confidence`)."""
 
     def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
         """The task's probability rows of one example and their gold targets (one-hot, multi-hot or a distribution),

@@ -12,6 +12,7 @@ import numpy as np
 
 from kold_span.data.example import Example, label_set
 from kold_span.errors import ConfigError
+from kold_span.models.confidence import remap
 from kold_span.models.kinds.base import Decoding, MergedExample
 from kold_span.models.kinds.problems import label_problem, label_thresholds, sequence_prediction
 from kold_span.models.temperature import temper
@@ -75,9 +76,11 @@ class SequenceKind:
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         merged.sequence_probs[task.name] = np.mean([m.sequence_probs[task.name] for m in members], axis=0)
 
-    def temper(self, task: "Task", merged: "MergedExample") -> None:
-        merged.sequence_probs[task.name] = temper(merged.sequence_probs[task.name], task.temperature,
-                                                  self.exclusive(task))
+    def calibrate(self, task: "Task", merged: "MergedExample") -> None:
+        probs = temper(merged.sequence_probs[task.name], task.temperature, self.exclusive(task))
+        if task.confidence_map and self.exclusive(task):
+            probs = remap(probs, task.confidence_map)
+        merged.sequence_probs[task.name] = probs
 
     def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
         probs = np.asarray(merged.sequence_probs[task.name], dtype=np.float64).reshape(1, -1)

@@ -80,7 +80,7 @@ class SpanKind:
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         merged.token_probs[task.name] = np.mean([m.token_probs[task.name] for m in members], axis=0)
 
-    def temper(self, task: "Task", merged: "MergedExample") -> None:
+    def calibrate(self, task: "Task", merged: "MergedExample") -> None:
         probs = merged.token_probs[task.name]
         if len(probs):
             merged.token_probs[task.name] = temper(probs, task.temperature, exclusive=True)
