@@ -18,12 +18,13 @@ beside the test precision stands the precision the same cut has on test with its
 dev's share of benign texts (`precision_at_benign_share`), which tells a change in the mix from a
 change in the model.
 
-`--fit-calibration` is for a run trained before temperatures or confidence maps existed: what
-training now fits on dev and the model lacks is fitted as training fits it
-(`training.calibration.fit_temperatures`, for a model with no temperature; then
-`fit_confidence_maps`), the outputs are calibrated before the thresholds are chosen, and each task's
-expected calibration error on dev and test, as the model came, after the temperature and after the
-map, is reported beside the count of test decisions calibration changed.
+`--fit-calibration` is for a run trained before temperatures or confidence maps existed, or before
+their latest form: on dev, each task's temperature is fitted as training fits it
+(`training.calibration.fit_temperatures`) when the model has none, and every confidence map anew
+(`fit_confidence_maps`, replacing any the model has); the outputs are calibrated before the
+thresholds are chosen, and each task's expected calibration error on dev and test, as the model
+came (less any map), after the temperature and after the map, is reported beside the count of test
+decisions calibration changed.
 Beside each ECE after calibration stands its noise floor (`metrics.calibration_error_floor`):
 the mean and 95th percentile of the ECE a perfectly calibrated model with the same scores would
 get on the same rows (`--samples` draws, seed 0); an ECE above that percentile is miscalibration
@@ -105,11 +106,12 @@ def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
 
 def fit_calibration(config, predictor: Predictor, splits: dict, merged: dict,
                     samples: int = 1000) -> tuple[Predictor, dict]:
-    """`predictor` with what training now fits on dev and the model lacks (its temperatures when it has none, its
-    confidence maps), `merged` calibrated in place, and each task's ECE as the model came, after the temperature
-    and after the map (the last with its noise floor from `samples` draws)."""
+    """`predictor` with what training now fits on dev (its temperatures when it has none, its confidence maps),
+    `merged` calibrated in place, and each task's ECE as the model came, after the temperature and after the map
+    (the last with its noise floor from `samples` draws). `merged` must come from a predictor without maps
+    (`measure` drops a model's own, to fit them as this code does)."""
     if any(task.confidence_map for task in predictor.tasks):
-        raise SystemExit("--fit-calibration: the model already has confidence maps (its outputs are calibrated)")
+        raise ValueError("fit_calibration: predict without the model's confidence maps first")
     tops = {task.name: task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
             for task in predictor.tasks}
     ece = {task.name: {f"{split}_before": calibration_error(task, splits[split], merged[split]) for split in splits}
@@ -144,6 +146,8 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit: bool 
     when fitted here)."""
     config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
+    if fit:  # a map the model has was fitted by the code of its day: fitted again here, as training now would
+        predictor.tasks = [replace(task, confidence_map=()) for task in predictor.tasks]
     labels = labels or {}
     check_labels(predictor.tasks, labels)  # before minutes of predicting
     # The held-out side: the test split and, when the run had negatives, their held-out benign share.
@@ -311,8 +315,8 @@ def main(argv=None) -> int:
     parser.add_argument("--recall", type=float, default=0.9)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--fit-calibration", action="store_true",
-                        help="fit on dev first what training now fits and the model lacks: each task's temperature "
-                             "(a model with none) and each single-label task's confidence map")
+                        help="fit on dev first what training now fits: each task's temperature (a model with none) "
+                             "and each single-label task's confidence map (anew, if the model has one)")
     parser.add_argument("--label", action="append", default=[], metavar="TASK:LABEL",
                         help="also measure a sequence task cut one-vs-rest on this label (repeatable), e.g. hate:hate")
     args = parser.parse_args(argv)

@@ -25,15 +25,15 @@ GROUPS = Task("groups", "sequence", "groups", problem="multi", labels=("a", "b")
 
 
 def kept(steps):
-    """Knots from hit rates by hand: y = 0.99 × hit rate + 0.01 × x."""
-    return [(x, 0.99 * y + 0.01 * x) for x, y in steps]
+    """Knots from hit rates by hand: y = 0.9 × hit rate + 0.1 × x."""
+    return [(x, 0.9 * y + 0.1 * x) for x, y in steps]
 
 
 def test_an_over_confident_score_is_mapped_to_its_hit_rate():
     # 0.9 sure ten times, right seven: one step (0.9, 0.7), carried level to 0.5 and to 1
     knots = fit_confidence_map([0.9] * 10, [1] * 7 + [0] * 3, classes=2)
     assert np.allclose(knots, kept([(0.5, 0.7), (0.9, 0.7), (1.0, 0.7)]), rtol=0, atol=1e-12)
-    assert remap(np.array([0.1, 0.9]), knots) == pytest.approx([0.298, 0.702])
+    assert remap(np.array([0.1, 0.9]), knots) == pytest.approx([0.28, 0.72])
     by_hand = ((0.5, 0.5), (0.9, 0.7), (1.0, 1.0))
     assert remap(np.array([0.1, 0.9]), by_hand) == pytest.approx([0.3, 0.7])
     # three quarters of the way from (0.5, 0.5) to (0.9, 0.7)
@@ -88,7 +88,7 @@ def test_a_fitted_map_keeps_every_argmax_and_the_rows_distributions(data):
     assert np.allclose(mapped.sum(axis=1), 1.0) and (mapped >= 0).all() and (mapped <= 1).all()
     # the labels other than the top keep their order
     for before, after in zip(test, mapped):
-        others = np.argsort(before)[:-1]
+        others = [j for j in np.argsort(before, kind="stable") if j != before.argmax()]
         assert (np.diff(after[others]) >= -1e-12).all()
 
 
@@ -137,9 +137,10 @@ class Flat:
                                "groups": np.array([0.9, 0.2])}) for _ in texts]
 
 
-def dev_split():
-    return [Example(str(i), f"text {i}", labels={"OFF": i < 7, "TGT": "group" if i < 5 else "other",
-                                                 "groups": ["a"]}) for i in range(10)]
+def dev_split(n=100):
+    """`n` dev texts: OFF true for 7 in 10, TGT "group" for half."""
+    return [Example(str(i), f"text {i}", labels={"OFF": i < 0.7 * n, "TGT": "group" if i < n / 2 else "other",
+                                                 "groups": ["a"]}) for i in range(n)]
 
 
 def test_calibrate_fits_a_map_for_single_label_tasks_only_and_reports_it():
@@ -155,6 +156,19 @@ def test_calibrate_fits_a_map_for_single_label_tasks_only_and_reports_it():
     # the temperature already brings 0.9 to the hit rate 0.7: the map fitted after it is the identity there
     assert fitted.confidence_maps["OFF"][1] == pytest.approx((0.7, 0.7), abs=1e-3)
     assert fitted.temperature_report["OFF"]["confidence_map_knots"] == 3
+
+
+def test_a_map_beside_a_fixed_temperature_is_reported_and_a_small_dev_fits_none(caplog):
+    chosen = calibrate([TaskConfig("OFF", source="OFF", temperature=1.0)], Flat(), {"train": [], "dev": dev_split()})
+    # 0.9 sure, right 7 in 10: before |0.7 - 0.9|; after, the map brings 0.9 to 0.9 × 0.7 + 0.1 × 0.9 = 0.72
+    assert chosen.temperature_report["OFF"]["confidence_map_knots"] == 3
+    assert chosen.temperature_report["OFF"]["dev_ece_before"] == pytest.approx(0.2)
+    assert chosen.temperature_report["OFF"]["dev_ece_after"] == pytest.approx(0.02)
+    assert chosen.temperature_report["OFF"]["temperature"] == 1.0 and chosen.temperature_report["OFF"]["rows"] == 100
+    with caplog.at_level("INFO", logger="kold_span.training.calibration"):
+        small = calibrate([TaskConfig("OFF", source="OFF", temperature=1.0)], Flat(),
+                          {"train": [], "dev": dev_split(99)})
+    assert small.confidence_maps == {} and "no confidence map: 99 labelled dev rows, fewer than 100" in caplog.text
 
 
 def test_a_saved_map_is_applied_to_what_predict_gives_and_checked_on_load(tmp_path):

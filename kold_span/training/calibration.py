@@ -49,7 +49,7 @@ from kold_span.metrics import ECE_BINS
 from kold_span.evaluation.operating_points import (BAND_OF, decision_band, decision_label, examples_digest,
                                                    merge_decision, task_counts)
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes, task_thresholds
-from kold_span.models.confidence import Knots, fit_confidence_map
+from kold_span.models.confidence import MIN_ROWS, Knots, fit_confidence_map
 from kold_span.models.kinds import MergedExample, apply_calibration, kind_of
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
@@ -139,6 +139,7 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     merged = predictor.merged_outputs(texts, contexts, batch_size)
     dev_companions, fusion = choose_companions(tasks, predictor.tasks, splits, merged, extra, allow_context)
     fuse_companions(dev_companions, predictor.tasks, texts, contexts, merged)
+    raw_ece = {t.name: round(calibration_error(t, dev, merged), 6) for t in predictor.tasks}
     temperatures, report = fit_temperatures(tasks, predictor.tasks, dev, merged)
     temperatures = {**temperatures, **fixed}
     tempered = Calibration(temperatures=temperatures).apply_to(predictor)
@@ -146,6 +147,11 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     maps = fit_confidence_maps(tasks, tempered.tasks, dev, merged)
     apply_calibration([replace(t, temperature=1.0, confidence_map=maps[t.name]) for t in tempered.tasks
                        if t.name in maps], merged)
+    for name in maps:  # a map beside a fixed temperature is reported too
+        report.setdefault(name, {"temperature": temperatures.get(name, 1.0), "bins": ECE_BINS,
+                                 "rows": len(confidence_hits(next(t for t in tempered.tasks if t.name == name), dev,
+                                                             merged)[0]),
+                                 "dev_ece_before": raw_ece[name]})
     for name, entry in report.items():
         task = next(t for t in tempered.tasks if t.name == name)
         entry["confidence_map_knots"] = len(maps.get(name, ()))
@@ -182,7 +188,8 @@ def fit_temperatures(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: 
 def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: Sequence[Example],
                         merged: Sequence[MergedExample]) -> dict[str, Knots]:
     """The confidence map of each `confidence_map: dev` single-label or soft sequence task, fitted on its dev outputs
-    `merged` as they stand (after the temperature): {task: knots}. A task without gold on dev gets none."""
+    `merged` as they stand (after the temperature): {task: knots}. A task with fewer than `MIN_ROWS` labelled dev
+    rows gets none (logged): its steps would follow the noise of a handful of texts."""
     wanted = {t.name for t in tasks if t.confidence_map == "dev"}
     maps = {}
     for task in trained:
@@ -190,8 +197,11 @@ def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], de
         if task.name not in wanted or kind.token_level or not kind.exclusive(task):
             continue
         confidences, hits = confidence_hits(task, dev, merged)
-        if len(confidences):
+        if len(confidences) >= MIN_ROWS:
             maps[task.name] = fit_confidence_map(confidences, hits, len(task.labels))
+        else:
+            log.info("task %r: no confidence map: %d labelled dev rows, fewer than %d", task.name, len(confidences),
+                     MIN_ROWS)
     return maps
 
 
