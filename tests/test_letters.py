@@ -163,6 +163,14 @@ def test_a_latin_letter_jamo_or_symbol_inside_a_hangul_word(written, normalized,
     assert (result.aligned.text, result.signals) == (normalized, signals)
 
 
+@pytest.mark.parametrize("jamo", [chr(c) for c in range(0x3131, 0x314F)])
+def test_every_consonant_jamo_inside_a_hangul_word_is_read_or_left(jamo):
+    # ㄳ, ㄵ, ㅄ ... begin no syllable: once they crashed the reading (UnSmile's training side has ㅄ so)
+    result = normalize(f"개{jamo}끼 너 이{jamo}{jamo}아")
+    assert len(result.aligned.text) <= len(f"개{jamo}끼 너 이{jamo}{jamo}아")
+    assert result.aligned.to_original(0, len(result.aligned.text)) == (0, 10)
+
+
 def test_the_masks_and_letters_steps_switch_off():
     without = tuple(s for s in STEPS if s not in ("masks", "letters"))
     assert normalize("f#ck ⓘⓓⓘⓞⓣ 개x끼", without).aligned.text == "f#ck ⓘⓓⓘⓞⓣ 개x끼"

@@ -837,6 +837,9 @@ def _read_masked_hangul(chain: str) -> Optional[tuple[Replacement, ...]]:
     if latin and not any("\u3131" <= c <= "\u314e" for c in gap) and is_word(chain[:left] + chain[right:], ("ko",)):
         return ((left, right, ""),)  # letters put in (`씨x발`); a symbol alone is `separators`' to leave out
     units = [m.span() for m in _MASK_UNIT.finditer(gap)]
+    jamo = [_syllables_beginning(gap[s]) for s, _ in units if "\u3131" <= gap[s] <= "\u314e"]
+    if not all(jamo):  # a cluster such as ㅄ or ㄳ begins no syllable: it stands for none
+        return None
     classes = "".join(f"([{_syllables_beginning(gap[s])}])" if "\u3131" <= gap[s] <= "\u314e" else "(.)"
                       for s, _ in units)
     best: Optional[tuple[float, str, int, int]] = None
