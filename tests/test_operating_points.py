@@ -44,6 +44,20 @@ def test_an_unreachable_precision_names_the_best_one():
         choose(rows, "precision", 0.95)
 
 
+def test_a_few_flagged_texts_promise_no_more_than_they_can_show():
+    # three flagged, all right: every resample says 1.0; the exact binomial interval of 3 of 3 is [0.2924, 1]
+    counts = sequence_counts([0.95, 0.9, 0.85] + [0.3] * 20, [True] * 3 + [True, False] * 10)
+    interval = bootstrap_interval(counts, 0.85, samples=300)
+    assert interval["precision"] == [0.2924, 1.0]
+    # recall: 3 found of 13 positives, the exact interval [0.0504, 0.5381] is inside the bootstrap's or widens it
+    low, high = interval["recall"]
+    assert low <= 0.0504 and high >= 0.5381
+    # many flagged texts: the bootstrap interval of a share is about as wide as the exact one
+    many = sequence_counts([0.9] * 400 + [0.1] * 400, [True] * 300 + [False] * 100 + [False] * 400)
+    wide = bootstrap_interval(many, 0.9, samples=300)["precision"]
+    assert wide[0] <= 0.75 <= wide[1] and 0.07 < wide[1] - wide[0] < 0.1
+
+
 def test_the_bootstrap_is_seeded_and_brackets_the_point():
     counts = sequence_counts(SCORES * 5, GOLD * 5)
     first, again = bootstrap_interval(counts, 0.4, samples=300), bootstrap_interval(counts, 0.4, samples=300)

@@ -167,13 +167,20 @@ def choose(rows: Sequence[dict[str, Any]], target: str, value: Optional[float] =
 
 def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRAP_SAMPLES,
                        seed: int = BOOTSTRAP_SEED, level: float = BOOTSTRAP_LEVEL) -> dict[str, list[float]]:
-    """Percentile intervals of precision and recall at `threshold`, texts resampled with replacement (seeded).
+    """Percentile intervals of precision and recall at `threshold`, texts resampled with replacement (seeded),
+    each widened to at least the exact binomial (Clopper-Pearson) interval of its units at the same level.
+
+    The percentile bootstrap collapses when few units are counted: three flagged texts, all right,
+    are right in every resample, and [1.0, 1.0] would promise a precision three texts cannot show.
+    The exact interval of k right in n flagged (recall: k found of n positives) is what those n
+    units alone can show (a span task's units are characters, many and not independent: there the
+    bootstrap over texts is the wider one), so the promise is never narrower than it.
 
     Example:
         >>> counts = sequence_counts([0.9, 0.8, 0.4, 0.2], [True, False, True, False])
         >>> interval = bootstrap_interval(counts, 0.9, samples=200)
-        >>> interval["precision"]  # the one flagged text is always right when drawn
-        [1.0, 1.0]
+        >>> interval["precision"]  # one flagged text, always right when drawn: 1/1 can be as low as 0.025
+        [0.025, 1.0]
     """
     i = int(np.argmin(np.abs(counts.thresholds - threshold)))
     n = counts.tp.shape[1]
@@ -186,12 +193,31 @@ def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRA
     recall = tp[positives > 0] / positives[positives > 0]
     tail = (1 - level) / 2 * 100
 
-    def interval(values: np.ndarray) -> list[float]:
+    def interval(values: np.ndarray, right: float, units: float) -> list[float]:
         if not len(values):
             return [0.0, 0.0]
-        return [round(float(np.percentile(values, tail)), 4), round(float(np.percentile(values, 100 - tail)), 4)]
+        low, high = exact_interval(int(round(right)), int(round(units)), level)
+        return [round(min(float(np.percentile(values, tail)), low), 4),
+                round(max(float(np.percentile(values, 100 - tail)), high), 4)]
 
-    return {"precision": interval(precision), "recall": interval(recall)}
+    tp_all = float(counts.tp[i].sum())
+    return {"precision": interval(precision, tp_all, float(counts.flagged[i].sum())),
+            "recall": interval(recall, tp_all, float(counts.positives.sum()))}
+
+
+def exact_interval(right: int, units: int, level: float = BOOTSTRAP_LEVEL) -> tuple[float, float]:
+    """The Clopper-Pearson interval of a share, `right` of `units` (scipy's exact binomial test); (0, 1) of none.
+
+    Example:
+        >>> [round(v, 4) for v in exact_interval(3, 3)]  # all three right: as low as 0.025 ** (1/3)
+        [0.2924, 1.0]
+    """
+    if units <= 0:
+        return 0.0, 1.0
+    from scipy.stats import binomtest
+
+    found = binomtest(min(right, units), units).proportion_ci(confidence_level=level, method="exact")
+    return float(found.low), float(found.high)
 
 
 def examples_digest(examples: Sequence[Example]) -> str:
