@@ -110,7 +110,7 @@ def fit_calibration(config, predictor: Predictor, splits: dict, merged: dict,
     `merged` calibrated in place, and each task's ECE as the model came, after the temperature and after the map
     (the last with its noise floor from `samples` draws). `merged` must come from a predictor without maps
     (`measure` drops a model's own, to fit them as this code does)."""
-    if any(task.confidence_map for task in predictor.tasks):
+    if any(task.map_knots for task in predictor.tasks):
         raise ValueError("fit_calibration: predict without the model's confidence maps first")
     tops = {task.name: task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
             for task in predictor.tasks}
@@ -126,17 +126,19 @@ def fit_calibration(config, predictor: Predictor, splits: dict, merged: dict,
     for task in predictor.tasks:
         ece[task.name].update({f"{split}_tempered": calibration_error(task, splits[split], merged[split])
                                for split in splits})
-        ece[task.name].update(temperature=task.temperature, temperature_fitted=fitted_temperatures,
-                              confidence_map_knots=len(maps.get(task.name, ())))
     predictor = Calibration(confidence_maps=maps).apply_to(predictor)
+    for task in predictor.tasks:
+        ece[task.name].update(temperature=task.temperature, temperature_fitted=fitted_temperatures,
+                              confidence_map_knots=task.map_knots)
     for split in merged:
         apply_calibration([replace(task, temperature=1.0) for task in predictor.tasks if task.name in maps],
                           merged[split])
     for task in predictor.tasks:
         ece[task.name].update(calibrated(task, splits, merged, samples))
-        after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
-        ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
-        ece[task.name]["test_rows"] = len(after)
+        if kind_of(task).exclusive(task):  # a multi-label task has no argmax: its labels are cut one by one
+            after = task_outcomes(task, splits["test"], merged["test"])[0].argmax(axis=-1)
+            ece[task.name]["argmax_changed"] = int(np.sum(after != tops[task.name]))
+            ece[task.name]["test_rows"] = len(after)
     return predictor, ece
 
 
@@ -147,7 +149,7 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit: bool 
     config, splits = run_splits(run)
     predictor = Predictor.from_pretrained(run / "model")
     if fit:  # a map the model has was fitted by the code of its day: fitted again here, as training now would
-        predictor.tasks = [replace(task, confidence_map=()) for task in predictor.tasks]
+        predictor.tasks = [replace(task, confidence_map=(), label_maps=()) for task in predictor.tasks]
     labels = labels or {}
     check_labels(predictor.tasks, labels)  # before minutes of predicting
     # The held-out side: the test split and, when the run had negatives, their held-out benign share.
@@ -161,7 +163,7 @@ def measure(run: Path, precision: float, recall: float, samples: int, fit: bool 
         predictor, out["calibration"] = fit_calibration(config, predictor, splits, merged, samples)
     else:  # the model's own temperatures and maps, as it ships
         out["calibration"] = {task.name: {"temperature": task.temperature,
-                                          "confidence_map_knots": len(task.confidence_map),
+                                          "confidence_map_knots": task.map_knots,
                                           **calibrated(task, splits, merged, samples)} for task in predictor.tasks}
     out["tasks"] = decisions(predictor, splits, merged, precision, recall, samples, labels)
     return out

@@ -18,6 +18,7 @@ from kold_span.models.tasks import Task
 from kold_span.training.calibration import Calibration, calibrate
 
 from conftest import untrained_model
+from test_temperature import tiny_predictor
 
 OFF = Task("OFF", "sequence", "OFF", labels=("false", "true"))
 TGT = Task("TGT", "sequence", "TGT", labels=("group", "individual", "other"))
@@ -31,7 +32,7 @@ def kept(steps):
 
 def test_an_over_confident_score_is_mapped_to_its_hit_rate():
     # 0.9 sure ten times, right seven: one step (0.9, 0.7), carried level to 0.5 and to 1
-    knots = fit_confidence_map([0.9] * 10, [1] * 7 + [0] * 3, classes=2)
+    knots = fit_confidence_map([0.9] * 10, [1] * 7 + [0] * 3, lowest=0.5)
     assert np.allclose(knots, kept([(0.5, 0.7), (0.9, 0.7), (1.0, 0.7)]), rtol=0, atol=1e-12)
     assert remap(np.array([0.1, 0.9]), knots) == pytest.approx([0.28, 0.72])
     by_hand = ((0.5, 0.5), (0.9, 0.7), (1.0, 1.0))
@@ -43,18 +44,18 @@ def test_an_over_confident_score_is_mapped_to_its_hit_rate():
 
 def test_steps_below_one_in_k_are_raised_and_pooled():
     # right 1 time in 4 at 0.4 and 0.45 (three labels: at least 1/3), 3 in 4 at 0.8
-    knots = fit_confidence_map([0.4] * 4 + [0.45] * 4 + [0.8] * 4, [1, 0, 0, 0] * 2 + [1, 1, 1, 0], classes=3)
+    knots = fit_confidence_map([0.4] * 4 + [0.45] * 4 + [0.8] * 4, [1, 0, 0, 0] * 2 + [1, 1, 1, 0], lowest=1 / 3)
     expected = kept([(1 / 3, 1 / 3), (0.425, 1 / 3), (0.8, 0.75), (1.0, 0.75)])
     assert np.allclose(knots, expected, rtol=0, atol=1e-12)
 
 
 def test_the_ends_keep_a_step_that_sits_on_them():
     # every row 1.0 sure, right 9 times in 10: the last step (1.0, 0.9) is the end itself
-    knots = fit_confidence_map([0.6] * 2 + [1.0] * 10, [0, 1] + [1] * 9 + [0], classes=2)
+    knots = fit_confidence_map([0.6] * 2 + [1.0] * 10, [0, 1] + [1] * 9 + [0], lowest=0.5)
     assert np.allclose(knots, kept([(0.5, 0.5), (0.6, 0.5), (1.0, 0.9)]), rtol=0, atol=1e-12)
-    assert fit_confidence_map([], [], classes=2) == ()
+    assert fit_confidence_map([], [], lowest=0.5) == ()
     with pytest.raises(ValueError, match="2 confidences but 1 hits"):
-        fit_confidence_map([0.6, 0.7], [1], classes=2)
+        fit_confidence_map([0.6, 0.7], [1], lowest=0.5)
 
 
 def test_the_top_label_stays_ahead_where_the_map_would_bring_it_level():
@@ -80,7 +81,7 @@ def test_a_fitted_map_keeps_every_argmax_and_the_rows_distributions(data):
     dev = np.array(dev) / np.sum(dev, axis=1, keepdims=True)
     test = np.array(test) / np.sum(test, axis=1, keepdims=True)
     classes = dev.shape[1]
-    knots = fit_confidence_map(dev.max(axis=1), np.array(hits[:len(dev)], dtype=float), classes)
+    knots = fit_confidence_map(dev.max(axis=1), np.array(hits[:len(dev)], dtype=float), 1 / classes)
     assert knots_problem([list(k) for k in knots]) is None
     assert all(1 / classes - 1e-12 <= y <= 1.0 for _, y in knots)
     mapped = remap(test, knots)
@@ -98,7 +99,7 @@ def test_a_fitted_map_keeps_every_argmax_and_the_rows_distributions(data):
 def test_a_binary_map_keeps_the_order_of_p_true_and_ties_nothing(confidences, hits, p_true):
     # thresholds cut P(true): the map neither swaps two scores nor ties them (but at 0.5 ± MARGIN, where
     # the top label is held ahead)
-    knots = fit_confidence_map(confidences, np.array(hits[:len(confidences)], dtype=float), classes=2)
+    knots = fit_confidence_map(confidences, np.array(hits[:len(confidences)], dtype=float), lowest=0.5)
     p = np.sort(np.array(p_true)) / 10_000  # scores at least 0.0001 apart
     mapped = remap(np.stack([1 - p, p], axis=1), knots)[:, 1]
     steps = np.diff(mapped)
@@ -111,7 +112,7 @@ def test_the_map_lowers_the_dev_ece_of_a_head_wrong_at_both_ends():
     rng = np.random.default_rng(0)
     scores = rng.uniform(0.5, 1.0, 2000)
     hits = (rng.uniform(size=2000) < 0.5 + (scores - 0.5) * 0.4 + 0.25 * (scores > 0.9)).astype(float)
-    knots = fit_confidence_map(scores, hits, classes=2)
+    knots = fit_confidence_map(scores, hits, lowest=0.5)
     mapped = remap(np.stack([1 - scores, scores], axis=1), knots).max(axis=1)
     # before: twice what a calibrated model would score at worst; after: no worse than one
     assert expected_calibration_error(scores, hits) > 2 * calibration_error_floor(scores)["p95"]
@@ -156,6 +157,37 @@ def test_calibrate_fits_a_map_for_single_label_tasks_only_and_reports_it():
     # the temperature already brings 0.9 to the hit rate 0.7: the map fitted after it is the identity there
     assert fitted.confidence_maps["OFF"][1] == pytest.approx((0.7, 0.7), abs=1e-3)
     assert fitted.temperature_report["OFF"]["confidence_map_knots"] == 3
+
+
+def test_a_multi_label_task_gets_a_map_per_label_only_when_its_thresholds_are_chosen_on_dev():
+    fixed = TaskConfig("groups", source="groups", problem="multi", temperature=1.0)
+    assert calibrate([fixed], Flat(), {"train": [], "dev": dev_split()}).confidence_maps == {}
+    tuned = TaskConfig("groups", source="groups", problem="multi", temperature=1.0, threshold="dev")
+    chosen = calibrate([tuned], Flat(), {"train": [], "dev": dev_split()})
+    # a: always given at 0.9, mapped to 0.9 × 1 + 0.1 × 0.9; b: never, at 0.2, to 0.1 × 0.2
+    a, b = chosen.confidence_maps["groups"]
+    assert np.allclose(a, kept([(0.0, 1.0), (0.9, 1.0), (1.0, 1.0)]))
+    assert np.allclose(b, kept([(0.0, 0.0), (0.2, 0.0), (1.0, 0.0)]))
+    assert chosen.temperature_report["groups"]["confidence_map_knots"] == 6
+    calibrated = chosen.apply_to(tiny_predictor([GROUPS]))
+    assert calibrated.tasks[0].label_maps == (a, b) and calibrated.tasks[0].confidence_map == ()
+    merged = [MergedExample({"groups": np.array([0.9, 0.2])})]
+    apply_calibration(calibrated.tasks, merged)
+    assert merged[0].sequence_probs["groups"] == pytest.approx([0.99, 0.02])
+
+
+def test_saved_label_maps_are_read_back_and_checked(tmp_path):
+    from kold_span.models.model_dir import _check_task_fields
+
+    groups = Task("groups", "sequence", "groups", problem="multi", labels=("a", "b"),
+                  label_maps=(((0.0, 0.1), (1.0, 0.9)), ()))
+    saved = groups.to_dict()
+    assert saved["label_maps"] == [[[0.0, 0.1], [1.0, 0.9]], []] and "confidence_map" not in saved
+    assert Task.from_dict(saved) == groups and "label_maps" not in GROUPS.to_dict()
+    _check_task_fields(saved, "config.json: tasks[0]")
+    with pytest.raises(ModelFormatError, match=r"tasks\[0\]: label_maps must be a list of confidence maps "
+                                               r"\(one map per label: 1 for 2 labels\)"):
+        _check_task_fields({**saved, "label_maps": [[]]}, "config.json: tasks[0]")
 
 
 def test_a_map_beside_a_fixed_temperature_is_reported_and_a_small_dev_fits_none(caplog):

@@ -80,9 +80,9 @@ def uncalibrated(tasks: Sequence[Task]) -> list[Task]:
 
     Example:
         >>> uncalibrated([Task("OFF", "sequence", "OFF", temperature=2.0, confidence_map=((0.5, 0.5), (1, 1)))])[0]
-        Task(name='OFF', kind=<TaskKind.SEQUENCE: 'sequence'>, ...temperature=1.0, confidence_map=(), decision=None)
+        Task(name='OFF', ...temperature=1.0, confidence_map=(), label_maps=(), decision=None)
     """
-    return [dataclasses.replace(task, temperature=1.0, confidence_map=()) for task in tasks]
+    return [dataclasses.replace(task, temperature=1.0, confidence_map=(), label_maps=()) for task in tasks]
 
 
 def calibrated(tasks: Sequence[Task], raw: Sequence[MergedExample]) -> list[MergedExample]:
@@ -98,7 +98,7 @@ def calibration_effect(task: Task, examples: Sequence[Example], merged: Sequence
     the noise floor of the first (`metrics.calibration_error_floor`: what a perfectly calibrated model would get)."""
     before, after = confidence_hits(task, examples, raw), confidence_hits(task, examples, merged)
     return {"bins": metrics.ECE_BINS, "temperature": task.temperature,
-            "confidence_map_knots": len(task.confidence_map),
+            "confidence_map_knots": task.map_knots,
             "before": round(metrics.expected_calibration_error(*before), 6),
             "after": round(metrics.expected_calibration_error(*after), 6),
             "floor_after": metrics.calibration_error_floor(after[0]),

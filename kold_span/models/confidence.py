@@ -20,6 +20,9 @@ the second: no argmax, and so no predicted label, changes. A map is fitted on at
 
 Knots are kept as ((x, y), ...), x and y increasing; no knots leaves the probabilities as they are.
 
+A multi-label task's labels are independent sigmoids with no top label: each gets a map of its own
+(`remap_labels`), fitted the same way on its probability and whether the gold has the label.
+
 Example:
     >>> knots = ((0.5, 0.5), (0.75, 0.6), (1.0, 1.0))  # 75%-sure rows were right 60% of the time
     >>> remap(np.array([[0.25, 0.75]]), knots).round(4)
@@ -47,17 +50,19 @@ KEPT = 0.1
 MIN_ROWS = 100
 
 
-def fit_confidence_map(confidences: Sequence[float], hits: Sequence[float], classes: int) -> Knots:
-    """The knots of the map fitted on dev: each row's top-label probability and whether it was right.
+def fit_confidence_map(confidences: Sequence[float], hits: Sequence[float], lowest: float) -> Knots:
+    """The knots of the map fitted on dev: each row's probability and whether it was right.
 
+    The probability is a top label's (`lowest` = 1/K, the least a top label of K can have) or one
+    label's of a multi-label task (`lowest` = 0: its sigmoid, the hit whether the gold has it).
     scikit-learn's `IsotonicRegression` finds the steps (pool-adjacent-violators); each step gives a
-    knot at its rows' mean confidence and its hit rate, raised to at least 1/`classes`; steps raised
-    to the same value become one. The first and the last step's hit rates are carried level to 1/K
-    and to 1, and each y keeps `KEPT` of its x. No rows, no knots.
+    knot at its rows' mean confidence and its hit rate, raised to at least `lowest`; steps raised
+    to the same value become one. The first and the last step's hit rates are carried level to
+    `lowest` and to 1, and each y keeps `KEPT` of its x. No rows, no knots.
 
     Example:
         >>> def fitted(*args):
-        ...     return [(round(x, 4), round(y, 4)) for x, y in fit_confidence_map(*args, classes=2)]
+        ...     return [(round(x, 4), round(y, 4)) for x, y in fit_confidence_map(*args, lowest=0.5)]
         >>> # scored 0.6 and 0.7, right 1 time in 2 and 2 in 2: steps (0.6, 0.5), (0.7, 1.0); y = 0.9 y + 0.1 x
         >>> fitted([0.6, 0.6, 0.7, 0.7], [1, 0, 1, 1])
         [(0.5, 0.5), (0.6, 0.51), (0.7, 0.97), (1.0, 1.0)]
@@ -72,7 +77,6 @@ def fit_confidence_map(confidences: Sequence[float], hits: Sequence[float], clas
         return ()
     if len(x) != len(hits):
         raise ValueError(f"{len(x)} confidences but {len(hits)} hits")
-    lowest = 1.0 / classes
     order = np.argsort(x, kind="stable")
     x = x[order]
     fitted = IsotonicRegression(increasing=True).fit_transform(x, np.asarray(hits, dtype=np.float64)[order])
@@ -81,12 +85,27 @@ def fit_confidence_map(confidences: Sequence[float], hits: Sequence[float], clas
     starts = np.flatnonzero(np.r_[True, np.diff(fitted) > 0])
     centres = np.add.reduceat(x, starts) / np.diff(np.r_[starts, len(x)])
     steps = [(float(c), float(fitted[s])) for c, s in zip(centres, starts)]
-    # the ends carry the first and the last hit rate level (a step whose rows sit at 1/K or at 1 is its own end)
+    # the ends carry the first and the last hit rate level (a step whose rows sit at the lowest or at 1 is its own)
     if steps[0][0] > lowest:
         steps.insert(0, (lowest, steps[0][1]))
     if steps[-1][0] < 1.0:
         steps.append((1.0, steps[-1][1]))
     return tuple((x, (1.0 - KEPT) * y + KEPT * x) for x, y in steps)
+
+
+def remap_labels(probs: np.ndarray, maps: Sequence[Knots]) -> np.ndarray:
+    """`probs` of a multi-label task ([..., labels], independent sigmoids) with each label's mapped by its knots.
+
+    Example:
+        >>> remap_labels(np.array([0.2, 0.9]), [((0.0, 0.1), (1.0, 0.5)), ()]).round(4)  # the second: no map
+        array([0.18, 0.9 ])
+    """
+    probs = np.array(probs, dtype=np.float64)
+    for j, knots in enumerate(maps):
+        if knots:
+            xs, ys = zip(*knots)
+            probs[..., j] = np.interp(probs[..., j], xs, ys)
+    return probs
 
 
 def remap(probs: np.ndarray, knots: Knots) -> np.ndarray:
@@ -120,6 +139,25 @@ def remap(probs: np.ndarray, knots: Knots) -> np.ndarray:
     out[held_all] = ((1.0 - mapped[held_all]) / (classes - 1))[:, None]
     out[np.arange(rows), top] = mapped
     return out.reshape(probs.shape)
+
+
+def label_maps_problem(value: Any, labels: int) -> Optional[str]:
+    """What is wrong with a multi-label task's saved maps (one map, maybe empty, per label), or None.
+
+    Example:
+        >>> label_maps_problem([[[0.0, 0.1], [1.0, 0.9]], []], labels=2) is None
+        True
+        >>> label_maps_problem([[]], labels=2)
+        'one map per label: 1 for 2 labels'
+    """
+    if not isinstance(value, (list, tuple)) or len(value) not in (0, labels):
+        return f"one map per label: {len(value) if isinstance(value, (list, tuple)) else repr(value)[:20]} for " \
+               f"{labels} labels"
+    for j, knots in enumerate(value):
+        problem = knots_problem(knots)
+        if problem:
+            return f"label {j}: {problem}"
+    return None
 
 
 def knots_problem(value: Any) -> Optional[str]:

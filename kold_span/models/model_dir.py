@@ -28,7 +28,7 @@ from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, KoldSpanError, ModelFormatError
 from kold_span.models.backbones import (attach_morpheme_pretokenizer, check_encoder_size, check_vocabulary,
                                         encoder_from_config, save_tokenizer)
-from kold_span.models.confidence import knots_problem
+from kold_span.models.confidence import knots_problem, label_maps_problem
 from kold_span.models.manifest import (MANIFEST_NAME, carry_over, check_contained, inside, read_json,
                                       verify_manifest, write_manifest)
 from kold_span.models.network import MultiTaskModel
@@ -315,6 +315,8 @@ def _check_task_fields(task: dict[str, Any], where: str) -> None:
          "a positive number"),
         ("confidence_map", knots_problem(task.get("confidence_map", [])) is None,
          f"a confidence map ({knots_problem(task.get('confidence_map', []))})"),
+        ("label_maps", label_maps_problem(task.get("label_maps", []), len(labels)) is None,
+         f"a list of confidence maps ({label_maps_problem(task.get('label_maps', []), len(labels))})"),
         ("decision", decision_problem(task.get("decision")) is None,
          f"null or a decision policy ({decision_problem(task.get('decision'))})"),
     ]

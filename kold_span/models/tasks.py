@@ -37,6 +37,8 @@ class Task:
     # single-label and soft tasks: the knots ((x, y), ...) of the map of the top label's probability after the
     # temperature, fitted on dev (`models.confidence`); empty = none
     confidence_map: tuple[tuple[float, float], ...] = ()
+    # multi-label tasks: one such map per label, in label order, of each label's probability (empty = none)
+    label_maps: tuple[tuple[tuple[float, float], ...], ...] = ()
     # the decision policy (`kold-span thresholds`, `decision:` in a config): {"label", "remove", "review"}, each
     # band its threshold and what it promised on the data it was chosen on; None = no action is stated
     decision: Optional[dict[str, Any]] = None
@@ -63,6 +65,10 @@ class Task:
             d["confidence_map"] = [list(knot) for knot in self.confidence_map]
         else:
             del d["confidence_map"]
+        if self.label_maps:
+            d["label_maps"] = [[list(knot) for knot in knots] for knots in self.label_maps]
+        else:
+            del d["label_maps"]
         if self.decision is None:
             del d["decision"]
         return d
@@ -71,7 +77,13 @@ class Task:
     def from_dict(cls, d: dict[str, Any]) -> "Task":
         return cls(**{**d, "labels": tuple(d.get("labels", ())), "class_weights": tuple(d.get("class_weights", ())),
                       "thresholds": tuple(d.get("thresholds", ())),
-                      "confidence_map": tuple(tuple(knot) for knot in d.get("confidence_map", ()))})
+                      "confidence_map": tuple(tuple(knot) for knot in d.get("confidence_map", ())),
+                      "label_maps": tuple(tuple(tuple(knot) for knot in knots) for knots in d.get("label_maps", ()))})
+
+    @property
+    def map_knots(self) -> int:
+        """How many knots the task's confidence map (or its labels' maps) holds; 0 without one."""
+        return len(self.confidence_map) + sum(len(knots) for knots in self.label_maps)
 
     def threshold(self, i: int) -> float:
         """The decision threshold of label `i` (multi-label).

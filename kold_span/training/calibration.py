@@ -49,7 +49,7 @@ from kold_span.metrics import ECE_BINS
 from kold_span.evaluation.operating_points import (BAND_OF, decision_band, decision_label, examples_digest,
                                                    merge_decision, task_counts)
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes, task_thresholds
-from kold_span.models.confidence import MIN_ROWS, Knots, fit_confidence_map
+from kold_span.models.confidence import MIN_ROWS, fit_confidence_map
 from kold_span.models.kinds import MergedExample, apply_calibration, kind_of
 from kold_span.models.ngram import Companion, NgramBaseline, NgramScorer, Probs, context_string, fuse_companions
 from kold_span.models.tasks import Task
@@ -87,7 +87,8 @@ class Calibration:
     dev_companions: dict[str, Companion] = field(default_factory=dict)
     fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
     temperatures: dict[str, float] = field(default_factory=dict)
-    confidence_maps: dict[str, Knots] = field(default_factory=dict)  # {task: knots} (`models.confidence`)
+    # {task: knots} of a single-label task, {task: (knots of each label)} of a multi-label one (`models.confidence`)
+    confidence_maps: dict[str, Any] = field(default_factory=dict)
     # {task: {temperature, confidence_map_knots, bins, dev_ece_before, dev_ece_after}}: what metrics.json reports
     temperature_report: dict[str, dict[str, Any]] = field(default_factory=dict)
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # {task: decision policy}
@@ -107,8 +108,10 @@ class Calibration:
     def _thresholded(self, task: Task) -> Task:
         """`task` with the temperature, confidence map, thresholds and decision policy chosen for it, if any."""
         task = replace(task, temperature=self.temperatures.get(task.name, task.temperature),
-                       confidence_map=self.confidence_maps.get(task.name, task.confidence_map),
                        decision=self.decisions.get(task.name, task.decision))
+        if task.name in self.confidence_maps:
+            field_name = "confidence_map" if kind_of(task).exclusive(task) else "label_maps"
+            task = replace(task, **{field_name: self.confidence_maps[task.name]})
         chosen = self.thresholds.get(task.name)
         if chosen is None:
             return task
@@ -145,16 +148,16 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     tempered = Calibration(temperatures=temperatures).apply_to(predictor)
     apply_calibration(tempered.tasks, merged)
     maps = fit_confidence_maps(tasks, tempered.tasks, dev, merged)
-    apply_calibration([replace(t, temperature=1.0, confidence_map=maps[t.name]) for t in tempered.tasks
-                       if t.name in maps], merged)
+    mapped = Calibration(confidence_maps=maps).apply_to(tempered)
+    apply_calibration([replace(t, temperature=1.0) for t in mapped.tasks if t.name in maps], merged)
     for name in maps:  # a map beside a fixed temperature is reported too
         report.setdefault(name, {"temperature": temperatures.get(name, 1.0), "bins": ECE_BINS,
-                                 "rows": len(confidence_hits(next(t for t in tempered.tasks if t.name == name), dev,
-                                                             merged)[0]),
+                                 "rows": len(task_outcomes(next(t for t in tempered.tasks if t.name == name), dev,
+                                                           merged)[0]),
                                  "dev_ece_before": raw_ece[name]})
     for name, entry in report.items():
         task = next(t for t in tempered.tasks if t.name == name)
-        entry["confidence_map_knots"] = len(maps.get(name, ()))
+        entry["confidence_map_knots"] = next(t for t in mapped.tasks if t.name == name).map_knots
         entry["dev_ece_after"] = round(calibration_error(task, dev, merged), 6)
     thresholds = dev_thresholds(tasks, predictor, dev, merged) if tuned else {}
     decided = Calibration(thresholds, temperatures=temperatures, confidence_maps=maps).apply_to(predictor)
@@ -186,22 +189,33 @@ def fit_temperatures(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: 
 
 
 def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], dev: Sequence[Example],
-                        merged: Sequence[MergedExample]) -> dict[str, Knots]:
-    """The confidence map of each `confidence_map: dev` single-label or soft sequence task, fitted on its dev outputs
-    `merged` as they stand (after the temperature): {task: knots}. A task with fewer than `MIN_ROWS` labelled dev
-    rows gets none (logged): its steps would follow the noise of a handful of texts."""
-    wanted = {t.name for t in tasks if t.confidence_map == "dev"}
-    maps = {}
+                        merged: Sequence[MergedExample]) -> dict[str, Any]:
+    """The confidence maps of each `confidence_map: dev` sequence task, fitted on its dev outputs `merged` as they
+    stand (after the temperature): {task: knots} of a single-label or soft task's top label, {task: (knots, ...)}
+    of each label of a multi-label task.
+
+    A multi-label task decides each label at its threshold: it gets maps only with `threshold: dev`, its
+    thresholds then chosen on the mapped probabilities; mapped under fixed thresholds, its decisions would move.
+    A task with fewer than `MIN_ROWS` labelled dev rows gets none (logged): its steps would follow the noise of a
+    handful of texts."""
+    wanted = {t.name: t for t in tasks if t.confidence_map == "dev"}
+    maps: dict[str, Any] = {}
     for task in trained:
         kind = kind_of(task)
-        if task.name not in wanted or kind.token_level or not kind.exclusive(task):
+        if task.name not in wanted or kind.token_level:
             continue
-        confidences, hits = confidence_hits(task, dev, merged)
-        if len(confidences) >= MIN_ROWS:
-            maps[task.name] = fit_confidence_map(confidences, hits, len(task.labels))
+        exclusive = kind.exclusive(task)
+        if not exclusive and wanted[task.name].threshold != "dev":
+            continue
+        probs, targets = task_outcomes(task, dev, merged)
+        if len(probs) < MIN_ROWS:
+            log.info("task %r: no confidence map: %d labelled dev rows, fewer than %d", task.name, len(probs), MIN_ROWS)
+            continue
+        if exclusive:
+            confidences, hits = confidence_hits(task, dev, merged)
+            maps[task.name] = fit_confidence_map(confidences, hits, 1.0 / len(task.labels))
         else:
-            log.info("task %r: no confidence map: %d labelled dev rows, fewer than %d", task.name, len(confidences),
-                     MIN_ROWS)
+            maps[task.name] = tuple(fit_confidence_map(probs[:, j], targets[:, j], 0.0) for j in range(probs.shape[1]))
     return maps
 
 

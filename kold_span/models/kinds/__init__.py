@@ -48,7 +48,7 @@ def apply_calibration(tasks: Sequence[Task], merged: Sequence[MergedExample]) ->
     """Calibrate, in place, every task's probabilities in `merged` that has a temperature other than 1 or a
     confidence map (`models.temperature`, `models.confidence`)."""
     for task in tasks:
-        if task.temperature != 1.0 or task.confidence_map:
+        if task.temperature != 1.0 or task.map_knots:
             for m in merged:
                 kind_of(task).calibrate(task, m)
 

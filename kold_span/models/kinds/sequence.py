@@ -12,7 +12,7 @@ import numpy as np
 
 from kold_span.data.example import Example, label_set
 from kold_span.errors import ConfigError
-from kold_span.models.confidence import remap
+from kold_span.models.confidence import remap, remap_labels
 from kold_span.models.kinds.base import Decoding, MergedExample
 from kold_span.models.kinds.problems import label_problem, label_thresholds, sequence_prediction
 from kold_span.models.temperature import temper
@@ -80,6 +80,8 @@ class SequenceKind:
         probs = temper(merged.sequence_probs[task.name], task.temperature, self.exclusive(task))
         if task.confidence_map and self.exclusive(task):
             probs = remap(probs, task.confidence_map)
+        elif task.label_maps and not self.exclusive(task):
+            probs = remap_labels(probs, task.label_maps)
         merged.sequence_probs[task.name] = probs
 
     def outcomes(self, task: "Task", example: Example, merged: "MergedExample") -> tuple[np.ndarray, np.ndarray]:
