@@ -263,6 +263,8 @@ def section(result: dict, command: str) -> str:
              "| task | band (target on dev) | threshold | dev precision [interval] | test precision | in interval | "
              "test precision at dev's benign share | test recall | test flagged | test benign flagged |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    if not result["tasks"]:  # a multi-label task, say, is cut one label at a time: only with --label
+        lines[-2:] = ["No task of this model takes a decision without `--label TASK:LABEL`."]
     for name, entry in result["tasks"].items():
         for band, target in (("remove", f"precision {result['precision']:g}"),
                              ("review", f"recall {result['recall']:g}")):

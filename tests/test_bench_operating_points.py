@@ -124,8 +124,9 @@ def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
                            "test_after": 0.04, "test_floor_mean": 0.03, "test_floor_p95": 0.045}}
     result = {"name": "x", "dev": 10, "test": 20, "samples": 1000, "precision": 0.9, "recall": 0.9, "tasks": {},
               "calibration": calibration}
-    rows = [line for line in operating_points.section(result, "cmd").splitlines() if line.startswith("| OFF")
-            or line.startswith("| TGT")]
+    text = operating_points.section(result, "cmd")
+    assert "No task of this model takes a decision" in text and "| task | band" not in text  # no decisions
+    rows = [line for line in text.splitlines() if line.startswith("| OFF") or line.startswith("| TGT")]
     assert rows == ["| OFF | 1.200 | 9 | 0.0500 → 0.0450 → 0.0400 | 0.0200 [0.0300] | 0.0600 → 0.0550 → **0.0510** "
                     "| 0.0300 [0.0450] | yes | 0 of 1352 |",
                     "| TGT | 0.900 | – | 0.0200 | 0.0200 [0.0300] | **0.0400** | 0.0300 [0.0450] | no | – |"]
