@@ -3,7 +3,8 @@
 First each task's temperature (`temperature: dev`, the default: the one number that divides its
 logits with the least negative log-likelihood on dev, `models.temperature`), and after it the
 confidence map of a single-label or soft task (`confidence_map: dev`, the default: its top label's
-probability mapped to the dev hit rate, `models.confidence`), so that every later choice is made
+probability mapped to the dev hit rate, `models.confidence`; one per label of a multi-label task
+with `threshold: dev`), so that every later choice is made
 on the probabilities the saved model gives; then, each asked for per task in the
 config: the decision thresholds of a task with
 `threshold: dev` (each label's of a multi-label task, the P(B) + P(I) cut of a span task), and
