@@ -103,8 +103,8 @@ class TaskConfig:
     # by negative log-likelihood (none without dev), a number = fixed (1 = as trained)
     temperature: Any = "dev"
     # single-label and soft sequence tasks: "dev" = after the temperature, map the top label's probability to
-    # its dev hit rate (centred isotonic regression, argmax kept: kold_span.models.confidence); "none" = no map.
-    # Other tasks have none.
+    # its dev hit rate (centred isotonic regression, argmax kept: kold_span.models.confidence); a multi-label
+    # task with threshold: dev, each label's probability. "none" = no map; span tasks have none.
     confidence_map: str = "dev"
     # the allow / review / remove thresholds chosen on dev after training (`DecisionConfig`); none by default
     decision: Optional[DecisionConfig] = None
