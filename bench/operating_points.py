@@ -55,7 +55,7 @@ from kold_span.evaluation.task_scores import calibration_error, confidence_hits,
 from kold_span.inference.predictor import Predictor  # noqa: E402
 from kold_span.metrics import ECE_BINS, calibration_error_floor, expected_calibration_error  # noqa: E402
 from kold_span.models.kinds import apply_calibration, kind_of  # noqa: E402
-from kold_span.training import Calibration, fit_confidence_maps, fit_temperatures  # noqa: E402
+from kold_span.training import Calibration, fit_confidence_maps, fit_temperatures, with_maps  # noqa: E402
 
 PAGE = DOCS / "operating-points.md"
 
@@ -126,13 +126,10 @@ def fit_calibration(config, predictor: Predictor, splits: dict, merged: dict,
     for task in predictor.tasks:
         ece[task.name].update({f"{split}_tempered": calibration_error(task, splits[split], merged[split])
                                for split in splits})
-    predictor = Calibration(confidence_maps=maps).apply_to(predictor)
+    predictor = with_maps(predictor, maps, *merged.values())
     for task in predictor.tasks:
         ece[task.name].update(temperature=task.temperature, temperature_fitted=fitted_temperatures,
                               confidence_map_knots=task.map_knots)
-    for split in merged:
-        apply_calibration([replace(task, temperature=1.0) for task in predictor.tasks if task.name in maps],
-                          merged[split])
     for task in predictor.tasks:
         ece[task.name].update(calibrated(task, splits, merged, samples))
         if kind_of(task).exclusive(task):  # a multi-label task has no argmax: its labels are cut one by one

@@ -837,11 +837,11 @@ def _read_masked_hangul(chain: str) -> Optional[tuple[Replacement, ...]]:
     if latin and not any("\u3131" <= c <= "\u314e" for c in gap) and is_word(chain[:left] + chain[right:], ("ko",)):
         return ((left, right, ""),)  # letters put in (`씨x발`); a symbol alone is `separators`' to leave out
     units = [m.span() for m in _MASK_UNIT.finditer(gap)]
-    jamo = [_syllables_beginning(gap[s]) for s, _ in units if "\u3131" <= gap[s] <= "\u314e"]
-    if not all(jamo):  # a cluster such as ㅄ or ㄳ begins no syllable: it stands for none
+    # a consonant jamo reads as a syllable it begins, anything else as any syllable
+    beginning = [_syllables_beginning(gap[s]) if "\u3131" <= gap[s] <= "\u314e" else None for s, _ in units]
+    if "" in beginning:  # a cluster such as ㅄ or ㄳ begins no syllable: it stands for none
         return None
-    classes = "".join(f"([{_syllables_beginning(gap[s])}])" if "\u3131" <= gap[s] <= "\u314e" else "(.)"
-                      for s, _ in units)
+    classes = "".join("(.)" if found is None else f"([{found}])" for found in beginning)
     best: Optional[tuple[float, str, int, int]] = None
     for before in range(1, left + 1):
         for after in range(1, len(chain) - right + 1):

@@ -21,7 +21,7 @@ _HOMES = {name: module for module, names in {
     "kold_span.training.evaluators": ("evaluate_predictor",),
     "kold_span.training.datamodule": ("WindowsDataModule",),
     "kold_span.training.calibration": ("calibrate", "Calibration", "choose_companion", "fit_confidence_maps",
-                                       "fit_temperatures", "refit_companion", "taken_extra"),
+                                       "fit_temperatures", "refit_companion", "taken_extra", "with_maps"),
 }.items() for name in names}
 __all__ = sorted(_HOMES)
 

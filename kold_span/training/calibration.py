@@ -149,8 +149,7 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     tempered = Calibration(temperatures=temperatures).apply_to(predictor)
     apply_calibration(tempered.tasks, merged)
     maps = fit_confidence_maps(tasks, tempered.tasks, dev, merged)
-    mapped = Calibration(confidence_maps=maps).apply_to(tempered)
-    apply_calibration([replace(t, temperature=1.0) for t in mapped.tasks if t.name in maps], merged)
+    mapped = with_maps(tempered, maps, merged)
     for name in maps:  # a map beside a fixed temperature is reported too
         report.setdefault(name, {"temperature": temperatures.get(name, 1.0), "bins": ECE_BINS,
                                  "rows": len(task_outcomes(next(t for t in tempered.tasks if t.name == name), dev,
@@ -218,6 +217,15 @@ def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], de
         else:
             maps[task.name] = tuple(fit_confidence_map(probs[:, j], targets[:, j], 0.0) for j in range(probs.shape[1]))
     return maps
+
+
+def with_maps(predictor: Predictor, maps: dict[str, Any], *outputs: Sequence[MergedExample]) -> Predictor:
+    """A copy of `predictor` with the confidence `maps` (`fit_confidence_maps`), each of `outputs`, already at its
+    temperatures, mapped in place."""
+    mapped = Calibration(confidence_maps=maps).apply_to(predictor)
+    for merged in outputs:
+        apply_calibration([replace(t, temperature=1.0) for t in mapped.tasks if t.name in maps], merged)
+    return mapped
 
 
 def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequence[Example],
