@@ -92,15 +92,47 @@ def precision_at_benign_share(counts, share: Optional[float]) -> Optional[float]
     return round(float(weights @ counts.tp[0]) / flagged, 6) if flagged else None
 
 
+def label_share_weights(dev_gold: Sequence[int], test_gold: Sequence[int]) -> Optional[np.ndarray]:
+    """A weight per test row that gives each gold label dev's share of the rows (a label dev lacks weighs 0);
+    None when the shares are already dev's.
+
+    Calibration, like precision, depends on the mix: a head calibrated on dev, where one text in five is
+    benign, is off on a stream where one in seven is, though it scores each kind of text as well. ECE
+    with these weights (`metrics.expected_calibration_error(weights=...)`) is the held-out ECE at dev's mix.
+
+    Example:
+        >>> label_share_weights([0, 1, 1, 1], [0, 0, 1, 1]).tolist()  # dev 1/4 of label 0, test 1/2
+        [0.5, 0.5, 1.5, 1.5]
+        >>> label_share_weights([0, 1], [1, 0]) is None
+        True
+    """
+    dev, test = np.asarray(dev_gold), np.asarray(test_gold)
+    labels, counts = np.unique(dev, return_counts=True)
+    dev_share = dict(zip(labels.tolist(), (counts / len(dev)).tolist()))
+    labels, counts = np.unique(test, return_counts=True)
+    test_share = dict(zip(labels.tolist(), (counts / len(test)).tolist()))
+    weights = np.array([dev_share.get(label, 0.0) / test_share[label] for label in test.tolist()])
+    return None if np.allclose(weights, 1.0) else weights
+
+
 def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
     """Per split, the task's ECE as `merged` stand (calibrated) and its noise floor's mean and 95th
-    percentile (what a perfectly calibrated model with these scores would get)."""
+    percentile (what a perfectly calibrated model with these scores would get); for a single-label task
+    whose test side mixes its gold labels otherwise than dev, test's at dev's mix too (`label_share_weights`)."""
     out = {}
     for split in splits:
         confidences, hits = confidence_hits(task, splits[split], merged[split])
         floor = calibration_error_floor(confidences, samples=samples)
         out.update({f"{split}_after": expected_calibration_error(confidences, hits),
                     f"{split}_floor_mean": floor["mean"], f"{split}_floor_p95": floor["p95"]})
+    if kind_of(task).exclusive(task) and not kind_of(task).token_level and "dev" in splits and "test" in splits:
+        gold = {split: task_outcomes(task, splits[split], merged[split])[1].argmax(axis=-1) for split in splits}
+        weights = label_share_weights(gold["dev"], gold["test"])
+        if weights is not None:
+            confidences, hits = confidence_hits(task, splits["test"], merged["test"])
+            floor = calibration_error_floor(confidences, samples=samples, weights=weights)
+            out.update({"test_at_dev_mix": expected_calibration_error(confidences, hits, weights=weights),
+                        "test_at_dev_mix_floor_mean": floor["mean"], "test_at_dev_mix_floor_p95": floor["p95"]})
     return out
 
 
@@ -291,8 +323,8 @@ def section(result: dict, command: str) -> str:
                   "\"above floor\" says whether the test ECE exceeds that 95th percentile, i.e. whether "
                   "miscalibration is detectable on these rows:", "",
                   "| task | temperature | map knots | dev ECE | dev floor | test ECE | test floor "
-                  "| above floor | test argmax rows changed |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| above floor | test ECE at dev's label mix [floor] | test argmax rows changed |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for name, c in result["calibration"].items():
             steps = {split: " → ".join(f"{c[key]:.4f}" for key in (f"{split}_before", f"{split}_tempered") if key in c)
                      for split in ("dev", "test")}
@@ -302,9 +334,12 @@ def section(result: dict, command: str) -> str:
             above = "–" if "test_floor_p95" not in c else "yes" if c["test_after"] > c["test_floor_p95"] else "no"
             changed = f"{c['argmax_changed']} of {c['test_rows']}" if "argmax_changed" in c else "–"
             knots = c.get("confidence_map_knots") or "–"
+            mix = "–" if "test_at_dev_mix" not in c else (
+                f"{c['test_at_dev_mix']:.4f} [{c['test_at_dev_mix_floor_mean']:.4f} "
+                f"[{c['test_at_dev_mix_floor_p95']:.4f}]]")
             lines.append(f"| {name} | {c['temperature']:.3f} | {knots} | {steps['dev']}{c['dev_after']:.4f} "
                          f"| {floor['dev']} | {steps['test']}**{c['test_after']:.4f}** | {floor['test']} | {above} "
-                         f"| {changed} |")
+                         f"| {mix} | {changed} |")
     return "\n".join(lines) + "\n"
 
 

@@ -341,12 +341,18 @@ def perspectivist_f1(y_true: Sequence[Mapping[Hashable, Hashable]], y_pred: Sequ
 ECE_BINS = 15  # equal-mass bins of expected calibration error, as most reports of temperature scaling use
 
 
-def expected_calibration_error(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS) -> float:
+def expected_calibration_error(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS,
+                               weights: Optional[Sequence[float]] = None) -> float:
     """Expected calibration error with equal-mass bins: sum over bins of |hit rate - mean confidence| × bin share.
 
     The scores are sorted and cut into `bins` bins of (as nearly as possible) equal counts, score
     i of n (from 0) in bin floor(i × bins / n); equal scores share the bin of the first of them, so
     a tie is never split by the order of its examples. 0.0 without scores.
+
+    `weights` (one per row, none negative) count a row as that many rows: bins of equal weight
+    (row i in bin floor(weight before it × bins / total weight)), weighted means and shares, so a
+    weight of k scores as k copies of the row. The benchmark weighs a held-out side to dev's share of
+    each gold label this way (`bench/operating_points.py`).
 
     Example:
         >>> # bins of 2: {0.2, 0.4} hit 0 of 2 (|0 - 0.3|), {0.6, 0.8} hit 2 of 2 (|1 - 0.7|): (0.3 + 0.3) / 2
@@ -355,51 +361,86 @@ def expected_calibration_error(confidences: Sequence[float], hits: Sequence[floa
         >>> expected_calibration_error([0.9] * 10, [1] * 7 + [0] * 3)  # one bin of ties: |0.7 - 0.9|
         0.2
     """
-    bins_found = reliability_bins(confidences, hits, bins)
-    total = sum(b["count"] * abs(b["hit_rate"] - b["confidence"]) for b in bins_found)
-    return round(total / len(confidences), 12) if len(confidences) else 0.0
+    bins_found = _weighted_bins(confidences, hits, bins, weights)
+    total = sum(b["weight"] * abs(b["hit_rate"] - b["confidence"]) for b in bins_found)
+    mass = sum(b["weight"] for b in bins_found)
+    return round(total / mass, 12) if mass else 0.0
 
 
-def reliability_bins(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS) -> list[dict]:
+def reliability_bins(confidences: Sequence[float], hits: Sequence[float], bins: int = ECE_BINS,
+                     weights: Optional[Sequence[float]] = None) -> list[dict]:
     """The equal-mass bins of `expected_calibration_error`: each one's mean confidence, hit rate and count, in
-    order of confidence (a reliability diagram's points).
+    order of confidence (a reliability diagram's points); with `weights`, weighted means (a bin whose rows all
+    weigh nothing is left out).
 
     Example:
         >>> reliability_bins([0.8, 0.2, 0.6, 0.4], [1, 0, 1, 0], bins=2)
         [{'confidence': 0.3, 'hit_rate': 0.0, 'count': 2}, {'confidence': 0.7, 'hit_rate': 1.0, 'count': 2}]
     """
+    return [{key: value for key, value in b.items() if key != "weight"}
+            for b in _weighted_bins(confidences, hits, bins, weights)]
+
+
+def _weighted_bins(confidences: Sequence[float], hits: Sequence[float], bins: int,
+                   weights: Optional[Sequence[float]]) -> list[dict]:
+    """`reliability_bins` with each bin's total weight ("weight")."""
     import numpy as np
 
     if len(confidences) != len(hits):
         raise ArgumentError(f"confidences and hits differ in length: {len(confidences)} != {len(hits)}")
     if not len(confidences):
         return []
-    order, bin_of = _equal_mass_bins(confidences, bins)
+    order, bin_of = _equal_mass_bins(confidences, bins, weights)
     conf = np.asarray(confidences, dtype=np.float64)[order]
     hit = np.asarray(hits, dtype=np.float64)[order]
+    weight = np.ones(len(conf)) if weights is None else np.asarray(weights, dtype=np.float64)[order]
     out = []
     for b in np.unique(bin_of):
         members = bin_of == b
-        out.append({"confidence": round(float(conf[members].mean()), 12),
-                    "hit_rate": round(float(hit[members].mean()), 12), "count": int(members.sum())})
+        mass = float(weight[members].sum())
+        if mass > 0:
+            out.append({"confidence": round(float(weight[members] @ conf[members]) / mass, 12),
+                        "hit_rate": round(float(weight[members] @ hit[members]) / mass, 12),
+                        "count": int(members.sum()), "weight": mass})
     return out
 
 
-def _equal_mass_bins(confidences: Sequence[float], bins: int):
+def _checked_weights(weights: Sequence[float], rows: int):
+    """`weights` as an array, refused unless one finite, non-negative weight per row and some above 0."""
+    import numpy as np
+
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (rows,):
+        raise ArgumentError(f"weights and confidences differ in length: {w.size} != {rows}")
+    if not np.isfinite(w).all():
+        raise ArgumentError("weights must be finite")
+    if (w < 0).any():
+        raise ArgumentError("weights must not be negative")
+    if rows and not (w > 0).any():
+        raise ArgumentError("weights: at least one must be positive")
+    return w
+
+
+def _equal_mass_bins(confidences: Sequence[float], bins: int, weights: Optional[Sequence[float]] = None):
     """The order that sorts `confidences` (stable) and, in that order, each score's bin: never decreasing, ties
-    in the bin of the first of them."""
+    in the bin of the first of them; with `weights`, bins of equal weight."""
     import numpy as np
 
     conf = np.asarray(confidences, dtype=np.float64)
     order = np.argsort(conf, kind="stable")
     n = len(conf)
-    positions = (np.arange(n) * bins) // n
+    if weights is None:
+        positions = (np.arange(n) * bins) // n
+    else:
+        w = _checked_weights(weights, n)[order]
+        before = np.cumsum(w) - w  # the weight of the rows sorted before each
+        positions = np.floor(before * bins / w.sum() + 1e-9).astype(np.int64)
     _, first, inverse = np.unique(conf[order], return_index=True, return_inverse=True)
     return order, positions[first][inverse.reshape(-1)]
 
 
 def calibration_error_floor(confidences: Sequence[float], bins: int = ECE_BINS, samples: int = 1000,
-                            seed: int = 0) -> dict[str, float]:
+                            seed: int = 0, weights: Optional[Sequence[float]] = None) -> dict[str, float]:
     """The ECE a perfectly calibrated model with these confidences would score: its mean and 95th percentile.
 
     The binned ECE of finite data is above 0 even when every score is exactly the chance of a hit,
@@ -407,7 +448,8 @@ def calibration_error_floor(confidences: Sequence[float], bins: int = ECE_BINS, 
     Smith, 2007) measures how far: keep the scores (so the bins stay the same), draw each hit anew
     as true with the probability its score states, score the draw as `expected_calibration_error` does,
     `samples` times from a numpy Generator seeded with `seed`. A measured ECE above the 95th
-    percentile is miscalibration these data can tell from noise; one below it is not.
+    percentile is miscalibration these data can tell from noise; one below it is not. With `weights`,
+    the floor of `expected_calibration_error` with those weights (each draw weighted as its row).
 
     Example:
         >>> calibration_error_floor([0.5], bins=1, samples=10)  # one coin, hit or miss: |1 - 0.5| = |0 - 0.5|
@@ -422,17 +464,18 @@ def calibration_error_floor(confidences: Sequence[float], bins: int = ECE_BINS, 
     n = len(confidences)
     if not n:
         return {"mean": 0.0, "p95": 0.0}
-    order, bin_of = _equal_mass_bins(confidences, bins)
+    order, bin_of = _equal_mass_bins(confidences, bins, weights)
     conf = np.asarray(confidences, dtype=np.float64)[order]
+    weight = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)[order]
     starts = np.flatnonzero(np.r_[True, bin_of[1:] != bin_of[:-1]])  # each bin is a run of the sorted scores
-    expected = np.add.reduceat(conf, starts)
+    expected = np.add.reduceat(weight * conf, starts)
     rng = np.random.default_rng(seed)
     eces = np.empty(samples)
     chunk = max(1, 2 ** 22 // n)  # draws held at once; the Generator's stream is the same whatever the chunk
     for low in range(0, samples, chunk):
         high = min(samples, low + chunk)
         drawn = rng.random((high - low, n)) < conf  # a uniform below c: a hit with probability c
-        eces[low:high] = np.abs(np.add.reduceat(drawn, starts, axis=1) - expected).sum(axis=1) / n
+        eces[low:high] = np.abs(np.add.reduceat(drawn * weight, starts, axis=1) - expected).sum(axis=1) / weight.sum()
     return {"mean": round(float(eces.mean()), 12), "p95": round(float(np.quantile(eces, 0.95)), 12)}
 
 

@@ -13,7 +13,7 @@ import pytest
 from kold_span.data.example import Example
 from kold_span.evaluation.operating_points import sequence_counts
 from kold_span.evaluation.task_scores import calibration_error, confidence_hits, task_outcomes
-from kold_span.metrics import calibration_error_floor
+from kold_span.metrics import calibration_error_floor, expected_calibration_error
 from kold_span.inference.predictor import Predictor
 from kold_span.models.kinds import Decoding, MergedExample, apply_calibration
 from kold_span.models.tasks import Task
@@ -119,7 +119,8 @@ def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
     calibration = {"OFF": {"temperature": 1.2, "confidence_map_knots": 9, "dev_before": 0.05, "dev_tempered": 0.045,
                            "dev_after": 0.04, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03, "test_before": 0.06,
                            "test_tempered": 0.055, "test_after": 0.051, "test_floor_mean": 0.03,
-                           "test_floor_p95": 0.045, "argmax_changed": 0, "test_rows": 1352},
+                           "test_floor_p95": 0.045, "argmax_changed": 0, "test_rows": 1352, "test_at_dev_mix": 0.021,
+                           "test_at_dev_mix_floor_mean": 0.02, "test_at_dev_mix_floor_p95": 0.031},
                    "TGT": {"temperature": 0.9, "dev_after": 0.02, "dev_floor_mean": 0.02, "dev_floor_p95": 0.03,
                            "test_after": 0.04, "test_floor_mean": 0.03, "test_floor_p95": 0.045}}
     result = {"name": "x", "dev": 10, "test": 20, "samples": 1000, "precision": 0.9, "recall": 0.9, "tasks": {},
@@ -128,8 +129,31 @@ def test_the_calibration_table_says_whether_the_ece_is_above_its_floor():
     assert "No task of this model takes a decision" in text and "| task | band" not in text  # no decisions
     rows = [line for line in text.splitlines() if line.startswith("| OFF") or line.startswith("| TGT")]
     assert rows == ["| OFF | 1.200 | 9 | 0.0500 → 0.0450 → 0.0400 | 0.0200 [0.0300] | 0.0600 → 0.0550 → **0.0510** "
-                    "| 0.0300 [0.0450] | yes | 0 of 1352 |",
-                    "| TGT | 0.900 | – | 0.0200 | 0.0200 [0.0300] | **0.0400** | 0.0300 [0.0450] | no | – |"]
+                    "| 0.0300 [0.0450] | yes | 0.0210 [0.0200 [0.0310]] | 0 of 1352 |",
+                    "| TGT | 0.900 | – | 0.0200 | 0.0200 [0.0300] | **0.0400** | 0.0300 [0.0450] | no | – | – |"]
+
+
+def test_test_ece_at_dev_label_mix_weighs_each_gold_label_to_dev_share():
+    # dev: 1 "none", 3 "hate"; test: 2 and 2. Weighted to dev's mix a "none" row counts 0.5, a "hate" one 1.5
+    dev = [(0.9, "hate"), (0.8, "hate"), (0.7, "hate"), (0.2, "none")]
+    test = [(0.9, "hate"), (0.6, "hate"), (0.3, "none"), (0.8, "none")]
+    (dev_x, dev_m), (test_x, test_m) = hate_split(dev), hate_split(test)
+    out = operating_points.calibrated(HATE, {"dev": dev_x, "test": test_x}, {"dev": dev_m, "test": test_m}, 50)
+    confidences, hits = confidence_hits(HATE, test_x, test_m)
+    weights = [1.5, 1.5, 0.5, 0.5]
+    assert out["test_at_dev_mix"] == pytest.approx(expected_calibration_error(confidences, hits, weights=weights))
+    assert out["test_at_dev_mix"] != pytest.approx(out["test_after"])
+    floor = calibration_error_floor(confidences, samples=50, weights=weights)
+    assert (out["test_at_dev_mix_floor_mean"], out["test_at_dev_mix_floor_p95"]) == (floor["mean"], floor["p95"])
+    # the same mix as dev: nothing to reweigh, no column
+    same = operating_points.calibrated(HATE, {"dev": dev_x, "test": dev_x}, {"dev": dev_m, "test": dev_m}, 50)
+    assert "test_at_dev_mix" not in same
+
+
+def test_label_share_weights_by_hand():
+    # dev: a 1/3, b 2/3; test: a 1/2, b 1/4, c 1/4 (c, absent from dev, weighs nothing)
+    weights = operating_points.label_share_weights([0, 1, 1], [0, 0, 1, 2])
+    assert weights.tolist() == pytest.approx([2 / 3, 2 / 3, 8 / 3, 0.0])
 
 
 HATE = Task("hate", "sequence", "hate", labels=("none", "offensive", "hate"))
