@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from kold_span.config.schema import TaskConfig, DecisionConfig
 from kold_span.data.example import Example
-from kold_span.errors import UnreachableTargetError
-from kold_span.evaluation.operating_points import (bootstrap_interval, choose, decision_band, merge_decision,
-                                                   sequence_counts, span_counts, threshold_table)
+from kold_span.errors import ArgumentError, DataError, UnreachableTargetError
+from kold_span.evaluation.operating_points import (Target, bootstrap_interval, choose, decide, decision_band,
+                                                   merge_decision, sequence_counts, span_counts, threshold_table)
 from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.calibration import calibrate
@@ -161,3 +161,31 @@ def test_a_review_band_above_remove_keeps_remove_alone():
     chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
     assert chosen.decisions["OFF"]["remove"]["threshold"] == 0.8 and chosen.decisions["OFF"]["review"] is None
     assert "no review band is needed" in chosen.decision_errors["OFF"]
+
+
+def dev_of(gold):
+    """Examples with `gold` as their OFF labels, in SCORES' order."""
+    return [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(gold)]
+
+
+@pytest.mark.parametrize("gold, why", [
+    ([False] * len(SCORES), r"no text of these data is positive \(6 texts with a gold"),  # every band: recall 0
+    ([None] * len(SCORES), r"no text of these data is positive \(0 texts with a gold"),  # no gold OFF at all
+])
+@pytest.mark.parametrize("target", [Target("OFF", "true", "f1", None), Target("OFF", "true", "flagged", 0.5)])
+def test_a_band_needs_a_gold_positive(gold, why, target):
+    with pytest.raises(UnreachableTargetError, match=f"task OFF:true: {why}"):
+        decide(Fixed(), dev_of(gold), [target], "dev.jsonl", "0" * 64)
+
+
+def test_a_gold_label_the_task_lacks_is_refused():
+    dev = dev_of(GOLD)
+    dev[2].labels["OFF"] = "maybe"  # not false, not true: counted as benign it would move every promise
+    with pytest.raises(DataError, match="example '2': label 'maybe' of task 'OFF' was not seen in training"):
+        decide(Fixed(), dev, [Target("OFF", "true", "f1", None)], "dev.jsonl", "0" * 64)
+
+
+def test_two_sets_for_one_band_are_refused():
+    targets = Target.parse(["OFF", "precision=0.95"]) + Target.parse(["OFF", "f1"])  # two --set, one band
+    with pytest.raises(ArgumentError, match="two targets for one band"):
+        decide(Fixed(), dev_of(GOLD), targets, "dev.jsonl", "0" * 64)
