@@ -189,3 +189,26 @@ def test_two_sets_for_one_band_are_refused():
     targets = Target.parse(["OFF", "precision=0.95"]) + Target.parse(["OFF", "f1"])  # two --set, one band
     with pytest.raises(ArgumentError, match="two targets for one band"):
         decide(Fixed(), dev_of(GOLD), targets, "dev.jsonl", "0" * 64)
+
+
+@pytest.mark.parametrize("task, decision, message", [
+    ("{name: OFF_span, kind: span, source: OFF}", "{label: 'true', f1: true}",
+     r"tasks\[1\]\.decision\.label: task 'OFF_span' is a span task"),
+    ("{name: OFF, kind: sequence, source: OFF}", "{label: maybe, f1: true}",
+     r"tasks\[0\]\.decision\.label: task 'OFF' has no label 'maybe'; its labels: false, true"),
+])
+def test_a_decision_label_is_refused_before_training(tmp_path, task, decision, message):
+    from kold_span.config.loading import load_config
+    from kold_span.errors import ConfigError
+    from kold_span.training.run import train
+
+    from conftest import FIXTURE, TINY
+
+    text = TINY.read_text(encoding="utf-8").replace("dev_fraction: 0.0", "dev_fraction: 0.3")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text.replace(task, f"{task[:-1]}, decision: {decision}}}"), encoding="utf-8")
+    config = load_config(path, [f"output_dir={tmp_path / 'runs'}", f"data.train={FIXTURE}", "data.limit=24",
+                                "trainer.max_epochs=1", "run=r"])
+    with pytest.raises(ConfigError, match=message):
+        train(config, quiet=True)
+    assert not list((tmp_path / "runs").rglob("*.ckpt"))  # refused before any epoch, not after the last
