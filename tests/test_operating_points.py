@@ -8,7 +8,8 @@ from kold_span.config.schema import TaskConfig, DecisionConfig
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError, UnreachableTargetError
 from kold_span.evaluation.operating_points import (Target, bootstrap_interval, choose, decide, decision_band,
-                                                   merge_decision, sequence_counts, span_counts, threshold_table)
+                                                   merge_decision, policy_in_words, sequence_counts, span_counts,
+                                                   threshold_table)
 from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.calibration import calibrate
@@ -212,3 +213,15 @@ def test_a_decision_label_is_refused_before_training(tmp_path, task, decision, m
     with pytest.raises(ConfigError, match=message):
         train(config, quiet=True)
     assert not list((tmp_path / "runs").rglob("*.ckpt"))  # refused before any epoch, not after the last
+
+
+def test_the_review_sentence_counts_what_review_and_remove_flag_together():
+    promise = {"precision_interval": [0.9, 1.0], "recall_interval": [0.87, 1.0], "examples": 115, "data": "dev.jsonl",
+               "data_sha256": "7e3e06de38", "date": "2026-12-06T18:43:31Z"}
+    policy = {"label": "true", "remove": {**promise, "threshold": 0.97, "precision": 1.0, "recall": 0.87},
+              "review": {**promise, "threshold": 0.9, "precision": 0.98, "recall": 0.96}}
+    review = policy_in_words("OFF", policy)[1]
+    # 0.98 and 0.96 are counted at or above 0.9: the removed texts with the ones in the band, not the band alone
+    assert review.startswith("review when P(OFF = true) >= 0.9: ")
+    assert review.endswith("98% of the texts it flagged (sent to review or removed) were OFF = true (95% interval "
+                           "90%–100%) and it flagged 96% of them (87%–100%)")

@@ -405,7 +405,8 @@ def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
         chosen = policy.get(band)
         if not chosen:
             continue
-        verb = "removed" if band == "remove" else "sent to review"
+        # review's promise counts every text at or above its threshold: those removed too, not the band alone
+        verb, whose = ("removed", "removed") if band == "remove" else ("flagged", "flagged (sent to review or removed)")
         precision = chosen.get("precision")
         share = "nothing" if precision is None else f"{precision:.0%}"
         p_low, p_high = chosen.get("precision_interval", [0, 0])
@@ -413,7 +414,7 @@ def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
         unit = "texts" if label else "characters"
         lines.append(f"{band} when {score} >= {chosen['threshold']:g}: on {chosen.get('examples')} texts of "
                      f"{chosen.get('data')} (sha256 {str(chosen.get('data_sha256'))[:8]}…, "
-                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {verb} were {what} "
+                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {whose} were {what} "
                      f"(95% interval {p_low:.0%}–{p_high:.0%}) and it {verb} {chosen['recall']:.0%} of them "
                      f"({r_low:.0%}–{r_high:.0%})")
     return lines
