@@ -97,14 +97,20 @@ def test_a_spacy_doc_carries_the_actions(plain, tmp_path):
     assert plain_nlp(TEXTS[0])._.kold_actions == {}
 
 
-def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_path):
+def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_path, caplog):
     from kold_span.inference.ensemble import load_predictor
 
     same = with_policy(plain, tmp_path / "same", {"label": "true", "remove": band(0.0)})
     other = with_policy(plain, tmp_path / "other", {"label": "true", "remove": band(0.5)})
-    assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
-    mixed = load_predictor([same, other])
+    with caplog.at_level("WARNING", logger="kold_span"):
+        assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
+        assert not caplog.records
+        mixed = load_predictor([same, other])
     assert mixed.tasks[0].decision is None and "actions" not in mixed.predict(TEXTS)[0]
+    # a moderator who asked for actions is told why the rows have none
+    assert [r.getMessage() for r in caplog.records] == [
+        f"task 'OFF': the members' decision policies differ ({same}, {other}): the ensemble has none, its rows state "
+        "no actions"]
 
 
 TOKENS = ["너", "는", " ", "진짜", "바보", ".", "ㅋㅋ", "  ", "를", "!"]
