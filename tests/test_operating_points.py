@@ -1,4 +1,6 @@
 """Operating points: tables, choices and bootstrap intervals checked by hand on tiny data, and their promise."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -225,3 +227,16 @@ def test_the_review_sentence_counts_what_review_and_remove_flag_together():
     assert review.startswith("review when P(OFF = true) >= 0.9: ")
     assert review.endswith("98% of the texts it flagged (sent to review or removed) were OFF = true (95% interval "
                            "90%–100%) and it flagged 96% of them (87%–100%)")
+
+
+def test_a_decision_dev_meets_in_no_band_leaves_no_policy():
+    dev = dev_of([True, False, False, True, False, False])  # 0.9 and 0.4 offensive: precision 1 at 0.9, recall 1 at 0.4
+    task = TaskConfig("OFF", source="OFF", temperature=1, confidence_map="none",
+                      decision=DecisionConfig(precision=0.999, flagged=0.01))  # 0.9 alone flags 1/6 already
+    half = calibrate([task], Fixed(), {"train": [], "dev": dev})
+    assert half.decisions["OFF"]["remove"]["threshold"] == 0.9 and half.decisions["OFF"]["review"] is None
+    none = calibrate([replace(task, decision=DecisionConfig(precision=0.999, recall=0.999))], Fixed(),
+                     {"train": [], "dev": dev_of([False] * len(SCORES))})
+    # no band at all: the model keeps no policy (a policy of no bands would state "allow" on every row)
+    assert "OFF" not in none.decisions
+    assert "precision=0.999" in none.decision_errors["OFF"] and "recall=0.999" in none.decision_errors["OFF"]
