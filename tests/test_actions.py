@@ -97,14 +97,20 @@ def test_a_spacy_doc_carries_the_actions(plain, tmp_path):
     assert plain_nlp(TEXTS[0])._.kold_actions == {}
 
 
-def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_path):
+def test_an_ensemble_keeps_a_policy_only_when_its_members_share_it(plain, tmp_path, caplog):
     from kold_span.inference.ensemble import load_predictor
 
     same = with_policy(plain, tmp_path / "same", {"label": "true", "remove": band(0.0)})
     other = with_policy(plain, tmp_path / "other", {"label": "true", "remove": band(0.5)})
-    assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
-    mixed = load_predictor([same, other])
+    with caplog.at_level("WARNING", logger="kold_span"):
+        assert load_predictor([same, same]).tasks[0].decision["remove"]["threshold"] == 0.0
+        assert not caplog.records
+        mixed = load_predictor([same, other])
     assert mixed.tasks[0].decision is None and "actions" not in mixed.predict(TEXTS)[0]
+    # a moderator who asked for actions is told why the rows have none
+    assert [r.getMessage() for r in caplog.records] == [
+        f"task 'OFF': the members' decision policies differ ({same}, {other}): the ensemble has none, its rows state "
+        "no actions"]
 
 
 TOKENS = ["너", "는", " ", "진짜", "바보", ".", "ㅋㅋ", "  ", "를", "!"]
@@ -181,3 +187,26 @@ def test_rows_carry_the_scores_their_actions_cut_and_resume_accepts_them(plain, 
             assert row["actions"][task] == expected
         # a resumed `predict` checks the rows it keeps: a policy's keys are a row's keys
         assert row_problem(prediction_record(Example(id="1", text=text), row), predictor.tasks) is None
+
+
+def test_a_parquet_output_keeps_the_actions(plain, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from kold_span.data.example import Example
+    from kold_span.inference.outputs import write_predictions
+
+    model = Predictor.from_pretrained(with_policy(plain, tmp_path / "p", {"label": "true", "remove": band(1.0),
+                                                                          "review": band(0.0)}))
+    examples = [Example(str(i), text) for i, text in enumerate(TEXTS)]
+    write_predictions(model, examples, tmp_path / "out.jsonl")
+    write_predictions(model, examples, tmp_path / "out.parquet")
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [row["actions"] for row in rows] == [line["actions"] for line in lines] == [{"OFF": "review"}] * 2
+    assert [row["action_scores"] for row in rows] == [line["action_scores"] for line in lines]
+    empty = write_predictions(model, iter([]), tmp_path / "empty.parquet")
+    assert empty.rows == 0 and "actions" in pq.read_table(tmp_path / "empty.parquet").column_names
+    write_predictions(Predictor.from_pretrained(plain), examples, tmp_path / "plain.parquet")
+    assert pq.read_table(tmp_path / "plain.parquet").column_names == ["id", "text", "labels", "spans"]  # as before

@@ -58,6 +58,11 @@ def test_the_manifest_lists_every_file_save_wrote(model_dir):
     assert manifest["files"]["model.safetensors"]["bytes"] == (model_dir / "model.safetensors").stat().st_size
 
 
+def test_a_model_saves_to_a_path_given_as_text(model_dir, tmp_path):
+    saved = Predictor.from_pretrained(model_dir).save_pretrained(str(tmp_path / "again"))  # as README's users type it
+    assert saved == tmp_path / "again" and Predictor.from_pretrained(str(saved)).tasks
+
+
 def test_truncated_weights_are_named_checked_or_not(model_dir, tmp_path):
     copy = copy_of(model_dir, tmp_path)
     weights = copy / "model.safetensors"

@@ -1,4 +1,6 @@
 """Operating points: tables, choices and bootstrap intervals checked by hand on tiny data, and their promise."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,9 +8,10 @@ from hypothesis import strategies as st
 
 from kold_span.config.schema import TaskConfig, DecisionConfig
 from kold_span.data.example import Example
-from kold_span.errors import UnreachableTargetError
-from kold_span.evaluation.operating_points import (bootstrap_interval, choose, decision_band, merge_decision,
-                                                   sequence_counts, span_counts, threshold_table)
+from kold_span.errors import ArgumentError, DataError, UnreachableTargetError
+from kold_span.evaluation.operating_points import (Target, bootstrap_interval, choose, decide, decision_band,
+                                                   merge_decision, policy_in_words, sequence_counts, span_counts,
+                                                   threshold_table)
 from kold_span.models.kinds import Decoding, MergedExample
 from kold_span.models.tasks import Task
 from kold_span.training.calibration import calibrate
@@ -161,3 +164,79 @@ def test_a_review_band_above_remove_keeps_remove_alone():
     chosen = calibrate([task], Fixed(), {"train": [], "dev": dev})
     assert chosen.decisions["OFF"]["remove"]["threshold"] == 0.8 and chosen.decisions["OFF"]["review"] is None
     assert "no review band is needed" in chosen.decision_errors["OFF"]
+
+
+def dev_of(gold):
+    """Examples with `gold` as their OFF labels, in SCORES' order."""
+    return [Example(str(i), f"t{i}", labels={"OFF": g}) for i, g in enumerate(gold)]
+
+
+@pytest.mark.parametrize("gold, why", [
+    ([False] * len(SCORES), r"no text of these data is positive \(6 texts with a gold"),  # every band: recall 0
+    ([None] * len(SCORES), r"no text of these data is positive \(0 texts with a gold"),  # no gold OFF at all
+])
+@pytest.mark.parametrize("target", [Target("OFF", "true", "f1", None), Target("OFF", "true", "flagged", 0.5)])
+def test_a_band_needs_a_gold_positive(gold, why, target):
+    with pytest.raises(UnreachableTargetError, match=f"task OFF:true: {why}"):
+        decide(Fixed(), dev_of(gold), [target], "dev.jsonl", "0" * 64)
+
+
+def test_a_gold_label_the_task_lacks_is_refused():
+    dev = dev_of(GOLD)
+    dev[2].labels["OFF"] = "maybe"  # not false, not true: counted as benign it would move every promise
+    with pytest.raises(DataError, match="example '2': label 'maybe' of task 'OFF' was not seen in training"):
+        decide(Fixed(), dev, [Target("OFF", "true", "f1", None)], "dev.jsonl", "0" * 64)
+
+
+def test_two_sets_for_one_band_are_refused():
+    targets = Target.parse(["OFF", "precision=0.95"]) + Target.parse(["OFF", "f1"])  # two --set, one band
+    with pytest.raises(ArgumentError, match="two targets for one band"):
+        decide(Fixed(), dev_of(GOLD), targets, "dev.jsonl", "0" * 64)
+
+
+@pytest.mark.parametrize("task, decision, message", [
+    ("{name: OFF_span, kind: span, source: OFF}", "{label: 'true', f1: true}",
+     r"tasks\[1\]\.decision\.label: task 'OFF_span' is a span task"),
+    ("{name: OFF, kind: sequence, source: OFF}", "{label: maybe, f1: true}",
+     r"tasks\[0\]\.decision\.label: task 'OFF' has no label 'maybe'; its labels: false, true"),
+])
+def test_a_decision_label_is_refused_before_training(tmp_path, task, decision, message):
+    from kold_span.config.loading import load_config
+    from kold_span.errors import ConfigError
+    from kold_span.training.run import train
+
+    from conftest import FIXTURE, TINY
+
+    text = TINY.read_text(encoding="utf-8").replace("dev_fraction: 0.0", "dev_fraction: 0.3")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text.replace(task, f"{task[:-1]}, decision: {decision}}}"), encoding="utf-8")
+    config = load_config(path, [f"output_dir={tmp_path / 'runs'}", f"data.train={FIXTURE}", "data.limit=24",
+                                "trainer.max_epochs=1", "run=r"])
+    with pytest.raises(ConfigError, match=message):
+        train(config, quiet=True)
+    assert not list((tmp_path / "runs").rglob("*.ckpt"))  # refused before any epoch, not after the last
+
+
+def test_the_review_sentence_counts_what_review_and_remove_flag_together():
+    promise = {"precision_interval": [0.9, 1.0], "recall_interval": [0.87, 1.0], "examples": 115, "data": "dev.jsonl",
+               "data_sha256": "7e3e06de38", "date": "2026-12-06T18:43:31Z"}
+    policy = {"label": "true", "remove": {**promise, "threshold": 0.97, "precision": 1.0, "recall": 0.87},
+              "review": {**promise, "threshold": 0.9, "precision": 0.98, "recall": 0.96}}
+    review = policy_in_words("OFF", policy)[1]
+    # 0.98 and 0.96 are counted at or above 0.9: the removed texts with the ones in the band, not the band alone
+    assert review.startswith("review when P(OFF = true) >= 0.9: ")
+    assert review.endswith("98% of the texts it flagged (sent to review or removed) were OFF = true (95% interval "
+                           "90%–100%) and it flagged 96% of them (87%–100%)")
+
+
+def test_a_decision_dev_meets_in_no_band_leaves_no_policy():
+    dev = dev_of([True, False, False, True, False, False])  # 0.9 and 0.4 offensive: precision 1 at 0.9, recall 1 at 0.4
+    task = TaskConfig("OFF", source="OFF", temperature=1, confidence_map="none",
+                      decision=DecisionConfig(precision=0.999, flagged=0.01))  # 0.9 alone flags 1/6 already
+    half = calibrate([task], Fixed(), {"train": [], "dev": dev})
+    assert half.decisions["OFF"]["remove"]["threshold"] == 0.9 and half.decisions["OFF"]["review"] is None
+    none = calibrate([replace(task, decision=DecisionConfig(precision=0.999, recall=0.999))], Fixed(),
+                     {"train": [], "dev": dev_of([False] * len(SCORES))})
+    # no band at all: the model keeps no policy (a policy of no bands would state "allow" on every row)
+    assert "OFF" not in none.decisions
+    assert "precision=0.999" in none.decision_errors["OFF"] and "recall=0.999" in none.decision_errors["OFF"]

@@ -75,3 +75,22 @@ def test_the_output_may_not_be_inside_the_model(model, tmp_path, capsys):
     assert main(["thresholds", "--model", str(model), "--dev", str(dev), "--set", "OFF", "f1",
                  "--out", str(model / "inner")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused_first(model, tmp_path, capsys):
+    dev = gold_file(tmp_path / "dev.jsonl", off=True)
+    out = tmp_path / "decided"
+    command = ["thresholds", "--model", str(model), "--dev", str(dev), "--samples", "50", "--out", str(out)]
+    assert main([*command, "--set", "OFF", "f1"]) == 0
+    # the same command again, another target: the earlier output is a model directory, replaced whole
+    assert main([*command, "--set", "OFF", "precision=0.9"]) == 0, capsys.readouterr().err
+    assert verify_manifest(out) is not None
+    assert Predictor.from_pretrained(out).tasks[0].decision["remove"]["target"] == "precision=0.9"
+    capsys.readouterr()
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "todo.txt").write_text("mine\n", encoding="utf-8")
+    assert main([*command[:-1], str(foreign), "--set", "OFF", "f1"]) == 2
+    printed = capsys.readouterr()
+    assert "is not a kold-span model directory" in printed.err and printed.out == ""  # refused before choosing
+    assert [p.name for p in foreign.iterdir()] == ["todo.txt"]

@@ -46,17 +46,23 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kold_span.cli.options import check_outputs
+    from kold_span.data.atomic import check_outside, check_replaceable
     from kold_span.data.jsonl import read_jsonl
     from kold_span.errors import DataError
     from kold_span.evaluation.operating_points import Target, decide
     from kold_span.inference.predictor import Predictor
     from kold_span.models.manifest import file_digest
-    from kold_span.models.model_dir import CONFIG_NAME, read_model_config, rewrite_config
+    from kold_span.models.model_dir import CONFIG_NAME, MODEL_DIRECTORY, is_model_dir, read_model_config, rewrite_config
 
     targets = [target for words in args.set for target in Target.parse(words)]
     out = Path(args.model) if args.in_place else Path(args.out)
     if not args.in_place:
-        check_outputs({}, {"--dev": args.dev}, models=[args.model], folders={"--out": args.out})
+        # a model directory at --out (an earlier output) is replaced whole, never written inside: outside --model
+        # is all it must be; anything else non-empty is refused here, before the model runs, unless --overwrite
+        earlier = is_model_dir(out)
+        check_outputs({}, {"--dev": args.dev}, models=[args.model], folders={"--out": None if earlier else out})
+        check_outside({"--out": out}, [args.model])
+        check_replaceable(out, is_model_dir, MODEL_DIRECTORY, args.overwrite)
     examples = list(read_jsonl(args.dev))
     if not examples:
         raise DataError(f"{args.dev}: no gold examples to choose thresholds on")

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from kold_span.data.example import Example, label_set, spans_to_offsets
+from kold_span.data.example import Example, spans_to_offsets
 from kold_span.data.jsonl import json_text
 from kold_span.errors import ArgumentError, UnreachableTargetError
 from kold_span.models.kinds import Decoding, MergedExample, kind_of
@@ -75,9 +75,10 @@ def label_scores(task: Task, label: str, examples: Sequence[Example],
     """The probability of `label` of a sequence task and whether the gold has it, for each example with a gold."""
     if label not in task.labels:
         raise ArgumentError(f"task {task.name!r} has no label {label!r}; its labels: {', '.join(task.labels)}")
-    column = task.labels.index(label)
-    pairs = [(float(m.sequence_probs[task.name][column]), label in label_set(ex.labels[task.source]))
-             for ex, m in zip(examples, merged) if ex.labels.get(task.source) is not None]
+    column, kind = task.labels.index(label), kind_of(task)
+    # the kind reads each gold as training and scoring do: none is left out, a label the task lacks refused
+    pairs = [(float(probs[0, column]), bool(gold[0, column]))
+             for probs, gold in (kind.outcomes(task, ex, m) for ex, m in zip(examples, merged)) if len(probs)]
     return [s for s, _ in pairs], [g for _, g in pairs]
 
 
@@ -256,8 +257,16 @@ def decision_label(task: Task, label: Optional[str]) -> Optional[str]:
 
 def decision_band(counts: Counts, target: str, value: Optional[float], data: str, data_sha256: str,
                   samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """The band a target picks, as a model directory saves it: threshold, what it promised, on what, when."""
-    row = choose(threshold_table(counts), target, value)
+    """The band a target picks, as a model directory saves it: threshold, what it promised, on what, when.
+
+    Data without a gold positive are refused (an `UnreachableTargetError`): every threshold there
+    promises recall 0, yet F1 or a reviewer's share would still pick one.
+    """
+    rows = threshold_table(counts)
+    row = choose(rows, target, value) if rows else None  # an unmet precision or recall names the best reached
+    if row is None or not counts.positives.sum():
+        raise UnreachableTargetError(f"no text of these data is positive ({len(counts.positives)} texts with a gold, "
+                                     "none with the label or a span): no threshold can be chosen on them")
     interval = bootstrap_interval(counts, row["threshold"], samples, seed)
     return {"threshold": row["threshold"], "target": target if value is None else f"{target}={value:g}",
             "precision": row["precision"], "recall": row["recall"], "f1": row["f1"], "flagged": row["flagged"],
@@ -321,11 +330,24 @@ class Target:
                 if not 0 < value <= 1:
                     raise ArgumentError(f"--set {words[0]}: {word!r}: the value must be in (0, 1]")
             out.append(cls(task, label or None, name, value))
-        bands = [BAND_OF[t.target] for t in out]
-        if len(set(bands)) < len(bands):
-            raise ArgumentError(f"--set {words[0]}: two targets for one band ({', '.join(words[1:])}); remove takes "
-                                "precision or f1, review takes recall or flagged")
+        one_target_per_band(out)
         return out
+
+
+def one_target_per_band(targets: Sequence[Target]) -> None:
+    """Refuse two targets for one band of a task, in one `--set` or across several (the last would win unseen).
+
+    Example:
+        >>> one_target_per_band(Target.parse(["OFF", "precision=0.9"]) + Target.parse(["OFF", "f1"]))
+        Traceback (most recent call last):
+        kold_span.errors.ArgumentError: --set OFF: two targets for one band (precision=0.9, f1); remove takes ...
+    """
+    for name in dict.fromkeys(t.task for t in targets):
+        mine = [t for t in targets if t.task == name]
+        if len({BAND_OF[t.target] for t in mine}) < len(mine):
+            said = ", ".join(t.target if t.value is None else f"{t.target}={t.value:g}" for t in mine)
+            raise ArgumentError(f"--set {name}: two targets for one band ({said}); remove takes precision or f1, "
+                                "review takes recall or flagged")
 
 
 def decide(predictor: Any, examples: Sequence[Example], targets: Sequence[Target], data: str, data_sha256: str,
@@ -337,6 +359,7 @@ def decide(predictor: Any, examples: Sequence[Example], targets: Sequence[Target
     targeted here are kept when the label is the same. An `UnreachableTargetError` names the best
     value reached when a target cannot be met.
     """
+    one_target_per_band(targets)
     by_name = {task.name: task for task in predictor.tasks}
     for target in targets:
         if target.task not in by_name:
@@ -382,7 +405,8 @@ def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
         chosen = policy.get(band)
         if not chosen:
             continue
-        verb = "removed" if band == "remove" else "sent to review"
+        # review's promise counts every text at or above its threshold: those removed too, not the band alone
+        verb, whose = ("removed", "removed") if band == "remove" else ("flagged", "flagged (sent to review or removed)")
         precision = chosen.get("precision")
         share = "nothing" if precision is None else f"{precision:.0%}"
         p_low, p_high = chosen.get("precision_interval", [0, 0])
@@ -390,7 +414,7 @@ def policy_in_words(task: str, policy: Optional[dict[str, Any]]) -> list[str]:
         unit = "texts" if label else "characters"
         lines.append(f"{band} when {score} >= {chosen['threshold']:g}: on {chosen.get('examples')} texts of "
                      f"{chosen.get('data')} (sha256 {str(chosen.get('data_sha256'))[:8]}…, "
-                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {verb} were {what} "
+                     f"{str(chosen.get('date'))[:10]}), {share} of the {unit} it {whose} were {what} "
                      f"(95% interval {p_low:.0%}–{p_high:.0%}) and it {verb} {chosen['recall']:.0%} of them "
                      f"({r_low:.0%}–{r_high:.0%})")
     return lines

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -29,6 +30,20 @@ from kold_span.inference.pipeline import Encoded, HostProbs, PreparedChunk, RunO
 from kold_span.inference.predictor import Predictor, Predicts
 from kold_span.models.kinds import MergedExample, kind_of
 from kold_span.models.tasks import Task
+
+log = logging.getLogger(__name__)
+
+
+def _shared_decision(task: Task, group: Sequence[Task], names: Sequence[str]) -> Optional[dict[str, Any]]:
+    """The members' decision policy when they all carry the same one, else none (said in a warning).
+
+    A policy promised what one model did on its data, nothing about the mean of several.
+    """
+    if all(member.decision == task.decision for member in group):
+        return task.decision
+    log.warning("task %r: the members' decision policies differ (%s): the ensemble has none, its rows state no "
+                "actions", task.name, ", ".join(names))
+    return None
 
 
 def _signature(task: Task) -> tuple:
@@ -60,10 +75,8 @@ class Ensemble(Predicts[tuple[Encoded, ...], list[PreparedChunk], list[list[Host
                     raise ArgumentError(f"{name} and {names[0]} differ in {what} ({theirs} vs {mine}); an ensemble's "
                                         "members need the same")
         self._members, self.names = members, names
-        # A decision policy promised what one model did on its data: the ensemble keeps it only when all agree.
         self.tasks = [dataclasses.replace(task, thresholds=_mean_thresholds(task, [m.tasks[i] for m in members], names),
-                                          decision=task.decision if all(m.tasks[i].decision == task.decision
-                                                                        for m in members) else None)
+                                          decision=_shared_decision(task, [m.tasks[i] for m in members], names))
                       for i, task in enumerate(first.tasks)]
         self.settings = first.settings  # each member reads inputs by its own; perspective and normalize as checked
         self.precision = first.precision  # each member runs its network in its own

@@ -1,7 +1,8 @@
 """`kold-span predict`'s output: one row per input row, in input order, written whole or resumed after a kill.
 
 The output is Parquet for a name ending in .parquet, else JSONL (one object a line). Both hold, per input
-row, its id, text, labels and spans. Parquet stores `spans` as a list of typed structs (type,
+row, its id, text, labels and spans (and, from a model with a decision policy, its actions and the
+scores they cut). Parquet stores `spans` as a list of typed structs (type,
 start, end, text, score) and `labels` as the JSON text of the labels object the JSONL line holds:
 a label's value is a boolean, string or list depending on the model's tasks, and a Parquet column
 holds one type. The JSON lines are rendered in the pipeline's decoding thread, beside the network.
@@ -291,7 +292,8 @@ class PredictionWriter:
             if kind is OutputFormat.PARQUET:
                 out.flush()  # every row is in the partial file, which stays until the Parquet file is in place
                 with atomic_write(output, "wb") as target:
-                    write_parquet(target, (row for _, row in complete_rows(partial)))
+                    write_parquet(target, (row for _, row in complete_rows(partial)),
+                                  [task.name for task in tasks if task.decision])
         if kind is OutputFormat.PARQUET:
             partial.unlink()
         return rows
@@ -382,8 +384,13 @@ def _short(value: Any) -> str:
     return value[:12] if isinstance(value, str) and len(value) == 64 else repr(value)[:60]
 
 
-def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]]) -> int:
+def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, Any]],
+                  deciding: Sequence[str] = ()) -> int:
     """Output rows (as the JSONL lines hold them) written as Parquet, a row group at a time; returns how many.
+
+    `deciding` names the tasks with a decision policy: their `actions` and `action_scores` become two
+    columns of a field per task (none without a policy, as the JSONL rows have none), fixed before the
+    first row so that an empty output has them too.
 
     Example:
         >>> import io, pyarrow.parquet as pq
@@ -400,8 +407,11 @@ def write_parquet(target: Union[str, Path, IO[bytes]], rows: Iterable[dict[str, 
 
     span = pa.struct([("type", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()),
                       ("score", pa.float64())])
-    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("labels", pa.string()),
-                        ("spans", pa.list_(span))])
+    columns = [("id", pa.string()), ("text", pa.string()), ("labels", pa.string()), ("spans", pa.list_(span))]
+    if deciding:
+        columns += [("actions", pa.struct([(name, pa.string()) for name in deciding])),
+                    ("action_scores", pa.struct([(name, pa.float64()) for name in deciding]))]
+    schema = pa.schema(columns)
     count, group = 0, []
     with pq.ParquetWriter(target, schema) as writer:
         for row in rows:

@@ -136,7 +136,7 @@ def write_model_dir(directory: Union[str, Path], config: dict[str, Any], model: 
         for name, source in (copies or {}).items():
             shutil.copyfile(source, inside(staging, name, "copies"))
         config = {"format_version": FORMAT_VERSION, **config}
-        write_text_atomic(staging / CONFIG_NAME, json_text(config, indent=1, what=str(directory / CONFIG_NAME)))
+        write_text_atomic(staging / CONFIG_NAME, json_text(config, indent=1, what=str(Path(directory) / CONFIG_NAME)))
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(staging / WEIGHTS_NAME))
         save_tokenizer(tokenizer, staging / TOKENIZER_DIR)

@@ -249,7 +249,7 @@ def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequen
         counts = task_counts(task, label, decoding, dev, merged)
         targets = [("precision", config.precision), ("f1", True if config.f1 else None),
                    ("recall", config.recall), ("flagged", config.flagged)]
-        bands = {}
+        bands, unmet = {}, []
         for target, value in targets:
             if value is None:
                 continue
@@ -257,8 +257,12 @@ def dev_decisions(tasks: Sequence[TaskConfig], predictor: Predictor, dev: Sequen
                 bands[BAND_OF[target]] = decision_band(counts, target, None if target == "f1" else value, "dev",
                                                        digest)
             except UnreachableTargetError as err:
-                errors[task.name] = f"{target}: {err}"
+                unmet.append(f"{target}: {err}")
                 log.warning("task %r: decision %s left out: %s", task.name, BAND_OF[target], err)
+        if unmet:
+            errors[task.name] = "; ".join(unmet)
+        if not bands:  # a policy of no band would state "allow" on every row: the model keeps none
+            continue
         try:
             decisions[task.name] = merge_decision(None, label, bands, task.name)
         except UnreachableTargetError as err:  # review above remove: remove alone already reaches the recall

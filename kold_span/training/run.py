@@ -21,7 +21,8 @@ from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.atomic import check_replaceable, write_text_atomic
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.errors import ConfigError, DataError, NonFiniteError
+from kold_span.errors import ArgumentError, ConfigError, DataError, NonFiniteError
+from kold_span.evaluation.operating_points import decision_label
 from kold_span.evaluation.task_scores import benign_scores
 from kold_span.models.kinds import Decoding, build_tasks
 from kold_span.models.model_dir import MODEL_DIRECTORY, is_model_dir
@@ -135,6 +136,7 @@ def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) 
     write_text_atomic(run_dir / "config.json", json_text(config.to_dict(), indent=1))
     tasks = build_tasks(config.tasks, splits["train"])
     check_label_variety(config, tasks, splits["train"])
+    check_decision_labels(config, tasks)
     tokenizer, encoder = tokenizer_and_encoder(config, splits["train"], run_dir / "tokenizer")
     inputs = InputEncoder(tokenizer, config.model.max_length, config.model.stride,
                           config.context.mode, config.context.max_turns)
@@ -204,6 +206,17 @@ def check_label_variety(config: Config, tasks: Sequence[Task], train: Sequence[E
             if cfg.fuse_ngram:
                 raise DataError(message)
             warnings.warn(message, stacklevel=4)
+
+
+def check_decision_labels(config: Config, tasks: Sequence[Task]) -> None:
+    """Refuse a `decision:` label its task cannot be cut on, once the labels are known: before training, not at its
+    end, where the policies are chosen."""
+    for i, (cfg, task) in enumerate(zip(config.tasks, tasks)):
+        if cfg.decision is not None:
+            try:
+                decision_label(task, cfg.decision.label)
+            except ArgumentError as err:
+                raise ConfigError(f"tasks[{i}].decision.label: {err}") from None
 
 
 def tokenizer_and_encoder(config: Config, train: Sequence[Example], tokenizer_dir: Path) -> tuple[Any, Any]:
