@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from kold_span.config.schema import TaskConfig, DecisionConfig
 from kold_span.data.example import Example
 from kold_span.errors import ArgumentError, DataError, UnreachableTargetError
+from kold_span.evaluation import operating_points
 from kold_span.evaluation.operating_points import (Target, bootstrap_interval, choose, decide, decision_band,
                                                    merge_decision, policy_in_words, sequence_counts, span_counts,
                                                    threshold_table)
@@ -240,3 +241,13 @@ def test_a_decision_dev_meets_in_no_band_leaves_no_policy():
     # no band at all: the model keeps no policy (a policy of no bands would state "allow" on every row)
     assert "OFF" not in none.decisions
     assert "precision=0.999" in none.decision_errors["OFF"] and "recall=0.999" in none.decision_errors["OFF"]
+
+
+def test_the_bootstrap_drawn_a_chunk_at_a_time_is_the_same(monkeypatch):
+    # 5 texts, 4 draws held at once: every resample is its own chunk, and the interval is the one drawn whole
+    counts = sequence_counts([0.9, 0.8, 0.7, 0.4, 0.2], [True, False, True, True, False])
+    whole = bootstrap_interval(counts, 0.7, samples=300, seed=4)
+    monkeypatch.setattr(operating_points, "BOOTSTRAP_DRAWS_HELD", 4)
+    assert bootstrap_interval(counts, 0.7, samples=300, seed=4) == whole
+    monkeypatch.setattr(operating_points, "BOOTSTRAP_DRAWS_HELD", 7 * 5)
+    assert bootstrap_interval(counts, 0.7, samples=300, seed=4) == whole

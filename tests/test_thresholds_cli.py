@@ -94,3 +94,20 @@ def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused_first(model,
     printed = capsys.readouterr()
     assert "is not a kold-span model directory" in printed.err and printed.out == ""  # refused before choosing
     assert [p.name for p in foreign.iterdir()] == ["todo.txt"]
+
+
+def test_out_as_the_model_itself_points_to_in_place(model, tmp_path, capsys):
+    dev = gold_file(tmp_path / "dev.jsonl", off=True)
+    assert main(["thresholds", "--model", str(model), "--dev", str(dev), "--set", "OFF", "f1",
+                 "--out", str(model)]) == 2
+    assert "pass --in-place instead of --out" in capsys.readouterr().err
+
+
+def test_a_gold_label_the_model_lacks_names_the_file(model, tmp_path, capsys):
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text(json.dumps(Example("w", TEXTS[0], labels={"OFF": "maybe"}).to_dict(), ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    assert main(["thresholds", "--model", str(model), "--dev", str(dev), "--set", "OFF", "f1",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"{dev}: example 'w': label 'maybe' of task 'OFF'" in err and err.count("\n") == 1

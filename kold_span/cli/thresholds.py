@@ -37,18 +37,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out that is no model")
     parser.add_argument("--samples", type=positive_int, default=1000, help="bootstrap samples (default 1000)")
     parser.add_argument("--seed", type=seed_number, default=0, help="the bootstrap's seed (default 0)")
-    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32,
+                        help="texts the model reads at once while scoring --dev (default 32)")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Choose the thresholds, print what each promises, write the model directory."""
+    import os
     from pathlib import Path
 
     from kold_span.cli.options import check_outputs
     from kold_span.data.atomic import check_outside, check_replaceable
     from kold_span.data.jsonl import read_jsonl
-    from kold_span.errors import DataError
+    from kold_span.errors import DataError, OutputTargetError
     from kold_span.evaluation.operating_points import Target, decide
     from kold_span.inference.predictor import Predictor
     from kold_span.models.manifest import file_digest
@@ -61,14 +63,20 @@ def run(args: argparse.Namespace) -> int:
         # is all it must be; anything else non-empty is refused here, before the model runs, unless --overwrite
         earlier = is_model_dir(out)
         check_outputs({}, {"--dev": args.dev}, models=[args.model], folders={"--out": None if earlier else out})
+        if Path(os.path.realpath(out)) == Path(os.path.realpath(args.model)):
+            raise OutputTargetError(f"--out {args.out} is --model itself: to write the policy into that model, "
+                                    "pass --in-place instead of --out")
         check_outside({"--out": out}, [args.model])
         check_replaceable(out, is_model_dir, MODEL_DIRECTORY, args.overwrite)
     examples = list(read_jsonl(args.dev))
     if not examples:
         raise DataError(f"{args.dev}: no gold examples to choose thresholds on")
     predictor = Predictor.from_pretrained(args.model)
-    policies = decide(predictor, examples, targets, Path(args.dev).name, file_digest(Path(args.dev)),
-                      args.batch_size, args.samples, args.seed)
+    try:
+        policies = decide(predictor, examples, targets, Path(args.dev).name, file_digest(Path(args.dev)),
+                          args.batch_size, args.samples, args.seed)
+    except DataError as err:  # a gold the model cannot read names its example: say which file it is in
+        raise DataError(f"{args.dev}: {err}") from None
     config = read_model_config(args.model)
     for task in config["tasks"]:
         if task["name"] in policies:

@@ -35,6 +35,7 @@ from kold_span.models.tasks import Task
 TARGETS = ("precision", "recall", "flagged", "f1")
 # Which band a target sets: precision or F1 make the strict `remove` cut, recall or a reviewer's share `review`.
 BAND_OF = {"precision": "remove", "f1": "remove", "recall": "review", "flagged": "review"}
+BOOTSTRAP_DRAWS_HELD = 2 ** 22  # draws (resamples × texts) the bootstrap holds at once: 32 MB of float64
 SPAN_GRID = tuple(round(0.025 * i, 3) for i in range(1, 40))  # 0.025 … 0.975: spans are decoded once per threshold
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -188,8 +189,14 @@ def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRA
     if not n:
         return {"precision": [0.0, 0.0], "recall": [0.0, 0.0]}
     rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=samples).astype(float)  # [samples, n] draws per text
-    tp, flagged, positives = weights @ counts.tp[i], weights @ counts.flagged[i], weights @ counts.positives
+    # each resample is a row of draws per text; rows are drawn a chunk at a time (the Generator's stream, and so
+    # the interval, is the same whatever the chunk), so 1,000 resamples of 100,000 texts never hold 800 MB at once
+    sums = []
+    chunk = max(1, BOOTSTRAP_DRAWS_HELD // n)
+    for low in range(0, samples, chunk):
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, samples - low)).astype(float)
+        sums.append(np.stack([weights @ counts.tp[i], weights @ counts.flagged[i], weights @ counts.positives]))
+    tp, flagged, positives = np.concatenate(sums, axis=1)
     precision = tp[flagged > 0] / flagged[flagged > 0]
     recall = tp[positives > 0] / positives[positives > 0]
     tail = (1 - level) / 2 * 100
