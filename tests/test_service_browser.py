@@ -410,6 +410,20 @@ def test_the_page_shows_each_tasks_action_and_what_its_band_promised(browser, se
         "showPrediction({text: '바보', labels: {}, spans: []});"
         "return [...first, box.hidden];")
     assert shown == [False, "remove", "OFF: removeremove when P(OFF = true) >= 0.9: as promised", True]
+    # spans are shown for review and remove, not for a comment every band allows (nor hidden without a policy)
+    spans = "[{type: 'OFF', start: 0, end: 2, text: '바보', score: 0.7}]"
+    marks = browser.execute_script(
+        "const marks = () => [document.querySelectorAll('#highlighted mark').length,"
+        "                     document.getElementById('spans').textContent];"
+        f"showPrediction({{text: '바보', labels: {{}}, spans: {spans}, actions: {{OFF: 'review'}}}});"
+        "const review = marks();"
+        f"showPrediction({{text: '바보', labels: {{}}, spans: {spans}, actions: {{OFF: 'allow'}}}});"
+        "const allow = marks();"
+        f"showPrediction({{text: '바보', labels: {{}}, spans: {spans}}});"
+        "return [review, allow, marks()];")
+    assert marks[0][0] == 1 and marks[0][1].startswith("OFF “바보”")
+    assert marks[1] == [0, "allowed: its 1 span is not shown"]
+    assert marks[2] == marks[0]
 
 
 # The review band on the page: sliders that redo each uploaded comment's action from its score, in the page.
@@ -489,6 +503,15 @@ def page_actions(browser):
         "   .map(b => [b.dataset.task, b.dataset.action]))]);")
 
 
+def row_spans(browser):
+    """Per file row, its span lines shown and its highlighted pieces' count of distinct spans' starts."""
+    return [tuple(pair) for pair in browser.execute_script(
+        "return Array.from(document.querySelectorAll('#file-rows tr')).map(tr => ["
+        " Array.from(tr.querySelectorAll('.row-span')).filter(line => !line.hidden).length,"
+        " tr.querySelectorAll('.row-text mark').length ? new Set(Array.from(tr.querySelectorAll('.row-span'))"
+        "   .map(line => line.textContent)).size : 0]);")]
+
+
 def summary(browser, task):
     box = browser.find_element(By.CSS_SELECTOR, f"fieldset.band[data-task='{task}'] .band-summary")
     return {k: int(box.get_attribute(f"data-{k}")) for k in ("allow", "review", "remove", "changed")}
@@ -507,6 +530,12 @@ def test_the_sliders_redo_the_servers_actions_in_the_page_and_send_nothing(brows
     shown = page_actions(browser)
     assert [actions for _, actions in shown] == [r["actions"] for r in records]
     assert [colour for colour, _ in shown] == [max(r["actions"].values(), key=worst.index) for r in records]
+    # spans are shown for review and remove: an allowed comment's text is plain and its span lines hidden
+    colours = [colour for colour, _ in shown]
+    assert any(c != "allow" and r["spans"] for c, r in zip(colours, records))
+    shown_spans = row_spans(browser)
+    assert shown_spans == [(0, 0) if c == "allow" else (len(r["spans"]), len(r["spans"])) if r["spans"]
+                           else (0, 0) for c, r in zip(colours, records)]
     for task in ("OFF", "OFF_span"):
         counts = {a: [r["actions"][task] for r in records].count(a) for a in worst}
         assert summary(browser, task) == {**counts, "changed": 0}
@@ -527,6 +556,7 @@ def test_the_sliders_redo_the_servers_actions_in_the_page_and_send_nothing(brows
     assert remove_slider.get_attribute("value") == "0"
     assert off.find_element(By.CSS_SELECTOR, "input[type=number][data-band=remove]").get_attribute("value") == "0"
     assert [a["OFF"] for _, a in page_actions(browser)] == ["remove"] * len(records)
+    assert [shown for shown, _ in row_spans(browser)] == [len(r["spans"]) for r in records]  # all shown again
     moved = sum(r["actions"]["OFF"] != "remove" for r in records)
     assert summary(browser, "OFF") == {"allow": 0, "review": 0, "remove": len(records), "changed": moved}
     remove_slider.send_keys(Keys.ARROW_RIGHT)  # one step: 0.01
@@ -551,10 +581,16 @@ def test_the_sliders_redo_the_servers_actions_in_the_page_and_send_nothing(brows
     assert [a["OFF_span"] for _, a in page_actions(browser)] == \
         [expected_action(r["action_scores"]["OFF_span"], None, remove) for r in records]
     assert summary(browser, "OFF_span")["review"] == 0
+    # every band off: every comment allowed, and shown plain, its span lines hidden
+    browser.execute_script("for (const t of ['OFF', 'OFF_span']) for (const b of ['review', 'remove'])"
+                           " setBand(t, b, null); showActions();")
+    assert {colour for colour, _ in page_actions(browser)} == {"allow"} and any(r["spans"] for r in records)
+    assert row_spans(browser) == [(0, 0)] * len(records)
     # back to the model's thresholds: the server's actions again
     for box in (off, span_box):
         box.find_element(By.CSS_SELECTOR, "button.reset").click()
     assert [actions for _, actions in page_actions(browser)] == [r["actions"] for r in records]
+    assert row_spans(browser) == shown_spans
     # nothing was sent while the sliders moved: no request in the server's log, none in the page's
     after = (requests_logged(server), browser.execute_script("return performance.getEntries().length"))
     assert after == before
