@@ -43,7 +43,7 @@ from kold_span.config.registry import Registry
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
-from kold_span.text.letters import LEET, confusables_data, is_capital, readings
+from kold_span.text.letters import LEET, is_capital, lookalike_letters, readings
 
 STEPS = ("nfc", "width", "invisible", "confusables", "letters", "elongation", "leet", "keyboard", "jamo", "separators",
          "masks", "spaced")
@@ -268,14 +268,12 @@ _NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
 
 @functools.lru_cache(maxsize=8192)
 def _latin_lookalike(char: str) -> Optional[str]:
-    """The ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None."""
+    """The one ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None (also when it
+    is several: `І` is an I or an l, which the `letters` step reads by the word they spell)."""
     if _LATIN.match(char) or not char.isalpha():
         return None
-    for entry in confusables_data().get(char, ()):
-        target = entry["c"]
-        if len(target) == 1 and target.isascii() and target.isalpha():
-            return target
-    return None
+    letters = [target for target in lookalike_letters(char) if len(target) == 1]
+    return letters[0] if len(letters) == 1 else None
 
 
 @NORMALIZERS.register("confusables")
