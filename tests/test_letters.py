@@ -123,7 +123,7 @@ def test_a_whole_word_in_other_scripts_is_read_when_it_is_no_word_of_its_own():
     ("you B\u0399TCH", "you BITCH"),         # Greek Ι
     ("K\u04c0LL", "KILL"),                   # Cyrillic palochka
     ("\u0412\u0406\u0422\u0421\u041d", "BITCH"),  # every letter Cyrillic
-    ("\u0406oser", "Loser"),                 # the same capital standing for an l
+    ("\u0406oser", "loser"),                 # the same capital standing for an l, in the case the data gives
 ])
 def test_a_capital_that_looks_like_both_i_and_l_is_read_as_the_word_says(written, normalized):
     assert normalize(written).aligned.text == normalized

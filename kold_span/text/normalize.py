@@ -371,8 +371,15 @@ def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
     if best is None:
         return []
     groups = regex.fullmatch(pattern, best[1]).groups()
-    return [(start + i, start + i + 1, letters.upper() if is_capital(c) else letters)
+    return [(start + i, start + i + 1, _in_case(c, letters))
             for i, (c, letters) in enumerate(zip(word, groups)) if not c.isascii()]
+
+
+def _in_case(char: str, letters: str) -> str:
+    """A character's reading in the case Unicode's look-alike data gives it (`І` read as l stays an l, as I a
+    capital), else in the character's own case."""
+    given = [form for form in (letters, letters.upper()) if form in lookalike_letters(char)]
+    return given[0] if given else letters.upper() if is_capital(char) else letters
 
 
 def _word_edge(text: str, start: int, end: int) -> bool:
