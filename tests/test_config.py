@@ -302,6 +302,19 @@ def test_the_alias_bound_counts_characters_not_values(tmp_path):
     assert len(yaml_load("a: &a " + "x" * 1000 + "\nb: [" + ", ".join(["*a"] * 100) + "]\n")["b"]) == 100
 
 
+@pytest.mark.parametrize("text, where, problem", [
+    ("trainer:\n\tlr: 0.1\n", 2, "found character '\\t' that cannot start any token"),
+    ("experiment: demo\ntasks:\n  - {name: OFF, kind: sequence\n", 4,
+     "expected ',' or '}', but got '<stream end>' (while parsing a flow mapping, line 3)"),
+])
+def test_a_yaml_syntax_error_is_one_line_naming_the_file_and_line(tmp_path, text, where, problem):
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == f"{path}:{where}: invalid YAML: {problem}"
+
+
 def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
     path = tmp_path / "twice.yaml"
     path.write_text("trainer:\n  lr: 0.1\n  max_epochs: 2\n  lr: 0.2\n", encoding="utf-8")

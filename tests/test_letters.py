@@ -118,6 +118,17 @@ def test_a_whole_word_in_other_scripts_is_read_when_it_is_no_word_of_its_own():
     assert normalize("i\u0336d\u0336i\u0336o\u0336t\u0336").aligned.text == "idiot"  # struck through
 
 
+@pytest.mark.parametrize("written, normalized", [
+    ("\u0406D\u0406OT", "IDIOT"),            # Cyrillic І inside capitals: TR39's prototype is l, the word says I
+    ("you B\u0399TCH", "you BITCH"),         # Greek Ι
+    ("K\u04c0LL", "KILL"),                   # Cyrillic palochka
+    ("\u0412\u0406\u0422\u0421\u041d", "BITCH"),  # every letter Cyrillic
+    ("\u0406oser", "loser"),                 # the same capital standing for an l, in the case the data gives
+])
+def test_a_capital_that_looks_like_both_i_and_l_is_read_as_the_word_says(written, normalized):
+    assert normalize(written).aligned.text == normalized
+
+
 @pytest.mark.parametrize("ordinary", [
     "før Москва он сказал naïve café Zoë Beyoncé Pokémon",   # words of their own language, names
     "m² ① … Ωmega ™ № ⅓ ℃",                                  # symbols that are no word's letters

@@ -257,6 +257,15 @@ def test_a_directory_that_is_no_path_is_an_argument_error():
         Predictor.from_pretrained(5)
 
 
+def test_a_training_run_folder_given_as_the_model_names_its_model_folder(model_dir, tmp_path):
+    run = tmp_path / "run"  # checkpoints/<experiment>/<run>: the run's config.json beside its model/
+    run.mkdir()
+    (run / CONFIG_NAME).write_text(json.dumps({"experiment": "demo", "tasks": []}), encoding="utf-8")
+    shutil.copytree(model_dir, run / "model")
+    assert load_error(run) == (f"{run} is a training run's folder, not a model directory: pass its model folder, "
+                               f"{run / 'model'}")
+
+
 # -- a model directory is replaced whole, never edited in place (issue 54) -----------------------------------------
 
 def _files(directory: Path) -> dict[str, bytes]:

@@ -280,6 +280,26 @@ def test_a_run_killed_midway_resumes_to_the_bytes_of_an_uninterrupted_run(model,
     assert not partial.exists()
 
 
+@pytest.mark.slow
+def test_sigterm_while_standard_input_is_spooled_removes_the_spool(model, tmp_path):
+    spools = tmp_path / "tmp"
+    spools.mkdir()
+    argv = [sys.executable, "-m", "kold_span.cli", "predict", "--model", str(model), "--input", "-", "--format",
+            "jsonl", "--output", str(tmp_path / "out.jsonl"), "--quiet"]
+    child = subprocess.Popen(argv, env={**child_env(), "TMPDIR": str(spools)}, stdin=subprocess.PIPE,
+                             stderr=subprocess.PIPE, encoding="utf-8")
+    child.stdin.write(json.dumps({"id": "1", "text": "좋은 기사"}) + "\n")
+    child.stdin.flush()  # and the stream left open: the spool waits for more
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(spools.glob("kold-span-stdin-*/stdin.jsonl")):
+        time.sleep(0.02)
+    assert child.poll() is None and any(spools.glob("kold-span-stdin-*"))
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 143 and "terminated (SIGTERM)" in stderr
+    assert list(spools.iterdir()) == [] and not (tmp_path / "out.jsonl").exists()
+
+
 def test_a_parquet_output_holds_the_rows_of_the_jsonl_output(model, tmp_path, capsys):
     import pyarrow.parquet as pq
 

@@ -87,3 +87,18 @@ def test_an_id_predicted_twice_is_a_warning_and_the_last_line_counts(tmp_path, c
                                        {"id": "1", "spans": [{"type": "OFF", "start": 0, "end": 2}]}))
     assert preds["1"]["spans"] == {"OFF": [(0, 2)]}
     assert "p.jsonl:2: id '1' again (first at" in caplog.text
+
+
+def test_a_prediction_without_a_label_other_predictions_hold_is_refused_and_lenient_warns(tmp_path, caplog):
+    from kold_span.evaluation.prediction_files import evaluate_files
+
+    gold = write(tmp_path / "gold.jsonl", {"id": "1", "text": "너 바보냐", "labels": {"OFF": True}},
+                 {"id": "2", "text": "좋은 기사", "labels": {"OFF": False}})
+    pred = write(tmp_path / "pred.jsonl", {"id": "1", "labels": {"OFF": {"label": True}}, "spans": []},
+                 {"id": "2", "labels": {}, "spans": []})
+    with pytest.raises(DataError, match=r"pred.jsonl:2: id '2': no label OFF, which the gold and other "
+                                        r"predictions hold"):
+        evaluate_files(gold, pred)
+    with caplog.at_level("WARNING", logger="kold_span"):
+        report = evaluate_files(gold, pred, lenient=True)
+    assert report.scores["label/OFF/accuracy"] == 1.0 and "pred.jsonl:2: id '2': no label OFF" in caplog.text

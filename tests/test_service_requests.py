@@ -146,6 +146,18 @@ def test_a_bad_attribute_file_names_the_file_and_key(tmp_path, text, fragment):
     assert str(err.value).startswith(str(path)) and fragment in str(err.value)
 
 
+@pytest.mark.parametrize("data, fragment", [
+    (b"attributes: {A: {task: OFF}\n", ":2: invalid YAML: expected ',' or '}'"),
+    (b"attributes: {A: {task: \xff}}\n", ":1: not UTF-8 text"),
+])
+def test_an_attribute_file_that_is_no_yaml_names_the_file_and_line(tmp_path, data, fragment):
+    path = tmp_path / "a.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        load_attributes(path, TASKS)
+    assert str(err.value).startswith(f"{path}{fragment}") and "\n" not in str(err.value)
+
+
 RECORD = {"id": "1", "text": "저 바보 같은 놈",
           "labels": {"OFF": {"label": True, "probs": {"false": 0.2, "true": 0.8}},
                      "GRP": {"label": "individual", "probs": {"individual": 0.9, "group": 0.1}}},

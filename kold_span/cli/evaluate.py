@@ -35,7 +35,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="empty-gold rule of the span F1 (default: SemEval-2021 Toxic Spans)")
     parser.add_argument("--lenient", action="store_true",
                         help="warn instead of refusing malformed span offsets (left out), spans past the text's "
-                             "end and predicted texts that differ from the gold text (scored as they are)")
+                             "end, predicted texts that differ from the gold text and predictions without a label "
+                             "the others hold (scored as they are)")
     return parser
 
 

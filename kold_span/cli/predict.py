@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input == "-":
         if not args.format:
             raise ArgumentError("--input - (standard input) needs --format: txt, jsonl, csv, tsv or parquet")
-        with tempfile.TemporaryDirectory(prefix="kold-span-stdin-") as folder:
+        # SIGTERM as Ctrl-C from the start: a stream stopped while it is spooled takes its spool with it.
+        with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kold-span-stdin-") as folder:
             # Spooled to a file: the rows are read as any input's are, in flat memory, and a bad row is named
             # by its line (of "stdin.FORMAT").
             source = Path(folder) / f"stdin.{args.format}"

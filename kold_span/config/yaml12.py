@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import yaml
 
 from kold_span.config.limits import CONFIG_BYTES, read_bounded_text
-from kold_span.errors import ConfigError
+from kold_span.errors import ConfigError, KoldSpanError
 
 
 class _Yaml12Loader(yaml.SafeLoader):
@@ -151,14 +151,41 @@ def _check_unique_keys(node: yaml.MappingNode) -> None:
         seen[(key.tag, key.value)] = line
 
 
+def yaml_error_text(path: Union[str, Path], err: yaml.YAMLError) -> str:
+    """A YAML file's error in one line: `FILE:LINE: invalid YAML: problem`, or `FILE: invalid YAML: ...` for ours
+    (a key twice, which names its lines; a document too large).
+
+    Example:
+        >>> try:
+        ...     yaml_load("a: [1, 2\\n")
+        ... except yaml.YAMLError as err:
+        ...     print(yaml_error_text("c.yaml", err))
+        c.yaml:2: invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence, line 1)
+    """
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    if mark is None:
+        return f"{path}: invalid YAML: {err}"
+    problem, context, context_mark = err.problem, err.context, err.context_mark  # type: ignore[attr-defined]
+    if not problem:
+        return f"{path}:{mark.line + 1}: invalid YAML: {context}"
+    where = f" ({context}, line {context_mark.line + 1})" if context and context_mark else ""
+    return f"{path}:{mark.line + 1}: invalid YAML: {problem}{where}"
+
+
+def read_yaml_document(path: Union[str, Path], error: type[KoldSpanError]) -> Any:
+    """One YAML file's document; more than `CONFIG_BYTES`, bytes that are not UTF-8 or invalid YAML are `error` in
+    one line naming the file (and line)."""
+    text = read_bounded_text(path, CONFIG_BYTES, error)
+    try:
+        return yaml_load(text)
+    except yaml.YAMLError as err:
+        raise error(yaml_error_text(path, err)) from None
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """One YAML file as a mapping; more than `CONFIG_BYTES`, bytes that are not UTF-8, invalid YAML or a non-mapping
     are a `ConfigError`."""
-    text = read_bounded_text(path, CONFIG_BYTES, ConfigError)
-    try:
-        raw = yaml_load(text) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from err
+    raw = read_yaml_document(path, ConfigError) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config file must be a mapping of keys")
     return raw

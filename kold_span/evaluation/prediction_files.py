@@ -108,14 +108,20 @@ def _checked_pair(pair: Any, where: str, field_name: str, lenient: bool) -> Opti
 
 
 def check_against_gold(gold: list[Example], preds: dict[str, dict[str, Any]], lenient: bool = False) -> None:
-    """A `DataError` (lenient: a warning each) for a prediction of another text than its gold, or a span past its end.
+    """A `DataError` (lenient: a warning each) for a prediction of another text than its gold, a span past its end,
+    or a prediction without a label that its gold and other predictions hold.
 
-    Either means the predictions are of another input (or were edited), and scoring them would give a
-    number that looks right and means nothing.
+    Each means the predictions are of another input (or were edited), and scoring them would give a
+    number that looks right and means nothing (a label left out of one prediction would be scored on
+    fewer examples than the report counts).
     """
+    predicted_labels = {name for pred in preds.values() for name in pred["labels"]}
     for ex in gold:
         pred = preds[ex.id]
-        problems = []
+        problems = [f"id {ex.id!r}: no label {name}, which the gold and other predictions hold"
+                    for name, value in ex.labels.items()
+                    if value is not None and not isinstance(value, dict) and name in predicted_labels
+                    and name not in pred["labels"]]
         if pred.get("text") is not None and pred["text"] != ex.text:
             problems.append(f"id {ex.id!r}: its text {pred['text'][:30]!r} is not the gold text {ex.text[:30]!r}; "
                             "the predictions are of another input")

@@ -205,6 +205,9 @@ def read_model_config(directory: Union[str, Path]) -> dict[str, Any]:
     config = read_json(path)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: expected a JSON object of keys, got {type(config).__name__}")
+    if "format_version" not in config and (directory / "model" / CONFIG_NAME).is_file():
+        raise ModelFormatError(f"{directory} is a training run's folder, not a model directory: pass its model "
+                               f"folder, {directory / 'model'}")
     if "format_version" not in config:
         raise ModelFormatError(f"{path}: missing key 'format_version' (this kold-span reads format_version "
                                f"{FORMAT_VERSION})")

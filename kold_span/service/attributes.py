@@ -31,8 +31,7 @@ from typing import Any, Optional, Sequence, Union
 
 from kold_span.config.choices import TaskKind
 from kold_span.config.binding import build_dataclass
-from kold_span.config.limits import CONFIG_BYTES, read_bounded
-from kold_span.config.yaml12 import yaml_load
+from kold_span.config.yaml12 import read_yaml_document
 from kold_span.errors import ConfigError, RequestError
 from kold_span.inference.inputs import shown_names
 from kold_span.models.tasks import Task
@@ -156,7 +155,7 @@ def load_attributes(path: Union[str, Path], tasks: Sequence[Task]) -> AttributeM
     Every error names the file and the key.
     """
     path = Path(path)
-    raw = yaml_load(read_bounded(path, CONFIG_BYTES, ConfigError).decode("utf-8"))
+    raw = read_yaml_document(path, ConfigError)
     where = str(path)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping with keys attributes (and languages)")

@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import string
 import unicodedata
 from typing import Iterator, Optional
 
@@ -157,13 +158,22 @@ def confusables_data() -> dict:
 def lookalike_letters(char: str) -> tuple[str, ...]:
     """The ASCII letters (one to three) Unicode's confusables data lists a non-ASCII character as a look-alike of.
 
+    A capital also stands for the capital ASCII letters the data gives its look-alike as: the data makes
+    `I` itself an `l`, so the capitals it lists as an `l` (Cyrillic `І`, Greek `Ι`) are an `I` too.
+
     Example:
         >>> lookalike_letters("\\u0456"), lookalike_letters("\\u03bf"), lookalike_letters("가")
         (('i',), ('o',), ())
+        >>> lookalike_letters("\\u0406"), lookalike_letters("\\u2113")  # Cyrillic І; the script ℓ stays an l
+        (('I', 'l'), ('l',))
     """
     if char.isascii():
         return ()
-    targets = {entry["c"] for entry in confusables_data().get(char, ())}
+    data = confusables_data()
+    targets = {entry["c"] for entry in data.get(char, ())}
+    if is_capital(char):
+        targets |= {letter for letter in string.ascii_uppercase
+                    if any(entry["c"] in targets for entry in data.get(letter, ()))}
     return tuple(sorted(t for t in targets
                         if t.isascii() and t.isalpha() and len(t) <= MAX_LOOKALIKE_LETTERS))
 

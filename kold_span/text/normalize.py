@@ -43,7 +43,7 @@ from kold_span.config.registry import Registry
 from kold_span.data.example import Context, Example
 from kold_span.text.aligned import AlignedText, Replacement
 from kold_span.text.hangul import KEYBOARD, syllables
-from kold_span.text.letters import LEET, confusables_data, is_capital, readings
+from kold_span.text.letters import LEET, is_capital, lookalike_letters, readings
 
 STEPS = ("nfc", "width", "invisible", "confusables", "letters", "elongation", "leet", "keyboard", "jamo", "separators",
          "masks", "spaced")
@@ -268,14 +268,12 @@ _NON_LATIN_LETTER = regex.compile(r"(?!\p{Latin})\p{L}")
 
 @functools.lru_cache(maxsize=8192)
 def _latin_lookalike(char: str) -> Optional[str]:
-    """The ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None."""
+    """The one ASCII letter a non-Latin letter is confusable with, per Unicode's data, else None (also when it
+    is several: `І` is an I or an l, which the `letters` step reads by the word they spell)."""
     if _LATIN.match(char) or not char.isalpha():
         return None
-    for entry in confusables_data().get(char, ()):
-        target = entry["c"]
-        if len(target) == 1 and target.isascii() and target.isalpha():
-            return target
-    return None
+    letters = [target for target in lookalike_letters(char) if len(target) == 1]
+    return letters[0] if len(letters) == 1 else None
 
 
 @NORMALIZERS.register("confusables")
@@ -373,8 +371,15 @@ def _read_latin(text: str, start: int, end: int) -> list[Replacement]:
     if best is None:
         return []
     groups = regex.fullmatch(pattern, best[1]).groups()
-    return [(start + i, start + i + 1, letters.upper() if is_capital(c) else letters)
+    return [(start + i, start + i + 1, _in_case(c, letters))
             for i, (c, letters) in enumerate(zip(word, groups)) if not c.isascii()]
+
+
+def _in_case(char: str, letters: str) -> str:
+    """A character's reading in the case Unicode's look-alike data gives it (`І` read as l stays an l, as I a
+    capital), else in the character's own case."""
+    given = [form for form in (letters, letters.upper()) if form in lookalike_letters(char)]
+    return given[0] if given else letters.upper() if is_capital(char) else letters
 
 
 def _word_edge(text: str, start: int, end: int) -> bool:
