@@ -19,7 +19,8 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
     """One example's probabilities from those of its windows.
 
     Each token is taken from the window where it sits farthest from an edge (most context on both
-    sides); each task's kind merges its probabilities (a sequence task averages its windows').
+    sides); each task's kind merges its probabilities (a sequence task: `kinds.sequence.windows_merged`, the
+    surest window for a true/false or multi-label task, else the mean).
 
     Example:
         >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
@@ -27,8 +28,8 @@ def merge_windows(tasks: Sequence[Task], windows: Sequence[dict[str, Any]],
         >>> second = {"offsets": [(0, 0), (3, 6), (7, 9), (0, 0)], "text_mask": [0, 1, 1, 0]}
         >>> merged = merge_windows([off], [first, second], [{"OFF": np.array([0.2, 0.8])},
         ...                                                 {"OFF": np.array([0.4, 0.6])}])
-        >>> merged.token_offsets, merged.sequence_probs["OFF"].round(2).tolist()
-        ([(0, 2), (3, 6), (7, 9)], [0.3, 0.7])
+        >>> merged.token_offsets, merged.sequence_probs["OFF"].round(2).tolist()  # P(true): the surer window's
+        ([(0, 2), (3, 6), (7, 9)], [0.2, 0.8])
     """
     merged = MergedExample()
     best: dict[tuple[int, int], tuple[int, int, int]] = {}  # offset → (distance, window, position)

@@ -1,7 +1,7 @@
 """The sequence kind: labels of the whole text, read from the pooled encoder state.
 
-Every window of an example carries the example's target; the example's probabilities are the
-mean over its windows. What the target, loss, probabilities and decoded label are depends on the
+Every window of an example carries the example's target; the example's probabilities come from
+its windows' (`windows_merged`: the surest window for a true/false or multi-label task, else the mean). What the target, loss, probabilities and decoded label are depends on the
 task's problem (single, multi, soft): `kold_span.models.kinds.problems`, which scores it too.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
+from kold_span.config.choices import Problem
 from kold_span.data.example import Example, label_set
 from kold_span.errors import ConfigError
 from kold_span.models.confidence import remap, remap_labels
@@ -21,6 +22,35 @@ if TYPE_CHECKING:
     import torch
 
     from kold_span.models.tasks import Task
+
+
+def windows_merged(task: "Task", probs: np.ndarray) -> np.ndarray:
+    """A text's probabilities of a sequence task from its windows' ([windows, labels]).
+
+    A comment is offensive (ironic, toxic) when any part of it is: a true/false task takes P(true)
+    of its surest window, and P(false) the rest; a multi-label task each label's highest, as the
+    label is there when one window finds it. The mean would let the benign pages of a long comment
+    outvote the one window that holds an insult, and gate its spans off. A task of other labels
+    (a target type, BEEP!'s none / offensive / hate) or of vote shares (soft) says what the whole
+    text is, not whether something is in it: it averages its windows.
+
+    Example:
+        >>> from kold_span.models.tasks import Task
+        >>> off = Task("OFF", "sequence", "OFF", labels=("false", "true"))
+        >>> windows_merged(off, np.array([[0.9, 0.1], [0.2, 0.8]])).round(6).tolist()  # the mean would be 0.45
+        [0.2, 0.8]
+    """
+    if len(probs) == 1:
+        return probs[0]
+    if task.problem is Problem.MULTI:
+        return probs.max(axis=0)
+    if task.problem is Problem.SINGLE and task.is_boolean:
+        true = task.labels.index("true")
+        out = np.empty_like(probs[0])
+        out[true] = probs[:, true].max()
+        out[1 - true] = 1 - out[true]
+        return out
+    return probs.mean(axis=0)
 
 
 class SequenceKind:
@@ -71,7 +101,7 @@ class SequenceKind:
 
     def merge(self, task: "Task", window_probs: Sequence[dict[str, np.ndarray]],
               picks: Sequence[tuple[int, int]], merged: "MergedExample") -> None:
-        merged.sequence_probs[task.name] = np.mean([p[task.name] for p in window_probs], axis=0)
+        merged.sequence_probs[task.name] = windows_merged(task, np.stack([p[task.name] for p in window_probs]))
 
     def average(self, task: "Task", members: Sequence["MergedExample"], merged: "MergedExample") -> None:
         merged.sequence_probs[task.name] = np.mean([m.sequence_probs[task.name] for m in members], axis=0)
