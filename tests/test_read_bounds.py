@@ -49,6 +49,29 @@ def test_dev_zero_on_standard_input_stops_at_the_line_bound(model, tmp_path, cap
     assert f"error: standard input:1: a line longer than 16 MiB; {LINE_HINT}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("fmt, line", [("txt", b"good comment\n"), ("parquet", b"P" * 13)])
+def test_an_endless_standard_input_stops_at_the_stream_bound(model, tmp_path, capsys, monkeypatch, fmt, line):
+    # lines with their newlines (or Parquet's bytes) that never end: the spool is bounded as a whole
+    monkeypatch.setenv("KOLD_SPAN_MAX_STDIN_BYTES", "1000")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    stream = io.BytesIO(line * 200)  # 2,600 bytes: past the bound, as an endless stream would be
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stream))
+    code = main(["predict", "--model", str(model), "--input", "-", "--format", fmt, "--output",
+                 str(tmp_path / "o.jsonl"), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "error: standard input: a stream longer than 1000 bytes; set KOLD_SPAN_MAX_STDIN_BYTES (bytes)" in err
+    assert not (tmp_path / "o.jsonl").exists() and not list(tmp_path.glob("kold-span-stdin-*"))  # spool removed
+
+
+def test_a_stream_within_the_bound_is_predicted(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("KOLD_SPAN_MAX_STDIN_BYTES", str(len(b"good comment\n" * 3)))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"good comment\n" * 3)))
+    assert main(["predict", "--model", str(model), "--input", "-", "--format", "txt", "--output",
+                 str(tmp_path / "o.jsonl"), "--quiet"]) == 0
+    assert len((tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+
+
 def test_dev_zero_as_data_train_is_a_clear_error(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KOLD_SPAN_MAX_FILE_BYTES", str(1 << 20))  # the default, 256 MiB, takes as long to reach
     source = zero_named(tmp_path, "train.json")

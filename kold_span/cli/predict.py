@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO, Iterable
 
 from kold_span.cli.options import (add_repeatable, non_empty_path, non_negative_float, positive_int,
                                    sigterm_as_interrupt)
 from kold_span.config.choices import OutputFormat, Precision, Runtime
-from kold_span.config.limits import bounded_lines
+from kold_span.config.limits import STDIN_BYTES, bounded_lines
 from kold_span.errors import ArgumentError, DataError, KoldSpanError, OutputInUseError, UnfinishedOutputError
 
 
@@ -98,12 +98,25 @@ def run(args: argparse.Namespace) -> int:
             # by its line (of "stdin.FORMAT").
             source = Path(folder) / f"stdin.{args.format}"
             with source.open("wb") as spool:
-                if args.format == "parquet":  # binary: no lines to bound
-                    shutil.copyfileobj(sys.stdin.buffer, spool)
+                if args.format == "parquet":  # binary: no lines to bound, read in pieces
+                    pieces = iter(lambda: sys.stdin.buffer.read(1 << 20), b"")
                 else:  # a line past the bound (an endless stream with no newline) stops here, not on a full disk
-                    spool.writelines(bounded_lines(sys.stdin.buffer, "standard input", DataError))
+                    pieces = bounded_lines(sys.stdin.buffer, "standard input", DataError)
+                spool_bounded(pieces, spool)
             return _run_local(args, source)
     return _run_local(args, Path(args.input))
+
+
+def spool_bounded(pieces: Iterable[bytes], spool: IO[bytes]) -> None:
+    """Write `pieces` of standard input to `spool`, stopping with a `DataError` once they pass the stream bound
+    (`config.limits.STDIN_BYTES`): an endless stream of lines would otherwise fill the disk and never be predicted."""
+    bound, written = STDIN_BYTES.bytes(), 0
+    for piece in pieces:
+        written += len(piece)
+        if written > bound:
+            raise DataError(STDIN_BYTES.exceeded("standard input", "a stream") + "; predict reads standard input to "
+                            "its end before it predicts: give an endless stream to it in parts, or to serve")
+        spool.write(piece)
 
 
 def _run_local(args: argparse.Namespace, source: Path) -> int:

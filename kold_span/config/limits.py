@@ -9,6 +9,7 @@ memory into one clear error, which says how to raise the bound: each is an envir
 | `KOLD_SPAN_MAX_LINE_BYTES` | 16 MiB | one line of a JSONL, CSV, TSV or TXT file, and one CSV field |
 | `KOLD_SPAN_MAX_FILE_BYTES` | 256 MiB | a file read whole: a corpus's JSON, a model directory's JSON files |
 | `KOLD_SPAN_MAX_CONFIG_BYTES` | 4 MiB | a YAML config, an options or API key file |
+| `KOLD_SPAN_MAX_STDIN_BYTES` | 16 GiB | all of what `predict --input -` spools from standard input |
 """
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ LINE_BYTES = ReadLimit("KOLD_SPAN_MAX_LINE_BYTES", 16 * MIB)
 FILE_BYTES = ReadLimit("KOLD_SPAN_MAX_FILE_BYTES", 256 * MIB)
 # Configs and a model directory's JSON files are kilobytes; PyYAML parses in pure Python, slowly.
 CONFIG_BYTES = ReadLimit("KOLD_SPAN_MAX_CONFIG_BYTES", 4 * MIB)
+# predict spools standard input to a file before it predicts (rows are then read as a file's are): a stream that
+# never ends would fill the disk. 16 GiB is millions of comments, more than a stream meant to end holds.
+STDIN_BYTES = ReadLimit("KOLD_SPAN_MAX_STDIN_BYTES", 16 * 1024 * MIB)
 
 
 def read_bounded(path: Union[str, Path], limit: ReadLimit, error: type[KoldSpanError]) -> bytes:
