@@ -382,3 +382,15 @@ def test_resume_refuses_an_unfinished_output_of_other_options(model, tmp_path, c
     assert listing(tmp_path) == ["in.jsonl", "out.jsonl"]
     assert predict(model, write_jsonl(tmp_path / "bad.jsonl", rows, bad_line=1), tmp_path / "o2.jsonl") == 2
     assert "o2.jsonl.partial.json" not in listing(tmp_path)  # nothing written: nothing left behind
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.TSV", "out.txt"])
+def test_an_output_named_as_another_input_format_is_refused(tmp_path, capsys, name):
+    # JSON lines in out.csv would be read back as CSV: refused before the model loads (no model needed here)
+    source = tmp_path / "in.txt"
+    source.write_text("좋은 기사\n", encoding="utf-8")
+    assert main(["predict", "--model", str(tmp_path / "no-model"), "--input", str(source), "--output",
+                 str(tmp_path / name), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "predict writes JSON lines or Parquet" in err and "name it .jsonl or .parquet" in err
+    assert not (tmp_path / name).exists()

@@ -38,8 +38,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("txt", "jsonl", "csv", "tsv", "parquet"),
                         help="the format of --input - (standard input), which has no name to tell it")
     parser.add_argument("--output", required=True, type=non_empty_path,
-                        help="JSONL (Parquet for a name ending in .parquet), one prediction per input row, in "
-                             "input order; with --engine ray, a folder that gets one output shard per input shard")
+                        help="JSONL (Parquet for a name ending in .parquet; not .csv, .tsv or .txt), one prediction "
+                             "per input row, in input order; with --engine ray, a folder that gets one output shard "
+                             "per input shard")
     parser.add_argument("--html", type=non_empty_path, help="also write an HTML page with the spans highlighted")
     parser.add_argument("--resume", action="store_true",
                         help="continue the unfinished output of a killed or failed run (OUTPUT.partial), with the "
@@ -126,10 +127,11 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
     from kold_span.cli.options import check_outputs
     from kold_span.data.atomic import add_note, partial_path
     from kold_span.inference.ensemble import load_predictor
-    from kold_span.inference.outputs import write_predictions
+    from kold_span.inference.outputs import output_kind, write_predictions
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
+    output_kind(args.output)  # a name predict cannot write (out.csv) is refused before the model loads
     check_outputs({"--output": args.output, "--html": args.html}, {"--input": source}, models=args.model)
     read = read_options(args)
     examples, report = read.open(source)

@@ -35,9 +35,9 @@ from kold_span.data.atomic import (OPTIONS_SUFFIX, atomic_write, check_companion
                                    partial_path)
 from kold_span.data.example import Example
 from kold_span.data.jsonl import json_text
-from kold_span.errors import UnfinishedOutputError
+from kold_span.errors import ArgumentError, UnfinishedOutputError
 from kold_span.inference.html import html_page
-from kold_span.inference.inputs import ReadOptions
+from kold_span.inference.inputs import INPUT_SUFFIXES, ReadOptions
 from kold_span.inference.pipeline import Pipeline, RunOptions
 from kold_span.inference.predictor import Predicts
 from kold_span.models.kinds import kind_of
@@ -56,13 +56,23 @@ class PredictionRun:
 
 
 def output_kind(path: Union[str, Path]) -> OutputFormat:
-    """Parquet for an output file whose name ends in .parquet, else JSONL (any other name, as before Parquet).
+    """Parquet for an output file whose name ends in .parquet, else JSONL (any other name, as before Parquet),
+    except a name ending as the other inputs predict reads (.txt, .csv, .tsv): JSON lines in a .csv file would
+    be read back as CSV, so such a name is an `ArgumentError`.
 
     Example:
         >>> [str(output_kind(name)) for name in ("out/preds.parquet", "preds.JSONL", "preds.out")]
         ['parquet', 'jsonl', 'jsonl']
+        >>> output_kind("preds.csv")
+        Traceback (most recent call last):
+        ...
+        kold_span.errors.ArgumentError: --output preds.csv: predict writes JSON lines or Parquet, and a name ending in .csv would be read back as CSV; name it .jsonl or .parquet
     """
-    return OutputFormat.PARQUET if Path(path).suffix.lower() == ".parquet" else OutputFormat.JSONL
+    suffix = Path(path).suffix.lower()
+    if suffix in INPUT_SUFFIXES and suffix not in (".jsonl", ".parquet"):
+        raise ArgumentError(f"--output {path}: predict writes JSON lines or Parquet, and a name ending in {suffix} "
+                            f"would be read back as {suffix[1:].upper()}; name it .jsonl or .parquet")
+    return OutputFormat.PARQUET if suffix == ".parquet" else OutputFormat.JSONL
 
 
 def prediction_record(example: Example, prediction: dict[str, Any]) -> dict[str, Any]:
