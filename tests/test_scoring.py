@@ -102,3 +102,21 @@ def test_a_prediction_without_a_label_other_predictions_hold_is_refused_and_leni
     with caplog.at_level("WARNING", logger="kold_span"):
         report = evaluate_files(gold, pred, lenient=True)
     assert report.scores["label/OFF/accuracy"] == 1.0 and "pred.jsonl:2: id '2': no label OFF" in caplog.text
+
+
+def test_gold_ids_of_any_json_value_meet_the_ids_predict_writes(tmp_path):
+    # predict makes `true` the id "true" and {"a": 1} the id '{"a": 1}' (`id_text`); the gold reader the same
+    from conftest import untrained_model
+
+    from kold_span.cli import main
+
+    model = untrained_model(tmp_path / "model")
+    gold = write(tmp_path / "gold.jsonl", {"id": True, "text": "좋은 기사", "labels": {"OFF": False}},
+                 {"id": {"a": 1}, "text": "바보 같은", "labels": {"OFF": True}},
+                 {"id": 7, "text": "재밌다", "labels": {"OFF": False}})
+    assert [e.id for e in (Example.from_dict(json.loads(line)) for line in gold.read_text().splitlines())] == [
+        "true", '{"a": 1}', "7"]
+    preds = tmp_path / "preds.jsonl"
+    assert main(["predict", "--model", str(model), "--input", str(gold), "--output", str(preds), "--quiet"]) == 0
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(preds), "--out", str(tmp_path / "report.json")]) == 0
+    assert json.loads((tmp_path / "report.json").read_text())["examples"] == 3

@@ -5,6 +5,7 @@ package; readers and writers convert from other conventions at the edges.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional, Union
 
@@ -81,10 +82,28 @@ class Example:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             raise DataError(f"{where}: malformed 'spans' or 'annotations': {err}") from err
         try:
-            return cls(id=str(d["id"]), text=d["text"], context=context, labels=dict(d.get("labels") or {}),
+            return cls(id=id_text(d["id"]), text=d["text"], context=context, labels=dict(d.get("labels") or {}),
                        spans=spans, annotations=annotations, meta=dict(d.get("meta") or {}))
         except DataError as err:
             raise DataError(f"{where}: {err}") from err
+
+
+def id_text(value: Any) -> str:
+    """An id as text, the one way every reader makes it: a string as it is, an integer in digits, any other
+    JSON value as its JSON text (so a gold file's `true` id and the `true` id of predict's input meet).
+
+    Example:
+        >>> id_text("a7"), id_text(7), id_text(True), id_text(1.5), id_text({"a": 1})
+        ('a7', '7', 'true', '1.5', '{"a": 1}')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say), or NaN
+        return str(value)
 
 
 def normalize_spans(spans: Iterable[Iterable[int]], text_len: int, what: str = "spans") -> list[Span]:

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from kold_span.config.limits import LINE_BYTES, allow_csv_fields, csv_field_too_long
 from kold_span.data.bad_records import BadRecords, SkipReport
-from kold_span.data.example import Example, context_problem, text_problem
-from kold_span.data.jsonl import json_text, parse_json_line, utf8_lines
+from kold_span.data.example import Example, context_problem, id_text, text_problem
+from kold_span.data.jsonl import parse_json_line, utf8_lines
 from kold_span.errors import ArgumentError, DataError
 
 log = logging.getLogger(__name__)
@@ -69,23 +69,6 @@ def _row_example(row: dict[str, Any], number: int, where: str, text_col: Optiona
     if problem := text_problem(example_id):
         raise DataError(f"{where}: field {icol!r}: {problem}")
     return Example(id=example_id, text=text, context=context or None)
-
-
-def id_text(value: Any) -> str:
-    """A row's id as text: a string as it is, an integer in digits, any other JSON value as its JSON text.
-
-    Example:
-        >>> id_text("a7"), id_text(7), id_text(True), id_text(1.5), id_text({"a": 1})
-        ('a7', '7', 'true', '1.5', '{"a": 1}')
-    """
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    try:
-        return json_text(value)
-    except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say)
-        return str(value)
 
 
 QUOTING = ("csv", "none")
