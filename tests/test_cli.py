@@ -9,6 +9,7 @@ import pytest
 
 from kold_span.cli import main
 from kold_span.cli.main import COMMANDS, build_parser, log_level
+from conftest import FIXTURE, TINY
 from kold_span.evaluation import prediction_files as files
 from kold_span.evaluation.prediction_files import EvaluationReport
 
@@ -226,3 +227,13 @@ def test_trainer_settings_lightning_refuses_are_one_line_before_any_data_is_read
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"kold-span train: error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.slow
+def test_quiet_training_prints_no_library_chatter(tmp_path, capfd):
+    # -q: warnings only; Lightning's device lines and tips and the datasets' Map bars are chatter, not warnings
+    assert main(["-q", "train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=q",
+                 "trainer.max_epochs=1", "data.limit=8"]) == 0
+    err = capfd.readouterr().err
+    for chatter in ("GPU available", "TPU available", "Tip:", "Map:", "LOCAL_RANK"):
+        assert chatter not in err, err

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from kold_span.cli import (ablate, agreement, configs, convert, evaluate, export, functional, import_encoder, predict,
                            pretrain, robustness, serve, thresholds, train)
@@ -79,21 +80,55 @@ def warnings_in_one_line(command: str) -> Iterator[None]:
         yield
 
 
+# The libraries that talk while the package trains or predicts: Lightning's device lines and tips go to its loggers
+# at INFO, the datasets' "Map:" bars to its own switch. With -q (WARNING) they say only warnings too.
+CHATTY_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric")
+
+
 @contextmanager
 def logging_to_stderr(level: int) -> Iterator[None]:
-    """While a command runs, the package's log records of `level` and above go to stderr, message only."""
+    """While a command runs, the package's log records of `level` and above go to stderr, message only; at
+    WARNING and above, the chatty libraries' (`CHATTY_LOGGERS`, the datasets' progress bars) are held to it too."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     before = PACKAGE_LOGGER.level, PACKAGE_LOGGER.propagate
     PACKAGE_LOGGER.addHandler(handler)
     PACKAGE_LOGGER.setLevel(level)
     PACKAGE_LOGGER.propagate = False  # a root handler set up by the caller would print each record twice
+    quiet = level >= logging.WARNING
+    chatty = {name: logging.getLogger(name).level for name in CHATTY_LOGGERS} if quiet else {}
+    for name in chatty:
+        logging.getLogger(name).setLevel(max(level, logging.getLogger(name).level))
+    bars = _datasets_bars_off() if quiet else None
     try:
         yield
     finally:
         PACKAGE_LOGGER.removeHandler(handler)
         PACKAGE_LOGGER.setLevel(before[0])
         PACKAGE_LOGGER.propagate = before[1]
+        for name, was in chatty.items():
+            logging.getLogger(name).setLevel(was)
+        if bars:
+            bars()
+
+
+def _datasets_bars_off() -> Optional[Callable[[], None]]:
+    """Turn the datasets library's progress bars off; what turns them back on (None if nothing to undo).
+
+    Loaded already (a second command in one process), it is switched off; not yet, its environment variable
+    is set for it to read when training imports it (importing it here would slow every command).
+    """
+    if "datasets" in sys.modules:
+        from datasets.utils import logging as datasets_logging
+
+        if not datasets_logging.is_progress_bar_enabled():
+            return None
+        datasets_logging.disable_progress_bar()
+        return datasets_logging.enable_progress_bar
+    if "HF_DATASETS_DISABLE_PROGRESS_BARS" in os.environ:
+        return None
+    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+    return lambda: os.environ.pop("HF_DATASETS_DISABLE_PROGRESS_BARS", None)
 
 
 def os_error_message(err: OSError) -> str:
