@@ -120,8 +120,8 @@ def test_a_planned_run_is_reused_when_finished_resumed_when_interrupted_and_retr
                                                                                                    monkeypatch):
     calls = []
 
-    def fake_train(config, resume=False, quiet=False):
-        calls.append((config.run, resume, quiet))
+    def fake_train(config, resume=False, quiet=False, overwrite=False):
+        calls.append((config.run, resume, quiet, overwrite))
         return argparse.Namespace(metrics={"test": {"OFF/macro_f1": 0.5}, "seconds": 3})
 
     monkeypatch.setattr(ablate, "train", fake_train)
@@ -132,7 +132,9 @@ def test_a_planned_run_is_reused_when_finished_resumed_when_interrupted_and_retr
     run.last_checkpoint.write_bytes(b"")
     train_planned(run)
     train_planned(run, retrain=True)
-    assert calls == [("cell-seed7", False, True), ("cell-seed7", True, True), ("cell-seed7", False, True)]
+    # retrained on request: started over, told to overwrite the unfinished run's checkpoint
+    assert calls == [("cell-seed7", False, True, False), ("cell-seed7", True, True, False),
+                     ("cell-seed7", False, True, True)]
     (run.run_dir / "metrics.json").write_text(json.dumps({"test": {"OFF/macro_f1": 0.25}}))
     assert finished_metrics(run) == {"test": {"OFF/macro_f1": 0.25}}
     check_saved_config(run)  # no config.json: nothing to compare

@@ -348,7 +348,7 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
     rows = [f'"[0, 1, 2, 3]",Dumb take number {i}.' if i % 2 else f"[],Nice one number {i}." for i in range(20)]
     (data / "toxic_spans" / "tsd_train.csv").write_text("spans,text\n" + "\n".join(rows) + "\n", encoding="utf-8")
 
-    def fake_train(config, resume=False, quiet=False):
+    def fake_train(config, resume=False, quiet=False, overwrite=False):
         run_dir = run_dir_of(config)
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
@@ -368,7 +368,7 @@ def test_runs_from_scores_another_tags_finished_runs_without_training(tmp_path, 
     assert first["runs"][0]["dev"] == {"toxic/balanced_accuracy": 0.81}
     assert "- toxic_spans [old]: `toxic` 0.8100 (1 seeds)" in quality.render({"toxic_spans:old": first})
 
-    def no_training(config, resume=False, quiet=False):
+    def no_training(config, resume=False, quiet=False, overwrite=False):
         raise AssertionError(f"trained {config.run}")
 
     monkeypatch.setattr(grid, "train", no_training)
@@ -749,7 +749,7 @@ def test_another_experiment_file_reads_the_training_side_with_its_reader_options
     import kold_span.experiments.grid as grid
     from kold_span.data.jsonl import read_jsonl
 
-    def fake_train(config, resume=False, quiet=False):
+    def fake_train(config, resume=False, quiet=False, overwrite=False):
         run_dir = run_dir_of(config)
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))

@@ -551,3 +551,22 @@ def test_resume_refuses_rows_of_the_same_model_with_other_thresholds_or_normaliz
     done = write_predictions(Predictor.from_pretrained(model_dir), iter(rows), out, options=RunOptions(BATCH),
                              resume=True)
     assert (done.rows, done.kept) == (40, 32)
+
+
+def test_a_fresh_train_into_an_unfinished_run_is_refused(tmp_path, capsys):
+    # a run killed before it exported: its last.ckpt is the work so far; a fresh train would start it over
+    from conftest import FIXTURE, TINY
+
+    from kold_span.cli import main
+
+    run = tmp_path / "tiny" / "r"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"epoch 2 of 3")
+    argv = ["train", str(TINY), "--set", f"output_dir={tmp_path}", f"data.train={FIXTURE}", "run=r",
+            "trainer.max_epochs=1", "data.limit=8"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds an unfinished run" in err and "--resume continues it" in err and "--overwrite" in err
+    assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"epoch 2 of 3"  # nothing was touched
+    assert main(argv + ["--overwrite"]) == 0  # told to: it starts over
+    assert (run / "model" / "config.json").exists()

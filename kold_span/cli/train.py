@@ -23,8 +23,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        "trainer.max_epochs=3")
     parser.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace the run's model/ folder even when it holds something else than a model "
-                             "(without it such a folder is refused before training)")
+                        help="replace the run's model/ folder even when it holds something else than a model, "
+                             "and start over a run left unfinished (without it both are refused before training)")
     return parser
 
 

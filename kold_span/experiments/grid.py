@@ -42,10 +42,10 @@ def finished_metrics(run: PlannedRun) -> Optional[dict[str, Any]]:
 def train_planned(run: PlannedRun, retrain: bool = False) -> dict[str, Any]:
     """Train one planned run and return its metrics; an interrupted run goes on from its last checkpoint.
 
-    `retrain` starts over even where a checkpoint is left.
+    `retrain` starts over even where a checkpoint is left (told to, as `kold-span train --overwrite` is).
     """
     resume = not retrain and run.last_checkpoint.exists()
-    return train(run.config, resume=resume, quiet=True).metrics
+    return train(run.config, resume=resume, quiet=True, overwrite=retrain).metrics
 
 
 def run_planned(planned: Sequence[PlannedRun]) -> list[dict[str, Any]]:

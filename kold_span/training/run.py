@@ -21,7 +21,7 @@ from kold_span.config.schema import Config, TrainerConfig
 from kold_span.data.atomic import check_replaceable, write_text_atomic
 from kold_span.data.example import Example, context_turns, label_str
 from kold_span.data.jsonl import finite_or_null, json_text
-from kold_span.errors import ArgumentError, ConfigError, DataError, NonFiniteError
+from kold_span.errors import ArgumentError, ConfigError, DataError, NonFiniteError, OutputTargetError
 from kold_span.evaluation.operating_points import decision_label
 from kold_span.evaluation.task_scores import benign_scores
 from kold_span.models.kinds import Decoding, build_tasks
@@ -92,6 +92,8 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
     with run_lock(run_dir):
         if not launched_worker():
             check_replaceable(run_dir / "model", is_model_dir, MODEL_DIRECTORY, overwrite)
+            if not resume and not overwrite:
+                check_no_unfinished_run(run_dir)
         built = build(config, resume, run_dir)
         fitted = fit(built, resume, quiet)
         if fitted is None:
@@ -100,6 +102,18 @@ def train(config: Config, resume: bool = False, quiet: bool = False, overwrite: 
         calibration = calibrate(config.tasks, trained, built.splits, built.extra, config.context.mode != "none",
                                 config.trainer.eval_batch_size)
         return save_and_score(built, fitted, trained, calibration, started, overwrite)
+
+
+def check_no_unfinished_run(run_dir: Path) -> None:
+    """An `OutputTargetError` when `run_dir` holds an unfinished run: a last checkpoint and no model exported after
+    it (a run killed midway, or a rerun of a finished one killed midway). A fresh run would start it over and write
+    its checkpoint over that one: the epochs done would be lost without a word."""
+    last = run_dir / "checkpoints" / "last.ckpt"
+    model = run_dir / "model"
+    if not last.exists() or is_model_dir(model) and model.stat().st_mtime >= last.stat().st_mtime:
+        return
+    raise OutputTargetError(f"{run_dir} holds an unfinished run ({last}, no model exported after it): --resume "
+                            "continues it; --overwrite starts it over; or name another run (run=NAME)")
 
 
 def build(config: Config, resume: bool = False, run_dir: Optional[Path] = None) -> Built:
