@@ -138,7 +138,7 @@ class Flat:
                                "groups": np.array([0.9, 0.2])}) for _ in texts]
 
 
-def dev_split(n=100):
+def dev_split(n=500):
     """`n` dev texts: OFF true for 7 in 10, TGT "group" for half."""
     return [Example(str(i), f"text {i}", labels={"OFF": i < 0.7 * n, "TGT": "group" if i < n / 2 else "other",
                                                  "groups": ["a"]}) for i in range(n)]
@@ -196,11 +196,11 @@ def test_a_map_beside_a_fixed_temperature_is_reported_and_a_small_dev_fits_none(
     assert chosen.temperature_report["OFF"]["confidence_map_knots"] == 3
     assert chosen.temperature_report["OFF"]["dev_ece_before"] == pytest.approx(0.2)
     assert chosen.temperature_report["OFF"]["dev_ece_after"] == pytest.approx(0.02)
-    assert chosen.temperature_report["OFF"]["temperature"] == 1.0 and chosen.temperature_report["OFF"]["rows"] == 100
+    assert chosen.temperature_report["OFF"]["temperature"] == 1.0 and chosen.temperature_report["OFF"]["rows"] == 500
     with caplog.at_level("INFO", logger="kold_span.training.calibration"):
         small = calibrate([TaskConfig("OFF", source="OFF", temperature=1.0)], Flat(),
-                          {"train": [], "dev": dev_split(99)})
-    assert small.confidence_maps == {} and "no confidence map: 99 labelled dev rows, fewer than 100" in caplog.text
+                          {"train": [], "dev": dev_split(499)})
+    assert small.confidence_maps == {} and "no confidence map: 499 labelled dev rows, fewer than 500" in caplog.text
 
 
 def test_a_saved_map_is_applied_to_what_predict_gives_and_checked_on_load(tmp_path):
