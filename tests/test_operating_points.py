@@ -251,3 +251,44 @@ def test_the_bootstrap_drawn_a_chunk_at_a_time_is_the_same(monkeypatch):
     assert bootstrap_interval(counts, 0.7, samples=300, seed=4) == whole
     monkeypatch.setattr(operating_points, "BOOTSTRAP_DRAWS_HELD", 7 * 5)
     assert bootstrap_interval(counts, 0.7, samples=300, seed=4) == whole
+
+
+def reference_optimism(counts, target, value, samples, seed):
+    """`selection_optimism` the slow way: each resample's texts repeated, `threshold_table` and `choose` on them."""
+    rng, n, gaps = np.random.default_rng([seed, 1]), counts.tp.shape[1], []
+    here = {row["threshold"]: row["precision"] for row in threshold_table(counts)}
+    for _ in range(samples):
+        draws = rng.multinomial(n, np.full(n, 1.0 / n))
+        keep = np.repeat(np.arange(n), draws)
+        drawn = operating_points.Counts(counts.thresholds, counts.tp[:, keep], counts.flagged[:, keep],
+                                        counts.positives[keep], counts.texts_flagged[:, keep], counts.benign[keep])
+        try:
+            row = choose(threshold_table(drawn), target, value)
+        except UnreachableTargetError:
+            continue
+        if row["precision"] is not None and here[row["threshold"]] is not None:
+            gaps.append(row["precision"] - here[row["threshold"]])
+    return round(float(np.mean(gaps)), 4) if gaps else 0.0
+
+
+@pytest.mark.parametrize("target, value", [("precision", 0.9), ("precision", 0.7), ("recall", 0.9), ("f1", None),
+                                           ("flagged", 0.3)])
+def test_selection_optimism_is_choose_on_each_resample(target, value):
+    rng = np.random.default_rng(3)
+    scores = rng.random(40)
+    gold = rng.random(40) < 0.3 + 0.4 * scores  # a weak signal: the chosen place is partly luck
+    counts = sequence_counts(scores, gold)
+    fast = operating_points.selection_optimism(counts, target, value, samples=150, seed=5)
+    assert fast == pytest.approx(reference_optimism(counts, target, value, 150, 5), abs=1e-4)
+
+
+def test_a_band_chosen_on_a_weak_signal_promises_less_than_the_fixed_threshold_bootstrap():
+    # a weak signal on 80 texts: precision 0.8 is met where some lucky texts sit, and the choice flatters it
+    rng = np.random.default_rng(4)
+    scores = rng.random(80)
+    counts = sequence_counts(scores, rng.random(80) < 0.3 + 0.4 * scores)
+    band = decision_band(counts, "precision", 0.8, "dev.jsonl", "0" * 64, samples=300)
+    plain = bootstrap_interval(counts, band["threshold"], samples=300)["precision"]
+    optimism = operating_points.selection_optimism(counts, "precision", 0.8, samples=300)
+    assert optimism > 0.02
+    assert band["precision_interval"] == [round(plain[0] - optimism, 4), plain[1]]
