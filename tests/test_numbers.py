@@ -139,7 +139,8 @@ def test_an_encoder_directory_whose_tokenizer_outgrows_its_embeddings_is_refused
 
 
 # json.dumps calls that write nothing: a cache key, a comparison, a grouping key.
-NOT_WRITTEN = {"config/saved.py", "training/datamodule.py", "service/model.py"}
+NOT_WRITTEN = {"config/saved.py", "training/datamodule.py", "service/model.py",
+               "data/example.py"}  # id_text: an id made from a JSON value, a key written nowhere as JSON
 
 
 def test_every_json_the_package_writes_goes_through_json_text():

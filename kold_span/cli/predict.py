@@ -131,8 +131,8 @@ def _run_local(args: argparse.Namespace, source: Path) -> int:
 
     # Checked before the model loads and before any output is opened: an output that is the input, a
     # missing input or an unknown suffix costs nothing and touches nothing.
-    output_kind(args.output)  # a name predict cannot write (out.csv) is refused before the model loads
     check_outputs({"--output": args.output, "--html": args.html}, {"--input": source}, models=args.model)
+    output_kind(args.output)  # a name predict cannot write (out.csv) is refused before the model loads
     read = read_options(args)
     examples, report = read.open(source)
     output, html = Path(args.output), Path(args.html) if args.html else None

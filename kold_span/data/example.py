@@ -100,7 +100,7 @@ def id_text(value: Any) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    try:
+    try:  # a key, not a file: json_text (data.jsonl, which reads examples) is not needed to refuse NaN here
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # not a JSON value (a Parquet timestamp, say), or NaN
         return str(value)
