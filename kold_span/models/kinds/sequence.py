@@ -1,8 +1,9 @@
 """The sequence kind: labels of the whole text, read from the pooled encoder state.
 
 Every window of an example carries the example's target; the example's probabilities come from
-its windows' (`windows_merged`: the surest window for a true/false or multi-label task, else the mean). What the target, loss, probabilities and decoded label are depends on the
-task's problem (single, multi, soft): `kold_span.models.kinds.problems`, which scores it too.
+its windows' (`windows_merged`: the surest window for a true/false or multi-label task, else the
+mean). What the target, loss, probabilities and decoded label are depends on the task's problem
+(single, multi, soft): `kold_span.models.kinds.problems`, which scores it too.
 """
 from __future__ import annotations
 
