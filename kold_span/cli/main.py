@@ -80,15 +80,14 @@ def warnings_in_one_line(command: str) -> Iterator[None]:
         yield
 
 
-# The libraries that talk while the package trains or predicts: Lightning's device lines and tips go to its loggers
-# at INFO, the datasets' "Map:" bars to its own switch. With -q (WARNING) they say only warnings too.
-CHATTY_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric")
-
-
 @contextmanager
 def logging_to_stderr(level: int) -> Iterator[None]:
-    """While a command runs, the package's log records of `level` and above go to stderr, message only; at
-    WARNING and above, the chatty libraries' (`CHATTY_LOGGERS`, the datasets' progress bars) are held to it too."""
+    """While a command runs, the package's log records of `level` and above go to stderr, message only.
+
+    At WARNING and above (-q) the libraries say only warnings too: log records below WARNING are disabled
+    process-wide (Lightning's device lines and tips; Lightning sets its loggers to INFO when it is imported,
+    later than this, so their levels cannot be set here), and the datasets' "Map:" bars are off.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     before = PACKAGE_LOGGER.level, PACKAGE_LOGGER.propagate
@@ -96,9 +95,9 @@ def logging_to_stderr(level: int) -> Iterator[None]:
     PACKAGE_LOGGER.setLevel(level)
     PACKAGE_LOGGER.propagate = False  # a root handler set up by the caller would print each record twice
     quiet = level >= logging.WARNING
-    chatty = {name: logging.getLogger(name).level for name in CHATTY_LOGGERS} if quiet else {}
-    for name in chatty:
-        logging.getLogger(name).setLevel(max(level, logging.getLogger(name).level))
+    disabled = logging.root.manager.disable
+    if quiet:
+        logging.disable(max(disabled, logging.INFO))
     bars = _datasets_bars_off() if quiet else None
     try:
         yield
@@ -106,8 +105,7 @@ def logging_to_stderr(level: int) -> Iterator[None]:
         PACKAGE_LOGGER.removeHandler(handler)
         PACKAGE_LOGGER.setLevel(before[0])
         PACKAGE_LOGGER.propagate = before[1]
-        for name, was in chatty.items():
-            logging.getLogger(name).setLevel(was)
+        logging.disable(disabled)
         if bars:
             bars()
 

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from kold_span.training.run import train
 
     config = load_config(experiment_path(args.config), args.set or [])
-    result = train(config, resume=args.resume, overwrite=args.overwrite)
+    # -q: no progress bar and no model summary either (Lightning prints those itself, past the log)
+    result = train(config, resume=args.resume, overwrite=args.overwrite, quiet=getattr(args, "log_quiet", False))
     if result.model_dir is None:  # not the main process of a distributed run
         return 0
     if "test" in result.metrics:
