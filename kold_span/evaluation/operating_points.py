@@ -21,7 +21,7 @@ import dataclasses
 import datetime
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -188,14 +188,8 @@ def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRA
     n = counts.tp.shape[1]
     if not n:
         return {"precision": [0.0, 0.0], "recall": [0.0, 0.0]}
-    rng = np.random.default_rng(seed)
-    # each resample is a row of draws per text; rows are drawn a chunk at a time (the Generator's stream, and so
-    # the interval, is the same whatever the chunk), so 1,000 resamples of 100,000 texts never hold 800 MB at once
-    sums = []
-    chunk = max(1, BOOTSTRAP_DRAWS_HELD // n)
-    for low in range(0, samples, chunk):
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, samples - low)).astype(float)
-        sums.append(np.stack([weights @ counts.tp[i], weights @ counts.flagged[i], weights @ counts.positives]))
+    sums = [np.stack([weights @ counts.tp[i], weights @ counts.flagged[i], weights @ counts.positives])
+            for weights in resamples(n, samples, np.random.default_rng(seed))]
     tp, flagged, positives = np.concatenate(sums, axis=1)
     precision = tp[flagged > 0] / flagged[flagged > 0]
     recall = tp[positives > 0] / positives[positives > 0]
@@ -211,6 +205,22 @@ def bootstrap_interval(counts: Counts, threshold: float, samples: int = BOOTSTRA
     tp_all = float(counts.tp[i].sum())
     return {"precision": interval(precision, tp_all, float(counts.flagged[i].sum())),
             "recall": interval(recall, tp_all, float(counts.positives.sum()))}
+
+
+def resamples(n: int, samples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """`samples` bootstrap resamples of `n` texts, each a row of draws per text, a chunk of rows at a time.
+
+    At most `BOOTSTRAP_DRAWS_HELD` draws are held at once (1,000 resamples of 100,000 texts drawn whole
+    would be 800 MB); the Generator's stream, and so whatever is computed from the rows, is the same
+    whatever the chunk.
+
+    Example:
+        >>> [rows.sum(axis=1).tolist() for rows in resamples(3, 2, np.random.default_rng(0))]  # n draws each
+        [[3.0, 3.0]]
+    """
+    chunk = max(1, BOOTSTRAP_DRAWS_HELD // n)
+    for low in range(0, samples, chunk):
+        yield rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, samples - low)).astype(float)
 
 
 def selection_optimism(counts: Counts, target: str, value: Optional[float], samples: int = BOOTSTRAP_SAMPLES,
@@ -261,9 +271,7 @@ def selection_optimism(counts: Counts, target: str, value: Optional[float], samp
 
     here = table(np.ones((1, n)))["precision"][0]
     gaps = []
-    chunk = max(1, BOOTSTRAP_DRAWS_HELD // n)
-    for low in range(0, samples, chunk):
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, samples - low)).astype(float)
+    for weights in resamples(n, samples, rng):
         drawn = table(weights)
         column = chosen(drawn)
         rows = np.flatnonzero(column >= 0)

@@ -150,15 +150,15 @@ def calibrate(tasks: Sequence[TaskConfig], predictor: Predictor, splits: dict[st
     apply_calibration(tempered.tasks, merged)
     maps = fit_confidence_maps(tasks, tempered.tasks, dev, merged)
     mapped = with_maps(tempered, maps, merged)
+    by_name = {t.name: t for t in tempered.tasks}
+    knots = {t.name: t.map_knots for t in mapped.tasks}
     for name in maps:  # a map beside a fixed temperature is reported too
         report.setdefault(name, {"temperature": temperatures.get(name, 1.0), "bins": ECE_BINS,
-                                 "rows": len(task_outcomes(next(t for t in tempered.tasks if t.name == name), dev,
-                                                           merged)[0]),
+                                 "rows": len(task_outcomes(by_name[name], dev, merged)[0]),
                                  "dev_ece_before": raw_ece[name]})
     for name, entry in report.items():
-        task = next(t for t in tempered.tasks if t.name == name)
-        entry["confidence_map_knots"] = next(t for t in mapped.tasks if t.name == name).map_knots
-        entry["dev_ece_after"] = round(calibration_error(task, dev, merged), 6)
+        entry["confidence_map_knots"] = knots[name]
+        entry["dev_ece_after"] = round(calibration_error(by_name[name], dev, merged), 6)
     thresholds = dev_thresholds(tasks, predictor, dev, merged) if tuned else {}
     decided = Calibration(thresholds, temperatures=temperatures, confidence_maps=maps).apply_to(predictor)
     decisions, errors = dev_decisions(tasks, decided, dev, merged)
@@ -197,7 +197,7 @@ def fit_confidence_maps(tasks: Sequence[TaskConfig], trained: Sequence[Task], de
     A multi-label task decides each label at its threshold: it gets maps only with `threshold: dev`, its
     thresholds then chosen on the mapped probabilities; mapped under fixed thresholds, its decisions would move.
     A task with fewer than `MIN_ROWS` labelled dev rows gets none (logged): its steps would follow the noise of a
-    handful of texts."""
+    few hundred texts."""
     wanted = {t.name: t for t in tasks if t.confidence_map == "dev"}
     maps: dict[str, Any] = {}
     for task in trained:
