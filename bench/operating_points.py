@@ -119,17 +119,17 @@ def calibrated(task, splits: dict, merged: dict, samples: int) -> dict:
     """Per split, the task's ECE as `merged` stand (calibrated) and its noise floor's mean and 95th
     percentile (what a perfectly calibrated model with these scores would get); for a single-label task
     whose test side mixes its gold labels otherwise than dev, test's at dev's mix too (`label_share_weights`)."""
-    out = {}
-    for split in splits:
-        confidences, hits = confidence_hits(task, splits[split], merged[split])
+    out, scored = {}, {split: confidence_hits(task, splits[split], merged[split]) for split in splits}
+    for split, (confidences, hits) in scored.items():
         floor = calibration_error_floor(confidences, samples=samples)
         out.update({f"{split}_after": expected_calibration_error(confidences, hits),
                     f"{split}_floor_mean": floor["mean"], f"{split}_floor_p95": floor["p95"]})
-    if kind_of(task).exclusive(task) and not kind_of(task).token_level and "dev" in splits and "test" in splits:
+    kind = kind_of(task)
+    if kind.exclusive(task) and not kind.token_level and "dev" in splits and "test" in splits:
         gold = {split: task_outcomes(task, splits[split], merged[split])[1].argmax(axis=-1) for split in splits}
         weights = label_share_weights(gold["dev"], gold["test"])
         if weights is not None:
-            confidences, hits = confidence_hits(task, splits["test"], merged["test"])
+            confidences, hits = scored["test"]
             floor = calibration_error_floor(confidences, samples=samples, weights=weights)
             out.update({"test_at_dev_mix": expected_calibration_error(confidences, hits, weights=weights),
                         "test_at_dev_mix_floor_mean": floor["mean"], "test_at_dev_mix_floor_p95": floor["p95"]})
@@ -352,7 +352,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--fit-calibration", action="store_true",
                         help="fit on dev first what training now fits: each task's temperature (a model with none) "
-                             "and each single-label task's confidence map (anew, if the model has one)")
+                             "and each task's confidence maps (anew, if the model has them)")
     parser.add_argument("--label", action="append", default=[], metavar="TASK:LABEL",
                         help="also measure a sequence task cut one-vs-rest on this label (repeatable), e.g. hate:hate")
     args = parser.parse_args(argv)
